@@ -1,0 +1,45 @@
+// cli_common.h — what every `waste` subcommand shares: the model handle
+// wrapper, size parsing ("8G", "512M"), and the runtime-error exit.
+//
+// The CLI is a client of include/waste/waste.h only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "waste/waste.h"
+
+namespace waste_cli {
+
+constexpr int exit_runtime_error = 1;
+constexpr int exit_usage_error = 2;
+
+// Thrown by a command to end with exit 1 and a message on stderr.
+struct RuntimeFailure {
+    std::string message;
+};
+
+[[noreturn]] void fail_with(const waste_error& error, const std::string& doing);
+
+struct ModelCloser {
+    void operator()(waste_model* model) const { waste_model_close(model); }
+};
+using ModelHandle = std::unique_ptr<waste_model, ModelCloser>;
+
+ModelHandle open_model(const std::string& path, const waste_open_options& options);
+
+// "1073741824", "8G", "8GB", "512M", "1.5GiB" -> bytes; throws CLI::ValidationError.
+uint64_t parse_size(const std::string& text);
+std::string format_bytes(uint64_t bytes);
+
+// Takes a JSON string the library returned and frees it.
+std::string take_string(char* json);
+
+// Registration of each command group (cmd_*.cpp).
+void add_model_commands(CLI::App& app);
+void add_synth_command(CLI::App& app);
+
+}  // namespace waste_cli

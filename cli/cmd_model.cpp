@@ -1,0 +1,116 @@
+// cmd_model.cpp — `waste info`, `waste plan`, `waste verify`.
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+
+namespace waste_cli {
+namespace {
+
+using nlohmann::json;
+
+void print_info(const json& info) {
+    fmt::print("architecture      {} ({})\n", info["arch"].get<std::string>(), info["model_type"].get<std::string>());
+    fmt::print("layers            {} ({} dense, {} MoE; {} KDA, {} MLA)\n", info["layers"].get<int>(),
+               info["dense_layers"].get<int>(), info["moe_layers"].get<int>(), info["kda_layers"].get<int>(),
+               info["mla_layers"].get<int>());
+    fmt::print("experts           {} per MoE layer, top-{}, {} shared\n", info["experts"].get<int>(),
+               info["top_k"].get<int>(), info["shared_experts"].get<int>());
+    fmt::print("hidden / vocab    {} / {}\n", info["hidden"].get<int>(), info["vocab"].get<int>());
+    fmt::print("parameters        {} total, {} active per token, {} trunk\n", info["params_total"].get<uint64_t>(),
+               info["params_active"].get<uint64_t>(), info["params_trunk"].get<uint64_t>());
+    fmt::print("quantisation      {}\n", info["quantization"].get<std::string>());
+    fmt::print("expert record     {} bytes\n", info["expert_record_bytes"].get<uint64_t>());
+    fmt::print("resident trunk    {}\n", format_bytes(info["trunk_resident_bytes"].get<uint64_t>()));
+    fmt::print("container         {}\n", format_bytes(info["container_bytes"].get<uint64_t>()));
+    fmt::print("expert reads      {}\n", info["io_mode"].get<std::string>());
+}
+
+void print_plan(const json& plan) {
+    auto line = [&](const char* label, const char* key) {
+        fmt::print("{:<22}{}\n", label, format_bytes(plan[key].get<uint64_t>()));
+    };
+    fmt::print("{:<22}{} tokens\n", "context", plan["ctx"].get<uint64_t>());
+    line("trunk", "trunk_bytes");
+    line("session state", "state_bytes");
+    line("scratch", "scratch_bytes");
+    line("minimum expert cache", "min_expert_cache");
+    line("floor", "floor_bytes");
+    line("one token's experts", "working_set_bytes");
+    line("recommended budget", "recommended_bytes");
+    line("physical RAM", "physical_ram_bytes");
+    line("usable RAM", "usable_ram_bytes");
+    fmt::print("{:<22}{} ({})\n", "budget", format_bytes(plan["budget_bytes"].get<uint64_t>()),
+               plan["budget_source"].get<std::string>());
+    if (plan["budget_ok"].get<bool>()) {
+        fmt::print("{:<22}{} ({} records)\n", "expert cache", format_bytes(plan["expert_cache_bytes"].get<uint64_t>()),
+                   plan["expert_cache_records"].get<uint64_t>());
+    } else {
+        fmt::print("{:<22}below the floor: this budget is refused\n", "");
+    }
+}
+
+struct ModelArgs {
+    std::string model;
+    bool json_output = false;
+    std::string budget;
+    uint32_t context = 4096;
+};
+
+}  // namespace
+
+void add_model_commands(CLI::App& app) {
+    auto info_args = std::make_shared<ModelArgs>();
+    CLI::App* info = app.add_subcommand("info", "Describe a container: architecture, parameters, quantisation, sizes");
+    info->add_option("MODEL", info_args->model, "Container directory")->required();
+    info->add_flag("--json", info_args->json_output, "Print JSON (documented in docs/CLI.md)");
+    info->callback([info_args] {
+        waste_open_options options;
+        waste_open_options_init(&options);
+        options.flags = WASTE_OPEN_METADATA_ONLY;
+        ModelHandle model = open_model(info_args->model, options);
+        char* text = nullptr;
+        waste_error error{};
+        if (waste_model_info_json(model.get(), &text, &error) != WASTE_OK) fail_with(error, "info");
+        const std::string json_text = take_string(text);
+        if (info_args->json_output) fmt::print("{}\n", json_text);
+        else print_info(json::parse(json_text));
+    });
+
+    auto plan_args = std::make_shared<ModelArgs>();
+    CLI::App* plan = app.add_subcommand("plan", "Show the memory plan: floor, recommended budget, expert cache");
+    plan->add_option("MODEL", plan_args->model, "Container directory")->required();
+    plan->add_option("--ctx", plan_args->context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
+    plan->add_option("--budget", plan_args->budget, "RAM budget (e.g. 8G); default: the recommended budget");
+    plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
+    plan->callback([plan_args] {
+        waste_open_options options;
+        waste_open_options_init(&options);
+        options.flags = WASTE_OPEN_METADATA_ONLY;
+        ModelHandle model = open_model(plan_args->model, options);
+        waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
+        char* text = nullptr;
+        waste_error error{};
+        if (waste_model_plan_json(model.get(), &plan_options, &text, &error) != WASTE_OK) fail_with(error, "plan");
+        const std::string json_text = take_string(text);
+        if (plan_args->json_output) fmt::print("{}\n", json_text);
+        else print_plan(json::parse(json_text));
+    });
+
+    auto verify_args = std::make_shared<ModelArgs>();
+    CLI::App* verify = app.add_subcommand("verify", "Check the CRC-32 of every expert record");
+    verify->add_option("MODEL", verify_args->model, "Container directory")->required();
+    verify->callback([verify_args] {
+        waste_open_options options;
+        waste_open_options_init(&options);
+        options.flags = WASTE_OPEN_METADATA_ONLY | WASTE_OPEN_VERIFY_CHECKSUMS;
+        ModelHandle model = open_model(verify_args->model, options);
+        waste_error error{};
+        if (waste_model_verify(model.get(), nullptr, nullptr, &error) != WASTE_OK) fail_with(error, "verify");
+        fmt::print("{}: every expert record passed its checks and CRC-32\n", verify_args->model);
+    });
+}
+
+}  // namespace waste_cli

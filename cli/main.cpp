@@ -1,0 +1,35 @@
+// main.cpp — the `waste` command line: one subcommand per job.
+//
+// Exit codes: 0 success; 1 a runtime error (message on stderr says what
+// failed and what to do); 2 a usage error (with the usage line).
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli_common.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"waste — Weight-Aware Streaming Tensor Engine: runs large mixture-of-experts models from disk"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("waste ") + waste_version());
+    app.add_subcommand("version", "Print the version")->callback([] { fmt::print("waste {}\n", waste_version()); });
+    waste_cli::add_model_commands(app);
+    waste_cli::add_synth_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return waste_cli::exit_usage_error;
+    } catch (const waste_cli::RuntimeFailure& failure) {
+        std::fflush(stdout);
+        fmt::print(stderr, "waste: {}\n", failure.message);
+        return waste_cli::exit_runtime_error;
+    }
+    return 0;
+}

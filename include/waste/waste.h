@@ -1,0 +1,138 @@
+/*
+ * waste.h — the public C API of libwaste, the Weight-Aware Streaming Tensor
+ * Engine.
+ *
+ * Everything a client (the CLI, a server, a binding) can do goes through this
+ * header. Rules every function keeps:
+ *   - no global state: all state lives behind the opaque handles;
+ *   - never prints, never exits, never aborts on bad input;
+ *   - returns a waste_status; on failure, fills the caller's waste_error (when
+ *     not NULL) with a message that names the offending object and value;
+ *   - strings returned to the caller are owned by the caller and released with
+ *     waste_string_free.
+ *
+ * Status codes are stable; their numeric values never change meaning.
+ */
+#ifndef WASTE_WASTE_H
+#define WASTE_WASTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define WASTE_API __declspec(dllexport)
+#else
+#define WASTE_API __attribute__((visibility("default")))
+#endif
+
+typedef enum waste_status {
+    WASTE_OK = 0,
+    WASTE_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, an out-of-range option   */
+    WASTE_ERR_IO = 2,               /* a file could not be opened, read, written */
+    WASTE_ERR_FORMAT = 3,           /* a container breaks a rule of format v0     */
+    WASTE_ERR_CORRUPT = 4,          /* a record failed its checks or checksum     */
+    WASTE_ERR_UNSUPPORTED = 5,      /* valid, but not something this build runs   */
+    WASTE_ERR_OUT_OF_MEMORY = 6,    /* an allocation failed                        */
+    WASTE_ERR_BUDGET = 7,           /* the memory budget is below the floor        */
+    WASTE_ERR_CONTEXT_FULL = 8,     /* the session's context length is exhausted   */
+    WASTE_ERR_CANCELLED = 9,        /* a callback asked to stop                    */
+    WASTE_ERR_INTERNAL = 10         /* a broken invariant: a bug, please report it */
+} waste_status;
+
+/* The message buffer a failing call fills. Always NUL-terminated. */
+#define WASTE_ERROR_MESSAGE_BYTES 1024
+typedef struct waste_error {
+    waste_status status;
+    char message[WASTE_ERROR_MESSAGE_BYTES];
+} waste_error;
+
+/* A short, static, human name for a status ("format error"). Never NULL. */
+WASTE_API const char* waste_status_name(waste_status status);
+
+/* The library's version string, e.g. "0.1.0". Never NULL. */
+WASTE_API const char* waste_version(void);
+
+/* Releases a string returned by this library. NULL is ignored. */
+WASTE_API void waste_string_free(char* string);
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct waste_model waste_model;
+
+typedef enum waste_open_flags {
+    /* Read and validate the manifest, codebooks and bank sizes, but do not
+     * load the trunk: enough for info and plan on any size of container. */
+    WASTE_OPEN_METADATA_ONLY = 1u << 0,
+    /* Check every expert record's CRC-32 when it is read (--verify). */
+    WASTE_OPEN_VERIFY_CHECKSUMS = 1u << 1,
+    /* Do not try direct I/O; read through the page cache (reported as such). */
+    WASTE_OPEN_BUFFERED_IO = 1u << 2
+} waste_open_flags;
+
+typedef struct waste_open_options {
+    uint32_t flags;            /* a set of waste_open_flags                     */
+    uint64_t budget_bytes;     /* RAM ceiling; 0 = the default budget            */
+    uint32_t context_length;   /* tokens a session may hold; 0 = 4096            */
+    uint32_t threads;          /* compute threads; 0 = one per core              */
+} waste_open_options;
+
+/* Fills *options with the defaults (all zero today; call it anyway so that
+ * fields added later get their defaults). */
+WASTE_API void waste_open_options_init(waste_open_options* options);
+
+/* Opens the container directory at path. On success *out_model owns it. */
+WASTE_API waste_status waste_model_open(const char* path, const waste_open_options* options,
+                                        waste_model** out_model, waste_error* error);
+
+WASTE_API void waste_model_close(waste_model* model);
+
+/* A JSON object describing the model: architecture, layers, KDA/MLA split,
+ * experts, top-k, hidden, parameters (total, active, trunk), quantisation,
+ * bytes per expert record, container size, direct-I/O status.
+ * Documented in docs/CLI.md ("waste info --json"). */
+WASTE_API waste_status waste_model_info_json(const waste_model* model, char** out_json,
+                                             waste_error* error);
+
+typedef struct waste_plan_options {
+    uint32_t context_length;   /* 0 = 4096                                     */
+    uint64_t budget_bytes;     /* 0 = the default budget                        */
+} waste_plan_options;
+
+/* The memory plan for this model: trunk, state at the context length,
+ * scratch, minimum expert cache, floor, recommended, physical and usable RAM
+ * (cgroup v2 aware), the resolved budget and expert cache. A JSON object,
+ * documented in docs/CLI.md ("waste plan --json"). A budget below the floor
+ * is not an error here: the plan says so in "budget_ok": false. */
+WASTE_API waste_status waste_model_plan_json(const waste_model* model,
+                                             const waste_plan_options* options, char** out_json,
+                                             waste_error* error);
+
+/* Verifies the CRC-32 of every expert record in the container. Calls
+ * progress(done, total, user) now and then; a non-zero return cancels. */
+typedef int (*waste_progress_fn)(uint64_t done, uint64_t total, void* user);
+WASTE_API waste_status waste_model_verify(const waste_model* model, waste_progress_fn progress,
+                                          void* user, waste_error* error);
+
+/* ------------------------------------------------------------------ synth */
+
+/* Writes a seeded synthetic container of the Kimi family to out_dir.
+ * preset: "tiny", "tiny-k3", "mid", "k3" (docs/CLI.md lists them).
+ * overrides_json: NULL, or a JSON object of config keys to replace
+ * (e.g. {"num_hidden_layers": 8, "num_experts": 64}).
+ * The same preset, seed and overrides give a byte-identical container. */
+WASTE_API waste_status waste_synth(const char* out_dir, const char* preset, uint64_t seed,
+                                   const char* overrides_json, waste_progress_fn progress,
+                                   void* user, waste_error* error);
+
+/* The names of the synth presets, as a JSON array of {"name","summary"}. */
+WASTE_API waste_status waste_synth_presets_json(char** out_json, waste_error* error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WASTE_WASTE_H */

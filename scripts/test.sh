@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# test.sh — the whole test suite from a clean clone: installs what is missing,
+# builds the release and the asan+ubsan presets, runs every test in both, the
+# PyTorch reference's own tests, and each libFuzzer target for a bounded time.
+#   WASTE_FUZZ_SECONDS  seconds per fuzz target (default 60)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc)
+fuzz_seconds=${WASTE_FUZZ_SECONDS:-60}
+
+./scripts/setup.sh
+
+echo "== release build and tests"
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs"
+
+echo "== PyTorch reference tests"
+PYTHONPATH="$root/python" /usr/bin/python3 -m unittest discover -s "$root/python/tests" -t "$root/python/tests" -v
+
+echo "== asan+ubsan build and tests"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j "$jobs"
+ctest --preset asan -j "$jobs"
+
+echo "== fuzzing (${fuzz_seconds}s per target, asan+ubsan)"
+shopt -s nullglob
+for fuzzer in build/asan/*_fuzz; do
+  name=$(basename "$fuzzer")
+  corpus="build/asan/corpus-$name"
+  mkdir -p "$corpus"
+  [ -d "fuzz/seeds/$name" ] && cp -n fuzz/seeds/"$name"/* "$corpus"/ 2>/dev/null || true
+  echo "-- $name"
+  "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
+done
+echo "== all tests passed"

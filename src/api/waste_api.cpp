@@ -1,0 +1,161 @@
+// waste_api.cpp — the C ABI of include/waste/waste.h over the C++ library.
+//
+// Every entry point catches everything: exceptions never cross the C ABI.
+// waste::Error keeps its status; std::bad_alloc becomes OUT_OF_MEMORY; any
+// other exception is INTERNAL.
+#include <cstring>
+#include <new>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_support.h"
+#include "format/container.h"
+#include "model/model_summary.h"
+#include "runtime/memory_plan.h"
+
+using nlohmann::json;
+using waste::api::guarded;
+using waste::api::to_c_string;
+
+struct waste_model {
+    std::unique_ptr<waste::format::Container> container;
+    waste_open_options options{};
+    waste::runtime::MemoryPlan plan;
+};
+
+extern "C" {
+
+const char* waste_status_name(waste_status status) {
+    switch (status) {
+        case WASTE_OK: return "ok";
+        case WASTE_ERR_INVALID_ARGUMENT: return "invalid argument";
+        case WASTE_ERR_IO: return "I/O error";
+        case WASTE_ERR_FORMAT: return "format error";
+        case WASTE_ERR_CORRUPT: return "corrupt data";
+        case WASTE_ERR_UNSUPPORTED: return "unsupported";
+        case WASTE_ERR_OUT_OF_MEMORY: return "out of memory";
+        case WASTE_ERR_BUDGET: return "memory budget below the floor";
+        case WASTE_ERR_CONTEXT_FULL: return "context full";
+        case WASTE_ERR_CANCELLED: return "cancelled";
+        case WASTE_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char* waste_version(void) { return WASTE_VERSION; }
+
+void waste_string_free(char* string) { std::free(string); }
+
+void waste_open_options_init(waste_open_options* options) {
+    if (options) *options = waste_open_options{};
+}
+
+waste_status waste_model_open(const char* path, const waste_open_options* options, waste_model** out_model,
+                              waste_error* error) {
+    return guarded(error, [&] {
+        if (!path || !out_model) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: path and out_model are required");
+        *out_model = nullptr;
+        auto model = std::make_unique<waste_model>();
+        if (options) model->options = *options;
+        waste::format::ContainerOptions container_options;
+        container_options.want_direct_io = !(model->options.flags & WASTE_OPEN_BUFFERED_IO);
+        container_options.verify_checksums = (model->options.flags & WASTE_OPEN_VERIFY_CHECKSUMS) != 0;
+        model->container = waste::format::Container::open(path, container_options);
+        const uint32_t context = model->options.context_length ? model->options.context_length : 4096;
+        model->plan = waste::runtime::plan_memory(*model->container, context, model->options.budget_bytes,
+                                                  waste::platform::query_memory_info());
+        if (!(model->options.flags & WASTE_OPEN_METADATA_ONLY)) {
+            waste::runtime::require_budget(model->plan);
+            model->container->load_trunk();
+        }
+        *out_model = model.release();
+    });
+}
+
+void waste_model_close(waste_model* model) { delete model; }
+
+waste_status waste_model_info_json(const waste_model* model, char** out_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_info_json: model and out_json are required");
+        const auto& container = *model->container;
+        const auto& c = container.config();
+        const auto summary = waste::model::summarize(container);
+        json info;
+        info["engine"] = WASTE_VERSION;
+        info["arch"] = summary.arch;
+        info["model_type"] = c.model_type;
+        info["layers"] = c.layers;
+        info["dense_layers"] = c.first_dense;
+        info["moe_layers"] = container.manifest().banks.size();
+        info["kda_layers"] = c.kda_layer_count();
+        info["mla_layers"] = c.mla_layer_count();
+        info["experts"] = c.experts;
+        info["top_k"] = c.top_k;
+        info["shared_experts"] = c.shared_experts;
+        info["hidden"] = c.hidden;
+        info["vocab"] = c.vocab;
+        info["params_total"] = summary.params_total;
+        info["params_active"] = summary.params_active;
+        info["params_trunk"] = summary.params_trunk;
+        info["quantization"] = summary.quantization;
+        info["expert_record_bytes"] = container.has_experts() ? container.expert_layout().record_bytes : 0;
+        info["expert_bank_bytes"] = model->plan.all_experts_bytes;
+        info["trunk_resident_bytes"] = model->plan.trunk_bytes;
+        info["container_bytes"] = container.container_bytes();
+        info["tensor_prefix"] = container.manifest().tensor_prefix;
+        info["direct_io"] = container.expert_io_mode() == waste::platform::IoMode::direct;
+        info["io_mode"] = container.expert_io_reason();
+        info["expert_cache_bytes"] = model->plan.cache_bytes;
+        *out_json = to_c_string(info.dump());
+    });
+}
+
+waste_status waste_model_plan_json(const waste_model* model, const waste_plan_options* options, char** out_json,
+                                   waste_error* error) {
+    return guarded(error, [&] {
+        if (!model || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_plan_json: model and out_json are required");
+        const uint32_t context = options && options->context_length ? options->context_length : 4096;
+        const uint64_t budget = options ? options->budget_bytes : 0;
+        const auto plan = waste::runtime::plan_memory(*model->container, context, budget, waste::platform::query_memory_info());
+        json out;
+        out["ctx"] = plan.context_length;
+        out["trunk_bytes"] = plan.trunk_bytes;
+        out["state_bytes"] = plan.state_bytes;
+        out["scratch_bytes"] = plan.scratch_bytes;
+        out["min_expert_cache"] = plan.min_cache_bytes;
+        out["floor_bytes"] = plan.floor_bytes;
+        out["working_set_bytes"] = plan.working_set_bytes;
+        out["all_experts_bytes"] = plan.all_experts_bytes;
+        out["recommended_bytes"] = plan.recommended_bytes;
+        out["physical_ram_bytes"] = plan.memory.physical_bytes;
+        out["usable_ram_bytes"] = plan.memory.usable_bytes;
+        out["cgroup_limit_bytes"] = plan.memory.cgroup_limit_bytes;
+        out["budget_bytes"] = plan.budget_bytes;
+        out["budget_source"] = plan.budget_requested ? "requested" : "default";
+        out["budget_ok"] = plan.budget_ok;
+        out["expert_cache_bytes"] = plan.cache_bytes;
+        out["expert_cache_records"] = plan.cache_records;
+        *out_json = to_c_string(out.dump());
+    });
+}
+
+waste_status waste_model_verify(const waste_model* model, waste_progress_fn progress, void* user, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_verify: model is required");
+        const auto& container = *model->container;
+        uint64_t total = 0, done = 0;
+        for (const auto& [layer, bank] : container.manifest().banks) total += bank.experts;
+        waste::platform::AlignedBuffer record(container.has_experts() ? container.expert_layout().record_bytes : 0);
+        for (const auto& [layer, bank] : container.manifest().banks) {
+            for (uint32_t e = 0; e < bank.experts; ++e) {
+                container.read_expert(layer, static_cast<int>(e), record.span());
+                waste::format::verify_expert_checksum(record.span(), layer, static_cast<int>(e), container.expert_layout());
+                ++done;
+                if (progress && (done % 64 == 0 || done == total) && progress(done, total, user))
+                    waste::fail(WASTE_ERR_CANCELLED, "verify cancelled after {} of {} records", done, total);
+            }
+        }
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,179 @@
+#include "format/model_config.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "platform/error.h"
+
+namespace waste::format {
+namespace {
+
+using nlohmann::json;
+
+// Upper bounds on config numbers. They are far above any released model
+// (K3: hidden 7168, 93 layers, 896 experts, vocab 163840) and low enough that
+// products of two or three of them cannot overflow 64 bits.
+constexpr int64_t max_dimension = 1 << 20;
+constexpr int64_t max_layers = 4096;
+constexpr int64_t max_experts = 1 << 16;
+constexpr int64_t max_vocab = 1 << 24;
+constexpr int64_t max_heads = 4096;
+
+struct Reader {
+    const json& object;
+    std::string where;
+
+    const json* find(std::initializer_list<const char*> keys, std::string* found_key) const {
+        for (const char* key : keys) {
+            auto it = object.find(key);
+            if (it != object.end() && !it->is_null()) {
+                *found_key = key;
+                return &*it;
+            }
+        }
+        return nullptr;
+    }
+
+    int64_t integer(std::initializer_list<const char*> keys, int64_t low, int64_t high,
+                    std::optional<int64_t> fallback = std::nullopt) const {
+        std::string key;
+        const json* value = find(keys, &key);
+        if (!value) {
+            if (fallback) return *fallback;
+            fail_format("{}: required key {} is missing", where, *keys.begin());
+        }
+        if (!value->is_number_integer())
+            fail_format("{}.{}: expected an integer, got {}", where, key, value->dump());
+        int64_t number = value->is_number_unsigned()
+                             ? static_cast<int64_t>(std::min<uint64_t>(value->get<uint64_t>(), INT64_MAX))
+                             : value->get<int64_t>();
+        if (number < low || number > high)
+            fail_format("{}.{}: {} is out of range [{}, {}]", where, key, number, low, high);
+        return number;
+    }
+
+    double real(std::initializer_list<const char*> keys, double low, double high, double fallback) const {
+        std::string key;
+        const json* value = find(keys, &key);
+        if (!value) return fallback;
+        if (!value->is_number()) fail_format("{}.{}: expected a number, got {}", where, key, value->dump());
+        double number = value->get<double>();
+        if (!(number >= low && number <= high))
+            fail_format("{}.{}: {} is out of range [{}, {}]", where, key, number, low, high);
+        return number;
+    }
+
+    bool boolean(std::initializer_list<const char*> keys, bool fallback) const {
+        std::string key;
+        const json* value = find(keys, &key);
+        if (!value) return fallback;
+        if (!value->is_boolean()) fail_format("{}.{}: expected true or false, got {}", where, key, value->dump());
+        return value->get<bool>();
+    }
+
+    std::string string(const char* key, const std::string& fallback) const {
+        auto it = object.find(key);
+        if (it == object.end() || it->is_null()) return fallback;
+        if (!it->is_string()) fail_format("{}.{}: expected a string, got {}", where, key, it->dump());
+        return it->get<std::string>();
+    }
+};
+
+std::vector<int> one_based_layer_list(const json& list, const std::string& where, int layers) {
+    if (!list.is_array()) fail_format("{}: expected an array of 1-based layer numbers", where);
+    std::vector<int> result;
+    for (const json& item : list) {
+        if (!item.is_number_integer())
+            fail_format("{}: expected 1-based layer numbers, got {}", where, item.dump());
+        int64_t layer = item.get<int64_t>();
+        if (layer < 1 || layer > layers)
+            fail_format("{}: layer {} is out of range [1, {}]", where, layer, layers);
+        result.push_back(static_cast<int>(layer));
+    }
+    return result;
+}
+
+}  // namespace
+
+int ModelConfig::kda_layer_count() const {
+    return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::kda));
+}
+int ModelConfig::mla_layer_count() const {
+    return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::mla));
+}
+
+ModelConfig parse_model_config(const json& config, const std::string& where) {
+    if (!config.is_object()) fail_format("{}: expected a JSON object", where);
+    Reader read{config, where};
+    ModelConfig c;
+    c.model_type = read.string("model_type", "");
+    c.hidden = static_cast<int>(read.integer({"hidden_size"}, 1, max_dimension));
+    c.layers = static_cast<int>(read.integer({"num_hidden_layers"}, 1, max_layers));
+    c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, 0));
+    c.intermediate = static_cast<int>(read.integer({"intermediate_size"}, c.first_dense > 0 ? 1 : 0, max_dimension, 0));
+    const bool has_moe = c.first_dense < c.layers;
+    c.moe_intermediate = static_cast<int>(read.integer({"moe_intermediate_size"}, has_moe ? 1 : 0, max_dimension, 0));
+    c.experts = static_cast<int>(read.integer({"num_experts", "n_routed_experts"}, has_moe ? 1 : 0, max_experts, 0));
+    c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok"}, has_moe ? 1 : 0,
+                                            std::max(c.experts, 1), 0));
+    c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, 0));
+    c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, true);
+    c.routed_scaling = read.real({"routed_scaling_factor"}, 0.0, 1e6, 1.0);
+    c.expert_groups = static_cast<int>(read.integer({"n_group", "num_expert_group"}, 1, std::max(c.experts, 1), 1));
+    c.top_groups = static_cast<int>(read.integer({"topk_group"}, 1, c.expert_groups, c.expert_groups));
+    if (c.experts > 0 && c.experts % c.expert_groups != 0)
+        fail_format("{}.n_group: {} does not divide num_experts {}", where, c.expert_groups, c.experts);
+    if (c.expert_groups > 1 && c.top_k > c.top_groups * (c.experts / c.expert_groups))
+        fail_format("{}.num_experts_per_token: {} exceeds the experts of the {} kept groups", where, c.top_k,
+                    c.top_groups);
+    c.latent = static_cast<int>(read.integer({"routed_expert_hidden_size"}, 0, max_dimension, 0));
+    c.vocab = static_cast<int>(read.integer({"vocab_size"}, 1, max_vocab));
+    c.tie_embeddings = read.boolean({"tie_word_embeddings"}, false);
+    c.bos = read.integer({"bos_token_id"}, -1, max_vocab, -1);
+    c.eos = read.integer({"eos_token_id"}, -1, max_vocab, -1);
+    c.rms_eps = read.real({"rms_norm_eps"}, 0.0, 1.0, 1e-6);
+    const std::string act = read.string("hidden_act", "silu");
+    if (act == "silu" || act == "swish") c.activation = Activation::silu;
+    else if (act == "situ") c.activation = Activation::situ;
+    else fail_format("{}.hidden_act: \"{}\" is not supported (silu, situ)", where, act);
+    c.situ_beta = read.real({"activation_situ_beta"}, 1e-6, 1e6, 4.0);
+    c.situ_linear_beta = read.real({"activation_situ_linear_beta"}, -1e6, 1e6, 25.0);
+    c.attn_res_block = static_cast<int>(read.integer({"attn_res_block_size"}, 0, c.layers, 0));
+
+    c.heads = static_cast<int>(read.integer({"num_attention_heads"}, 1, max_heads));
+    c.qk_nope = static_cast<int>(read.integer({"qk_nope_head_dim"}, 0, max_heads, 0));
+    c.qk_rope = static_cast<int>(read.integer({"qk_rope_head_dim"}, 0, max_heads, 0));
+    c.v_head = static_cast<int>(read.integer({"v_head_dim"}, 0, max_heads, 0));
+    c.kv_lora = static_cast<int>(read.integer({"kv_lora_rank"}, 0, max_dimension, 0));
+    c.q_lora = static_cast<int>(read.integer({"q_lora_rank"}, 0, max_dimension, 0));
+    c.mla_output_gate = read.boolean({"mla_use_output_gate"}, false);
+
+    c.layer_kinds.assign(c.layers, LayerKind::mla);
+    auto linear = config.find("linear_attn_config");
+    if (linear != config.end() && !linear->is_null()) {
+        if (!linear->is_object()) fail_format("{}.linear_attn_config: expected an object", where);
+        Reader kda{*linear, where + ".linear_attn_config"};
+        c.kda_heads = static_cast<int>(kda.integer({"num_heads"}, 1, max_heads));
+        c.kda_head_dim = static_cast<int>(kda.integer({"head_dim"}, 1, max_heads));
+        c.conv_kernel = static_cast<int>(kda.integer({"short_conv_kernel_size"}, 1, 64, 4));
+        c.gate_lower_bound = kda.real({"gate_lower_bound"}, -1e6, 0.0, 0.0);
+        auto kda_list = linear->find("kda_layers");
+        if (kda_list != linear->end())
+            for (int layer : one_based_layer_list(*kda_list, where + ".linear_attn_config.kda_layers", c.layers))
+                c.layer_kinds[layer - 1] = LayerKind::kda;
+        auto full_list = linear->find("full_attn_layers");
+        if (full_list != linear->end())
+            for (int layer : one_based_layer_list(*full_list, where + ".linear_attn_config.full_attn_layers", c.layers))
+                if (c.layer_kinds[layer - 1] == LayerKind::kda)
+                    fail_format("{}.linear_attn_config: layer {} is in both kda_layers and full_attn_layers", where,
+                                layer);
+    }
+    if (c.mla_layer_count() > 0) {
+        if (c.kv_lora < 1) fail_format("{}.kv_lora_rank: MLA layers need a rank >= 1", where);
+        if (c.qk_nope + c.qk_rope < 1) fail_format("{}: MLA layers need qk_nope_head_dim + qk_rope_head_dim >= 1", where);
+        if (c.v_head < 1) fail_format("{}.v_head_dim: MLA layers need v_head_dim >= 1", where);
+    }
+    return c;
+}
+
+}  // namespace waste::format

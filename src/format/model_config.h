@@ -1,0 +1,67 @@
+// model_config.h — the text-model configuration of a container, validated.
+//
+// Parses the manifest's `config` object (the release's config.json) into the
+// numbers the engine needs, with every value bounded before it can size
+// anything. Architecture facts that the tensors decide (q_lora or plain q, the
+// KDA gate kind, the MLA output gate, the latent-MoE norm) are settled later
+// against the trunk index; this file only reads the config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace waste::format {
+
+enum class LayerKind : uint8_t { kda, mla };
+enum class Activation : uint8_t { silu, situ };
+
+struct ModelConfig {
+    std::string model_type;
+    int hidden = 0;                  // hidden_size
+    int layers = 0;                  // num_hidden_layers
+    int first_dense = 0;             // first_k_dense_replace: layers [0, first_dense) are dense
+    int intermediate = 0;            // intermediate_size (dense FFN)
+    int moe_intermediate = 0;        // moe_intermediate_size (one routed expert)
+    int experts = 0;                 // num_experts / n_routed_experts
+    int top_k = 0;                   // num_experts_per_token / num_experts_per_tok
+    int shared_experts = 0;          // num_shared_experts / n_shared_experts
+    bool renormalize = true;         // moe_renormalize / norm_topk_prob
+    double routed_scaling = 1.0;     // routed_scaling_factor
+    int expert_groups = 1;           // n_group / num_expert_group
+    int top_groups = 1;              // topk_group
+    int latent = 0;                  // routed_expert_hidden_size, 0 = no latent MoE
+    int vocab = 0;                   // vocab_size
+    bool tie_embeddings = false;     // tie_word_embeddings
+    int64_t bos = -1, eos = -1;      // bos_token_id, eos_token_id (-1 = none)
+    double rms_eps = 1e-6;           // rms_norm_eps
+    Activation activation = Activation::silu;
+    double situ_beta = 4.0;          // activation_situ_beta
+    double situ_linear_beta = 25.0;  // activation_situ_linear_beta (<= 0: identity on b)
+    int attn_res_block = 0;          // attn_res_block_size, 0 = plain residuals
+
+    // MLA
+    int heads = 0;                   // num_attention_heads
+    int qk_nope = 0, qk_rope = 0, v_head = 0;
+    int kv_lora = 0;                 // kv_lora_rank
+    int q_lora = 0;                  // q_lora_rank (0 = plain q_proj)
+    bool mla_output_gate = false;    // mla_use_output_gate
+
+    // KDA (linear_attn_config)
+    int kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;
+    double gate_lower_bound = 0.0;   // < 0: K3's bounded sigmoid decay gate
+    std::vector<LayerKind> layer_kinds;  // per 0-based layer
+
+    int expert_input() const { return latent > 0 ? latent : hidden; }
+    bool is_moe_layer(int layer) const { return layer >= first_dense && layer < layers; }
+    int kda_layer_count() const;
+    int mla_layer_count() const;
+};
+
+// Throws waste::Error(WASTE_ERR_FORMAT) naming the key and value of the first
+// rule broken. `where` prefixes messages ("manifest: config").
+ModelConfig parse_model_config(const nlohmann::json& config, const std::string& where = "config");
+
+}  // namespace waste::format

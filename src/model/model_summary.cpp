@@ -1,0 +1,37 @@
+#include "model/model_summary.h"
+
+#include <set>
+#include <vector>
+
+namespace waste::model {
+
+ModelSummary summarize(const format::Container& container) {
+    const format::ModelConfig& c = container.config();
+    const format::Manifest& m = container.manifest();
+    ModelSummary s;
+    const bool k3_like = c.latent > 0 || c.attn_res_block > 0 || c.activation == format::Activation::situ ||
+                         c.gate_lower_bound < 0;
+    s.arch = k3_like ? "kimi-k3" : "kimi-linear";
+    const std::string embed = m.tensor_prefix + "model.embed_tokens.weight";
+    uint64_t embed_params = 0;
+    std::set<format::TrunkFormat> formats;
+    for (const format::TrunkTensor& t : m.trunk) {
+        if (!container.is_text_tensor(t)) continue;
+        s.params_trunk += t.elements();
+        formats.insert(t.fmt);
+        if (t.name == embed) embed_params = t.elements();
+    }
+    s.params_per_expert = 3ull * c.moe_intermediate * c.expert_input();
+    const uint64_t moe_layers = m.banks.size();
+    s.params_total = s.params_trunk + moe_layers * c.experts * s.params_per_expert;
+    s.params_active = s.params_trunk - embed_params + moe_layers * c.top_k * s.params_per_expert;
+    std::vector<std::string> names;
+    for (auto order : {format::TrunkFormat::q3g, format::TrunkFormat::q4g, format::TrunkFormat::q8g, format::TrunkFormat::f32})
+        if (formats.count(order)) names.push_back(format::trunk_format_name(order));
+    std::string trunk;
+    for (size_t i = 0; i < names.size(); ++i) trunk += (i ? "/" : "") + names[i];
+    s.quantization = (moe_layers ? "experts " + m.quant.fmt_name + ", " : std::string()) + "trunk " + trunk;
+    return s;
+}
+
+}  // namespace waste::model

@@ -1,0 +1,28 @@
+// model_summary.h — the facts `waste info` reports about a container:
+// architecture, parameter counts, quantisation summary.
+//
+// params_total = every text trunk element + every routed expert weight;
+// params_active = what one token touches: the trunk without embed_tokens
+// (one row is read per token) + top_k experts in each MoE layer. Both agree
+// with the upstream engine's `info` on its fixtures.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "format/container.h"
+
+namespace waste::model {
+
+struct ModelSummary {
+    std::string arch;            // "kimi-linear" or "kimi-k3"
+    uint64_t params_total = 0;
+    uint64_t params_active = 0;
+    uint64_t params_trunk = 0;
+    uint64_t params_per_expert = 0;
+    std::string quantization;    // "experts VQ3R, trunk Q4G/Q8G/F32"
+};
+
+ModelSummary summarize(const format::Container& container);
+
+}  // namespace waste::model

@@ -1,0 +1,56 @@
+// direct_file.h — a read-only file that bypasses the page cache when it can.
+//
+// On Linux the file is opened with O_DIRECT and a real aligned read is made at
+// open time: some filesystems accept the flag and then refuse the read
+// (upstream once had an "O_DIRECT" that was only a comment, and every hit rate
+// it measured was the page cache's — docs/anchors.md). When the probe fails
+// the file falls back to buffered reads and says why in io_mode_reason(),
+// which info and bench report. It never silently pretends.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace waste::platform {
+
+enum class IoMode { direct, buffered };
+
+class DirectFile {
+public:
+    DirectFile() = default;
+    // want_direct=false opens buffered (reported as "buffered by request").
+    DirectFile(const std::string& path, bool want_direct);
+    DirectFile(DirectFile&& other) noexcept;
+    DirectFile& operator=(DirectFile&& other) noexcept;
+    DirectFile(const DirectFile&) = delete;
+    DirectFile& operator=(const DirectFile&) = delete;
+    ~DirectFile();
+
+    // Reads exactly buffer.size() bytes at offset; throws WASTE_ERR_IO naming
+    // the file on a short read or error. In direct mode offset, size and the
+    // buffer address must be multiples of 4096.
+    void read_at(uint64_t offset, std::span<uint8_t> buffer) const;
+    // Buffered-style read of any size and alignment (bounces through an
+    // aligned buffer when the file is in direct mode).
+    void read_any(uint64_t offset, std::span<uint8_t> buffer) const;
+
+    uint64_t size() const { return size_; }
+    int fd() const { return fd_; }
+    IoMode mode() const { return mode_; }
+    const std::string& io_mode_reason() const { return reason_; }
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+    int fd_ = -1;
+    uint64_t size_ = 0;
+    IoMode mode_ = IoMode::buffered;
+    std::string reason_;
+};
+
+// Reads a whole small file into a string; throws WASTE_ERR_IO, or
+// WASTE_ERR_FORMAT when it is larger than max_bytes.
+std::string read_small_file(const std::string& path, uint64_t max_bytes);
+
+}  // namespace waste::platform

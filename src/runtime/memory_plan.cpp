@@ -1,0 +1,105 @@
+#include "runtime/memory_plan.h"
+
+#include <algorithm>
+
+#include "platform/error.h"
+
+namespace waste::runtime {
+
+using format::LayerKind;
+using format::ModelConfig;
+
+uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
+    uint64_t bytes = 0;
+    for (LayerKind kind : c.layer_kinds) {
+        if (kind == LayerKind::kda) {
+            const uint64_t channels = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
+            bytes += channels * c.kda_head_dim * 4;                                      // S: [heads][D][D] f32
+            bytes += 3 * channels * static_cast<uint64_t>(std::max(c.conv_kernel - 1, 0)) * 4;  // q/k/v conv rings
+        } else {
+            bytes += static_cast<uint64_t>(context_length) * (c.kv_lora + c.qk_rope) * 4;  // latent cache [ctx][r+rope]
+        }
+    }
+    if (c.attn_res_block > 0) bytes += static_cast<uint64_t>(c.layers / c.attn_res_block + 2) * c.hidden * 4;
+    return bytes;
+}
+
+uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length) {
+    constexpr uint64_t prefill_chunk = 64;  // tokens per prefill chunk (models.md §7)
+    const uint64_t kda_width = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
+    const uint64_t mla_width = static_cast<uint64_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
+    const uint64_t ffn_width = std::max<uint64_t>({static_cast<uint64_t>(c.intermediate),
+                                                   static_cast<uint64_t>(c.moe_intermediate) * std::max(c.shared_experts, 1),
+                                                   static_cast<uint64_t>(c.moe_intermediate)});
+    // per token of a chunk: residual, normed input, attention output, MoE
+    // accumulator and latent (8 x hidden); q/k/v/gate/decay of KDA or the MLA
+    // query (6 x the widest attention); gate and up of the widest FFN (2x).
+    const uint64_t per_token = 8 * static_cast<uint64_t>(c.hidden) + 6 * std::max(kda_width, mla_width) + 2 * ffn_width +
+                               static_cast<uint64_t>(c.kv_lora + c.qk_rope);
+    uint64_t floats = prefill_chunk * per_token;
+    floats += c.vocab;                                                      // logits
+    floats += static_cast<uint64_t>(c.heads) * (context_length + c.kv_lora);  // MLA scores, absorbed queries
+    floats += static_cast<uint64_t>(c.experts);                             // router scores
+    uint64_t bytes = floats * 4;
+    if (c.first_dense < c.layers) {
+        // lookup tables: [positions][stages][entries] f32 — one shared gate/up
+        // table, one down table per compute thread (two threads planned).
+        const uint64_t per_position = static_cast<uint64_t>(quant.stages) * quant.entries * 4;
+        bytes += static_cast<uint64_t>(c.expert_input() / quant.vec_dim) * per_position;
+        bytes += 2 * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim) * per_position;
+    }
+    return bytes;
+}
+
+MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
+                       const platform::MemoryInfo& memory) {
+    const ModelConfig& c = container.config();
+    MemoryPlan plan;
+    plan.memory = memory;
+    plan.context_length = context_length;
+    plan.trunk_bytes = container.resident_trunk_bytes();
+    plan.state_bytes = session_state_bytes(c, context_length);
+    plan.scratch_bytes = container.has_experts() ? scratch_bytes(c, container.manifest().quant, context_length)
+                                                 : scratch_bytes(c, format::ExpertQuant{.stages = 1, .vec_dim = 1, .entries = 1}, context_length);
+    uint64_t record = 0, moe_layers = 0;
+    for (const auto& [layer, bank] : container.manifest().banks) {
+        record = bank.record_bytes;
+        plan.all_experts_bytes += bank.bytes;
+        ++moe_layers;
+    }
+    // The minimum cache holds the current layer's top-k records plus as many
+    // in flight for the next layer, all pinned at once.
+    plan.min_cache_bytes = 2 * static_cast<uint64_t>(c.top_k) * record;
+    plan.working_set_bytes = static_cast<uint64_t>(c.top_k) * record * moe_layers;
+    plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.min_cache_bytes;
+
+    const uint64_t ceiling = memory.usable_bytes / 8 * 7;
+    plan.recommended_bytes = plan.floor_bytes;
+    for (uint64_t multiple : {3, 2, 1}) {
+        const uint64_t extra = std::min(multiple * plan.working_set_bytes, plan.all_experts_bytes);
+        if (plan.floor_bytes + extra <= ceiling) {
+            plan.recommended_bytes = plan.floor_bytes + extra;
+            break;
+        }
+    }
+    plan.budget_requested = requested_budget != 0;
+    plan.budget_bytes = plan.budget_requested ? requested_budget : plan.recommended_bytes;
+    plan.budget_ok = plan.budget_bytes >= plan.floor_bytes;
+    if (plan.budget_ok) {
+        const uint64_t fixed = plan.floor_bytes - plan.min_cache_bytes;
+        plan.cache_bytes = std::min(plan.budget_bytes - fixed, std::max(plan.all_experts_bytes, plan.min_cache_bytes));
+        plan.cache_records = record ? plan.cache_bytes / record : 0;
+    }
+    return plan;
+}
+
+void require_budget(const MemoryPlan& plan) {
+    if (!plan.budget_ok)
+        fail(WASTE_ERR_BUDGET,
+             "memory budget {} bytes is below this model's floor of {} bytes at context {} "
+             "(trunk {} + state {} + scratch {} + minimum expert cache {}); run `waste plan MODEL` to see the plan",
+             plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.trunk_bytes, plan.state_bytes,
+             plan.scratch_bytes, plan.min_cache_bytes);
+}
+
+}  // namespace waste::runtime

@@ -1,0 +1,38 @@
+// test_support.h — paths and helpers the test executables share.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace waste_test {
+
+// The repository root, and ../shared beside it (CI lays it there read-only).
+std::filesystem::path source_dir();
+std::filesystem::path shared_dir();
+std::filesystem::path fixture(const std::string& name);  // ../shared/fixtures/upstream/NAME
+std::filesystem::path cli_path();
+
+// A fresh temporary directory, removed when the object dies.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+// Copies a container directory (files only) into dest and makes it writable.
+void copy_container(const std::filesystem::path& from, const std::filesystem::path& dest);
+
+// Runs a shell command, returns its exit status; stdout+stderr into *output.
+int run_command(const std::string& command, std::string* output);
+
+std::string read_file(const std::filesystem::path& path);
+void write_file(const std::filesystem::path& path, const std::string& bytes);
+
+}  // namespace waste_test
