@@ -17,7 +17,7 @@ cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
 echo "== PyTorch reference tests"
-PYTHONPATH="$root/python" /usr/bin/python3 -m unittest discover -s "$root/python/tests" -t "$root/python/tests" -v
+PYTHONPATH="$root/python" /usr/bin/python3 -m unittest discover -s "$root/python/tests" -t "$root/python"
 
 echo "== asan+ubsan build and tests"
 cmake --preset asan >/dev/null

@@ -132,7 +132,7 @@ class KimiModel:
         self.top_k = int(_get(cfg, "num_experts_per_token", "num_experts_per_tok", default=0))
         self.n_group = int(_get(cfg, "n_group", "num_expert_group", default=1))
         self.topk_group = int(_get(cfg, "topk_group", default=self.n_group))
-        self.renormalize = bool(_get(cfg, "moe_renormalize", "norm_topk_prob", default=False))
+        self.renormalize = bool(_get(cfg, "moe_renormalize", "norm_topk_prob", default=True))
         self.scaling = float(_get(cfg, "routed_scaling_factor", default=1.0))
         router_act = str(_get(cfg, "moe_router_activation_func", default="sigmoid")).lower()
         if router_act != "sigmoid":
