@@ -41,5 +41,6 @@ std::string take_string(char* json);
 // Registration of each command group (cmd_*.cpp).
 void add_model_commands(CLI::App& app);
 void add_synth_command(CLI::App& app);
+void add_run_commands(CLI::App& app);
 
 }  // namespace waste_cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     app.add_subcommand("version", "Print the version")->callback([] { fmt::print("waste {}\n", waste_version()); });
     waste_cli::add_model_commands(app);
     waste_cli::add_synth_command(app);
+    waste_cli::add_run_commands(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

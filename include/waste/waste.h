@@ -117,6 +117,61 @@ typedef int (*waste_progress_fn)(uint64_t done, uint64_t total, void* user);
 WASTE_API waste_status waste_model_verify(const waste_model* model, waste_progress_fn progress,
                                           void* user, waste_error* error);
 
+/* ---------------------------------------------------------------- session */
+
+/* A conversation over an opened model: its attention state, position and
+ * next-token logits. Sessions of one model run one call at a time. */
+typedef struct waste_session waste_session;
+
+/* Creates a session; the model must have been opened without
+ * WASTE_OPEN_METADATA_ONLY. Its context length is the model's. */
+WASTE_API waste_status waste_session_create(waste_model* model, waste_session** out_session, waste_error* error);
+WASTE_API void waste_session_free(waste_session* session);
+
+/* Forgets every token: position 0, empty state. */
+WASTE_API waste_status waste_session_reset(waste_session* session, waste_error* error);
+
+/* Appends tokens to the session; afterwards waste_session_logits gives the
+ * next-token distribution. More tokens than the context holds is
+ * WASTE_ERR_CONTEXT_FULL and appends nothing. A failure part-way (a corrupt
+ * expert record, say) resets the session. */
+WASTE_API waste_status waste_session_eval(waste_session* session, const int32_t* tokens, size_t count,
+                                          waste_error* error);
+
+/* The logits after the last evaluated token: *out_logits points to
+ * *out_vocab floats owned by the session, valid until its next call. */
+WASTE_API waste_status waste_session_logits(const waste_session* session, const float** out_logits,
+                                            size_t* out_vocab, waste_error* error);
+
+/* Tokens the session holds, and the most it may hold. */
+WASTE_API uint32_t waste_session_position(const waste_session* session);
+WASTE_API uint32_t waste_session_context_length(const waste_session* session);
+
+/* Called once per generated token; return non-zero to stop. */
+typedef int (*waste_token_fn)(int32_t token, void* user);
+
+/* Greedy generation: appends up to max_tokens argmax tokens (ties -> the
+ * lower id), writing them to out_tokens (room for max_tokens) and their
+ * number to *out_count. Stops early when on_token returns non-zero or the
+ * model's EOS token is produced (it is included). */
+WASTE_API waste_status waste_session_generate_greedy(waste_session* session, size_t max_tokens,
+                                                     int32_t* out_tokens, size_t* out_count,
+                                                     waste_token_fn on_token, void* user,
+                                                     waste_error* error);
+
+/* Cumulative counters of a session since creation. */
+typedef struct waste_session_stats {
+    uint64_t tokens;          /* tokens evaluated                             */
+    uint64_t expert_hits;     /* expert records served from the cache         */
+    uint64_t expert_misses;   /* records read from disk                       */
+    uint64_t bytes_read;      /* bytes of expert records read                 */
+    double io_seconds;        /* time spent waiting on expert reads           */
+    double compute_seconds;   /* the rest of the evaluation time              */
+} waste_session_stats;
+
+WASTE_API waste_status waste_session_stats_get(const waste_session* session, waste_session_stats* out_stats,
+                                               waste_error* error);
+
 /* ------------------------------------------------------------------ synth */
 
 /* Writes a seeded synthetic container of the Kimi family to out_dir.

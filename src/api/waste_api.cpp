@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api_support.h"
+#include "api/model_handle.h"
 #include "format/container.h"
 #include "model/model_summary.h"
 #include "runtime/memory_plan.h"
@@ -17,11 +18,6 @@ using nlohmann::json;
 using waste::api::guarded;
 using waste::api::to_c_string;
 
-struct waste_model {
-    std::unique_ptr<waste::format::Container> container;
-    waste_open_options options{};
-    waste::runtime::MemoryPlan plan;
-};
 
 extern "C" {
 
@@ -67,6 +63,8 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         if (!(model->options.flags & WASTE_OPEN_METADATA_ONLY)) {
             waste::runtime::require_budget(model->plan);
             model->container->load_trunk();
+            model->engine = std::make_unique<waste::runtime::Engine>(*model->container, model->plan,
+                                                                     waste::runtime::EngineOptions{model->options.threads});
         }
         *out_model = model.release();
     });

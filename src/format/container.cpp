@@ -221,6 +221,7 @@ const platform::DirectFile& Container::bank_file(int layer) const {
 void Container::check_expert(int layer, int expert, std::span<const uint8_t> record) const {
     const ExpertBank& b = bank(layer);
     check_expert_record(record, layer, expert, b, manifest_.quant, layout_, codebook_records_);
+    check_expert_indices(record, layer, expert, manifest_.quant, layout_);
     if (options_.verify_checksums) verify_expert_checksum(record, layer, expert, layout_);
 }
 

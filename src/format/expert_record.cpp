@@ -130,3 +130,32 @@ void verify_expert_checksum(std::span<const uint8_t> record, int layer, int expe
 }
 
 }  // namespace waste::format
+
+namespace waste::format {
+
+void check_expert_indices(std::span<const uint8_t> record, int layer, int expert, const ExpertQuant& quant,
+                          const ExpertLayout& layout) {
+    const bool packed6 = quant.index_bits == 6;
+    const unsigned limit = packed6 ? 64u : 256u;
+    if (static_cast<unsigned>(quant.entries) >= limit) return;
+    const uint8_t* begin = record.data() + layout.gate_off;
+    const uint8_t* end = record.data() + layout.scales_off;
+    const unsigned entries = static_cast<unsigned>(quant.entries);
+    if (!packed6) {
+        for (const uint8_t* p = begin; p < end; ++p)
+            if (*p >= entries)
+                throw Error(WASTE_ERR_CORRUPT, fmt::format("expert {} of layer {}: index {} at byte {} is not below entries {}",
+                                                           expert, layer, *p, p - record.data(), entries));
+        return;
+    }
+    for (const uint8_t* p = begin; p + 3 <= end; p += 3) {
+        const unsigned values[4] = {p[0] & 63u, (p[0] >> 6) | ((p[1] & 15u) << 2), (p[1] >> 4) | ((p[2] & 3u) << 4),
+                                    p[2] >> 2};
+        for (unsigned value : values)
+            if (value >= entries)
+                throw Error(WASTE_ERR_CORRUPT, fmt::format("expert {} of layer {}: index {} at byte {} is not below entries {}",
+                                                           expert, layer, value, p - record.data(), entries));
+    }
+}
+
+}  // namespace waste::format

@@ -63,3 +63,14 @@ void check_expert_record(std::span<const uint8_t> record, int layer, int expert,
 void verify_expert_checksum(std::span<const uint8_t> record, int layer, int expert, const ExpertLayout& layout);
 
 }  // namespace waste::format
+
+namespace waste::format {
+
+// When a codebook has fewer entries than the index width can name (entries <
+// 256, or < 64 for 6-bit VQ4P), every index is checked to be < entries, so a
+// corrupt byte can never read outside the lookup table. O(record); skipped
+// for full-width codebooks, where every index value is valid.
+void check_expert_indices(std::span<const uint8_t> record, int layer, int expert, const ExpertQuant& quant,
+                          const ExpertLayout& layout);
+
+}  // namespace waste::format

@@ -1,0 +1,92 @@
+// session_api.cpp — the session half of the C API: evaluate tokens, read
+// logits, generate greedily, stats.
+#include <algorithm>
+#include <memory>
+
+#include "api/api_support.h"
+#include "api/model_handle.h"
+
+using waste::api::guarded;
+
+struct waste_session {
+    waste_model* model = nullptr;
+    std::unique_ptr<waste::runtime::Session> session;
+};
+
+extern "C" {
+
+waste_status waste_session_create(waste_model* model, waste_session** out_session, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model || !out_session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_create: model and out_session are required");
+        *out_session = nullptr;
+        if (!model->engine)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_create: the model was opened metadata-only; open it without WASTE_OPEN_METADATA_ONLY");
+        auto session = std::make_unique<waste_session>();
+        session->model = model;
+        session->session = std::make_unique<waste::runtime::Session>(*model->engine, model->plan.context_length);
+        *out_session = session.release();
+    });
+}
+
+void waste_session_free(waste_session* session) { delete session; }
+
+waste_status waste_session_reset(waste_session* session, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_reset: session is required");
+        session->session->reset();
+    });
+}
+
+waste_status waste_session_eval(waste_session* session, const int32_t* tokens, size_t count, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || (!tokens && count)) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval: session and tokens are required");
+        session->session->eval(tokens, count);
+    });
+}
+
+waste_status waste_session_logits(const waste_session* session, const float** out_logits, size_t* out_vocab,
+                                  waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || !out_logits || !out_vocab) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_logits: arguments are required");
+        if (session->session->position() == 0) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_logits: no token evaluated yet");
+        *out_logits = session->session->logits().data();
+        *out_vocab = session->session->logits().size();
+    });
+}
+
+uint32_t waste_session_position(const waste_session* session) { return session ? session->session->position() : 0; }
+
+uint32_t waste_session_context_length(const waste_session* session) {
+    return session ? session->session->context_length() : 0;
+}
+
+waste_status waste_session_generate_greedy(waste_session* session, size_t max_tokens, int32_t* out_tokens,
+                                           size_t* out_count, waste_token_fn on_token, void* user, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || !out_count || (!out_tokens && max_tokens))
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate_greedy: arguments are required");
+        *out_count = 0;
+        auto& s = *session->session;
+        if (s.position() == 0) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate_greedy: evaluate a prompt first");
+        const int64_t eos = session->model->container->config().eos;
+        for (size_t i = 0; i < max_tokens; ++i) {
+            const auto& logits = s.logits();
+            const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+            out_tokens[(*out_count)++] = next;
+            if (on_token && on_token(next, user)) break;
+            if (next == eos) break;
+            if (i + 1 < max_tokens) s.eval(&next, 1);
+        }
+    });
+}
+
+waste_status waste_session_stats_get(const waste_session* session, waste_session_stats* out_stats, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || !out_stats) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_stats_get: arguments are required");
+        const auto& st = session->session->stats();
+        *out_stats = waste_session_stats{st.tokens, st.expert_hits, st.expert_misses, st.bytes_read, st.io_seconds,
+                                         st.compute_seconds};
+    });
+}
+
+}  // extern "C"

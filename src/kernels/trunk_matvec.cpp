@@ -1,0 +1,123 @@
+#include "kernels/trunk_matvec.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "format/f16.h"
+#include "kernels/isa_kernels.h"
+#include "platform/error.h"
+
+namespace waste::kernels {
+
+using format::TrunkFormat;
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::scalar: return "scalar";
+        case Isa::avx2: return "avx2";
+        case Isa::avx512: return "avx512";
+    }
+    return "?";
+}
+
+Isa best_isa() {
+#if defined(__x86_64__)
+    static const Isa isa = [] {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+            return Isa::avx512;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+        return Isa::scalar;
+    }();
+    return isa;
+#else
+    return Isa::scalar;
+#endif
+}
+
+Isa active_isa() {
+    static const Isa isa = [] {
+        Isa best = best_isa();
+        const char* forced = std::getenv("WASTE_ISA");
+        if (!forced) return best;
+        const std::string name = forced;
+        Isa wanted = name == "scalar" ? Isa::scalar : name == "avx2" ? Isa::avx2 : best;
+        return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
+    }();
+    return isa;
+}
+
+namespace {
+
+inline float scale_at(const uint8_t* scales, size_t index) {
+    uint16_t bits;
+    std::memcpy(&bits, scales + 2 * index, 2);
+    return format::f16_to_f32(bits);
+}
+
+void matvec_rows_scalar(const format::LoadedTensor& w, const float* x, float* y, size_t row_begin, size_t row_end) {
+    const format::TrunkTensor& t = *w.info;
+    const size_t cols = t.cols, group = t.group;
+    for (size_t r = row_begin; r < row_end; ++r) {
+        const uint8_t* row = w.payload.data() + r * t.row_stride;
+        if (t.fmt == TrunkFormat::f32) {
+            const float* values = reinterpret_cast<const float*>(row);
+            float acc = 0;
+            for (size_t i = 0; i < cols; ++i) acc += values[i] * x[i];
+            y[r] = acc;
+            continue;
+        }
+        const uint8_t* scales = w.scales.data() + r * t.groups_per_row * 2;
+        float total = 0;
+        for (size_t g = 0; g < t.groups_per_row; ++g) {
+            const size_t begin = g * group, end = std::min(cols, begin + group);
+            float acc = 0;
+            for (size_t i = begin; i < end; ++i) {
+                int q;
+                if (t.fmt == TrunkFormat::q8g) q = static_cast<int8_t>(row[i]);
+                else if (t.fmt == TrunkFormat::q4g) q = static_cast<int>((row[i / 2] >> ((i & 1) * 4)) & 0xF) - 8;
+                else {
+                    const size_t bit = 3 * i;
+                    const unsigned pair = row[bit / 8] | (static_cast<unsigned>(row[bit / 8 + 1]) << 8);
+                    q = static_cast<int>((pair >> (bit % 8)) & 7u) - 4;
+                }
+                acc += static_cast<float>(q) * x[i];
+            }
+            total += scale_at(scales, g) * acc;
+        }
+        y[r] = total;
+    }
+}
+
+}  // namespace
+
+void matvec_rows(Isa isa, const format::LoadedTensor& w, const float* x, float* y, size_t row_begin, size_t row_end) {
+#if defined(__x86_64__)
+    if (isa != Isa::scalar && matvec_rows_x86(isa, w, x, y, row_begin, row_end)) return;
+#endif
+    matvec_rows_scalar(w, x, y, row_begin, row_end);
+}
+
+void matvec(platform::ThreadPool& pool, const format::LoadedTensor& w, const float* x, float* y) {
+    const Isa isa = active_isa();
+    const size_t rows = w.info->rows;
+    // Small matrices are not worth a parallel region.
+    if (rows * w.info->cols < 32768) {
+        matvec_rows(isa, w, x, y, 0, rows);
+        return;
+    }
+    pool.parallel_for(rows, [&](size_t begin, size_t end) { matvec_rows(isa, w, x, y, begin, end); }, 16);
+}
+
+void accumulate_rows(const format::LoadedTensor& w, size_t row_begin, size_t n, const float* coeff, float* y,
+                     float* row_scratch) {
+    const size_t cols = w.info->cols;
+    for (size_t i = 0; i < n; ++i) {
+        w.row(row_begin + i, std::span<float>(row_scratch, cols));
+        const float c = coeff[i];
+        for (size_t j = 0; j < cols; ++j) y[j] += c * row_scratch[j];
+    }
+}
+
+}  // namespace waste::kernels

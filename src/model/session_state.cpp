@@ -1,0 +1,35 @@
+#include "model/session_state.h"
+
+#include <algorithm>
+
+namespace waste::model {
+
+SessionState::SessionState(const format::ModelConfig& c, uint32_t context) : context_length(context) {
+    layers.resize(c.layers);
+    for (int l = 0; l < c.layers; ++l) {
+        LayerState& s = layers[l];
+        if (c.layer_kinds[l] == format::LayerKind::kda) {
+            const size_t channels = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
+            s.kda.assign(channels * c.kda_head_dim, 0.0f);
+            s.conv.assign(3 * static_cast<size_t>(std::max(c.conv_kernel - 1, 0)) * channels, 0.0f);
+        } else {
+            s.latent.assign(static_cast<size_t>(context) * (c.kv_lora + c.qk_rope), 0.0f);
+        }
+    }
+    if (c.attn_res_block > 0) block_residuals.assign(static_cast<size_t>(c.layers / c.attn_res_block + 2) * c.hidden, 0.0f);
+    residual.assign(c.hidden, 0.0f);
+}
+
+void SessionState::reset() {
+    position = 0;
+    n_blocks = 0;
+    for (LayerState& s : layers) {
+        std::fill(s.kda.begin(), s.kda.end(), 0.0f);
+        std::fill(s.conv.begin(), s.conv.end(), 0.0f);
+        s.n_kv = 0;
+    }
+    std::fill(block_residuals.begin(), block_residuals.end(), 0.0f);
+    std::fill(residual.begin(), residual.end(), 0.0f);
+}
+
+}  // namespace waste::model

@@ -1,0 +1,82 @@
+// weights.h — the trunk tensors of a Kimi-family model, bound by role and
+// checked against the shapes the config implies.
+//
+// Matrices stay in their stored format (LoadedTensor, matvec'ed in place);
+// vectors (norms, biases, conv taps, AttnRes) are dequantised to f32 once at
+// bind time. A missing tensor or a wrong shape is an error naming the tensor.
+// Architecture facts decided by which tensors exist — q_lora or plain q, the
+// KDA gate kind, the MLA output gate, the latent-MoE norm — are settled here.
+#pragma once
+
+#include <vector>
+
+#include "format/container.h"
+
+namespace waste::model {
+
+using Matrix = const format::LoadedTensor*;
+
+struct KdaWeights {
+    Matrix q = nullptr, k = nullptr, v = nullptr;  // [C, H]
+    std::vector<float> conv_q, conv_k, conv_v;     // [C][kernel]
+    Matrix f_a = nullptr, f_b = nullptr;           // [D, H], [C, D]
+    Matrix b = nullptr;                            // [heads, H]
+    std::vector<float> a;                          // [heads] = exp(A_log)
+    std::vector<float> dt_bias;                    // [C]
+    Matrix g = nullptr;                            // full-rank gate [C, H], or
+    Matrix g_a = nullptr, g_b = nullptr;           // low-rank [D, H], [C, D]
+    std::vector<float> o_norm;                     // [D]
+    Matrix o = nullptr;                            // [H, C]
+};
+
+struct MlaWeights {
+    Matrix q = nullptr;                            // [heads*(nope+rope), H], or
+    Matrix q_a = nullptr, q_b = nullptr;           // [q_lora, H], [heads*(nope+rope), q_lora]
+    std::vector<float> q_a_norm;                   // [q_lora]
+    Matrix kv_a = nullptr;                         // [kv_lora+rope, H]
+    std::vector<float> kv_a_norm;                  // [kv_lora]
+    Matrix kv_b = nullptr;                         // [heads*(nope+v), kv_lora]
+    Matrix g = nullptr;                            // output gate [heads*v, H] (optional)
+    Matrix o = nullptr;                            // [H, heads*v]
+};
+
+struct FfnWeights {
+    Matrix gate = nullptr, up = nullptr, down = nullptr;  // [I, H], [I, H], [H, I]
+    int intermediate = 0;
+};
+
+struct MoeWeights {
+    Matrix router = nullptr;                       // [E, H]
+    std::vector<float> router_bias;                // [E] (zeros when absent)
+    bool has_shared = false;
+    FfnWeights shared;                             // intermediate = I * num_shared
+    Matrix latent_down = nullptr, latent_up = nullptr;  // [lat, H], [H, lat]
+    std::vector<float> latent_norm;                // [lat] (empty: no norm)
+};
+
+struct AttnResWeights {
+    std::vector<float> attn_norm, attn_proj, mlp_norm, mlp_proj;  // each [H]
+};
+
+struct LayerWeights {
+    format::LayerKind kind = format::LayerKind::kda;
+    bool moe = false;
+    std::vector<float> input_norm, post_norm;      // [H]
+    KdaWeights kda;
+    MlaWeights mla;
+    FfnWeights dense;
+    MoeWeights moe_weights;
+    AttnResWeights attn_res;
+};
+
+struct ModelWeights {
+    Matrix embed = nullptr;                        // [vocab, H]
+    Matrix lm_head = nullptr;                      // [vocab, H] (embed when tied)
+    std::vector<float> final_norm;                 // [H]
+    std::vector<float> output_res_norm, output_res_proj;  // [H] (AttnRes only)
+    std::vector<LayerWeights> layers;
+};
+
+ModelWeights bind_weights(const format::Container& container);
+
+}  // namespace waste::model

@@ -1,0 +1,95 @@
+#include "platform/thread_pool.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace waste::platform {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+constexpr int spin_iterations = 20000;  // ~50-100 us of spinning before sleeping
+
+}  // namespace
+
+ThreadPool::ThreadPool(unsigned threads) {
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+}
+
+void ThreadPool::run_slice(unsigned index) {
+    const unsigned slices = size();
+    const size_t units = (n_ + grain_ - 1) / grain_;
+    const size_t begin = std::min(n_, units * index / slices * grain_);
+    const size_t end = std::min(n_, units * (index + 1) / slices * grain_);
+    if (begin >= end) return;
+    try {
+        (*body_)(begin, end);
+    } catch (...) {
+        std::lock_guard lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+    }
+}
+
+void ThreadPool::worker_loop(unsigned index) {
+    uint64_t seen = 0;
+    while (true) {
+        int spins = 0;
+        while (generation_.load(std::memory_order_acquire) == seen && spins < spin_iterations) {
+            cpu_relax();
+            ++spins;
+        }
+        if (generation_.load(std::memory_order_acquire) == seen) {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+        }
+        seen = generation_.load(std::memory_order_acquire);
+        if (stopping_) return;
+        run_slice(index);
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+}
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& body, size_t grain) {
+    if (n == 0) return;
+    grain = std::max<size_t>(grain, 1);
+    if (workers_.empty() || n <= grain) {
+        body(0, n);
+        return;
+    }
+    body_ = &body;
+    n_ = n;
+    grain_ = grain;
+    error_ = nullptr;
+    pending_.store(static_cast<unsigned>(workers_.size()), std::memory_order_release);
+    {
+        std::lock_guard lock(mutex_);
+        generation_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    wake_.notify_all();
+    run_slice(0);
+    while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+    body_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+}
+
+}  // namespace waste::platform

@@ -1,0 +1,51 @@
+// thread_pool.h — a fixed set of compute threads for data-parallel loops.
+//
+// parallel_for splits [0, n) into one contiguous slice per thread, always
+// the same slices for the same n and thread count, and the caller's thread
+// takes slice 0. Work inside a slice never depends on the split, so results
+// are bit-identical for every thread count (tests/forward_test checks it).
+// Workers spin briefly before sleeping: most regions in a decode step are
+// microseconds long, and waking a sleeping thread costs more than that
+// (upstream lost ~21% of a token to futex wake/park — docs/anchors.md).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace waste::platform {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(unsigned threads);  // 0 = hardware concurrency
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    unsigned size() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+    // Runs body(begin, end) over [0, n) split into size() slices, aligned to
+    // `grain` elements; returns when all are done. Not reentrant.
+    void parallel_for(size_t n, const std::function<void(size_t, size_t)>& body, size_t grain = 1);
+
+private:
+    void worker_loop(unsigned index);
+    void run_slice(unsigned index);
+
+    std::vector<std::thread> workers_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<unsigned> pending_{0};
+    std::atomic<bool> stopping_{false};
+    const std::function<void(size_t, size_t)>* body_ = nullptr;
+    size_t n_ = 0, grain_ = 1;
+    std::exception_ptr error_;
+    std::mutex error_mutex_;
+};
+
+}  // namespace waste::platform

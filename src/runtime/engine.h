@@ -1,0 +1,72 @@
+// engine.h — a loaded model ready to run: trunk weights, the compute pool,
+// the expert cache sized by the memory plan. Sessions (conversations) run on
+// it one call at a time.
+//
+// Owns what is shared by sessions; a Session owns only its state. Not here:
+// sampling and text (later layers), the file formats (format/).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "format/container.h"
+#include "model/forward.h"
+#include "model/weights.h"
+#include "platform/thread_pool.h"
+#include "runtime/expert_cache.h"
+#include "runtime/memory_plan.h"
+
+namespace waste::runtime {
+
+struct EngineOptions {
+    unsigned threads = 0;   // 0 = one per core
+};
+
+struct TokenStats {
+    uint64_t tokens = 0;
+    uint64_t expert_hits = 0, expert_misses = 0, bytes_read = 0;
+    double io_seconds = 0, compute_seconds = 0;
+};
+
+class Engine {
+public:
+    Engine(const format::Container& container, const MemoryPlan& plan, const EngineOptions& options);
+
+    const format::Container& container() const { return container_; }
+    const format::ModelConfig& config() const { return container_.config(); }
+    const model::ModelWeights& weights() const { return weights_; }
+    platform::ThreadPool& pool() { return pool_; }
+    ExpertCache& cache() { return cache_; }
+    unsigned threads() const { return pool_.size(); }
+
+private:
+    const format::Container& container_;
+    model::ModelWeights weights_;
+    platform::ThreadPool pool_;
+    ExpertCache cache_;
+};
+
+class Session {
+public:
+    Session(Engine& engine, uint32_t context_length);
+
+    // Appends tokens; afterwards logits() are the next-token logits.
+    void eval(const int32_t* tokens, size_t count);
+    const std::vector<float>& logits() const { return workspace_.logits; }
+    uint32_t position() const { return state_.position; }
+    uint32_t context_length() const { return state_.context_length; }
+    void reset();
+    const TokenStats& stats() const { return stats_; }
+    // When set, each token's routing is appended (one entry per layer).
+    void record_routes(std::vector<std::vector<model::RouteChoice>>* sink) { route_sink_ = sink; }
+
+private:
+    Engine& engine_;
+    model::SessionState state_;
+    model::Workspace workspace_;
+    TokenStats stats_;
+    std::vector<std::vector<model::RouteChoice>>* route_sink_ = nullptr;
+};
+
+}  // namespace waste::runtime
