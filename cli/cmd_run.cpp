@@ -25,7 +25,9 @@ struct RunArgs {
     unsigned threads = 0;
     bool verify = false;
     bool json_output = false;
+    uint32_t chunk = 64;
     // eval
+    std::string dump_hidden;
     int top = 10;
     bool full = false;
     // run
@@ -63,6 +65,7 @@ void add_common(CLI::App* command, RunArgs& args) {
     command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args.json_output, "Print JSON (documented in docs/CLI.md)");
+    command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
 }
 
 struct SessionCloser {
@@ -87,6 +90,7 @@ Loaded load(const RunArgs& args) {
     waste_error error{};
     if (waste_session_create(loaded.model.get(), &session, &error) != WASTE_OK) fail_with(error, "session");
     loaded.session.reset(session);
+    if (waste_session_set_prefill_chunk(session, args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
     return loaded;
 }
 
@@ -95,10 +99,30 @@ void evaluate(waste_session* session, const std::vector<int32_t>& ids) {
     if (waste_session_eval(session, ids.data(), ids.size(), &error) != WASTE_OK) fail_with(error, "evaluating the prompt");
 }
 
+// Evaluates the prompt and writes the WHID file (python/README.md): u32
+// magic 'WHID', u32 layers+1, u32 tokens, u32 hidden, f32 [layers+1][tokens][hidden].
+void write_hidden_dump(Loaded& loaded, const std::vector<int32_t>& ids, const std::string& path) {
+    char* text = nullptr;
+    waste_error error{};
+    if (waste_model_info_json(loaded.model.get(), &text, &error) != WASTE_OK) fail_with(error, "info");
+    const json info = json::parse(take_string(text));
+    const uint32_t slots = info["layers"].get<uint32_t>() + 1, hidden = info["hidden"].get<uint32_t>();
+    std::vector<float> values(static_cast<size_t>(slots) * ids.size() * hidden);
+    if (waste_session_eval_hidden(loaded.session.get(), ids.data(), ids.size(), values.data(), values.size(), &error) != WASTE_OK)
+        fail_with(error, "evaluating the prompt");
+    FILE* out = std::fopen(path.c_str(), "wb");
+    if (!out) throw RuntimeFailure{"cannot write " + path};
+    const uint32_t header[4] = {0x44494857u, slots, static_cast<uint32_t>(ids.size()), hidden};
+    const bool ok = std::fwrite(header, sizeof header, 1, out) == 1 &&
+                    std::fwrite(values.data(), sizeof(float), values.size(), out) == values.size();
+    if (std::fclose(out) != 0 || !ok) throw RuntimeFailure{"cannot write " + path};
+}
+
 void run_eval(const RunArgs& args) {
     const std::vector<int32_t> ids = parse_ids(args.ids);
     Loaded loaded = load(args);
-    evaluate(loaded.session.get(), ids);
+    if (args.dump_hidden.empty()) evaluate(loaded.session.get(), ids);
+    else write_hidden_dump(loaded, ids, args.dump_hidden);
     const float* logits = nullptr;
     size_t vocab = 0;
     waste_error error{};
@@ -197,6 +221,7 @@ void add_run_commands(CLI::App& app) {
     add_common(eval, *eval_args);
     eval->add_option("--top", eval_args->top, "How many of the most likely tokens to list")->default_val(10)->check(CLI::Range(0, 1 << 24));
     eval->add_flag("--full", eval_args->full, "Also print every logit");
+    eval->add_option("--dump-hidden", eval_args->dump_hidden, "Write every layer's hidden state (WHID, python/README.md) to this file");
     eval->callback([eval_args] { run_eval(*eval_args); });
 
     auto run_args = std::make_shared<RunArgs>();

@@ -138,6 +138,20 @@ WASTE_API waste_status waste_session_reset(waste_session* session, waste_error* 
 WASTE_API waste_status waste_session_eval(waste_session* session, const int32_t* tokens, size_t count,
                                           waste_error* error);
 
+/* Like waste_session_eval, and also writes every layer's hidden state to
+ * hidden: [layers + 1][count][hidden_size] f32 — slot 0 the embeddings, slot
+ * L+1 the residual stream after layer L (the WHID layout of python/README.md,
+ * for bisecting a divergence from the PyTorch reference to its layer).
+ * hidden_floats must be exactly (layers + 1) * count * hidden_size. */
+WASTE_API waste_status waste_session_eval_hidden(waste_session* session, const int32_t* tokens, size_t count,
+                                                 float* hidden, size_t hidden_floats, waste_error* error);
+
+/* Prefill chunk size: prompts are evaluated in chunks of up to this many
+ * tokens (1..64, default 64; 1 = token by token). Chunks read each distinct
+ * expert once and the trunk once per chunk; results agree with
+ * token-by-token evaluation within rounding (1e-3 on logits). */
+WASTE_API waste_status waste_session_set_prefill_chunk(waste_session* session, uint32_t tokens, waste_error* error);
+
 /* The logits after the last evaluated token: *out_logits points to
  * *out_vocab floats owned by the session, valid until its next call. */
 WASTE_API waste_status waste_session_logits(const waste_session* session, const float** out_logits,

@@ -44,6 +44,27 @@ waste_status waste_session_eval(waste_session* session, const int32_t* tokens, s
     });
 }
 
+waste_status waste_session_eval_hidden(waste_session* session, const int32_t* tokens, size_t count, float* hidden,
+                                       size_t hidden_floats, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || (!tokens && count) || !hidden)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval_hidden: session, tokens and hidden are required");
+        const auto& c = session->model->container->config();
+        const size_t needed = (static_cast<size_t>(c.layers) + 1) * count * c.hidden;
+        if (hidden_floats != needed)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval_hidden: hidden holds {} floats, needs {} ({} layers + 1, {} tokens, hidden {})",
+                        hidden_floats, needed, c.layers, count, c.hidden);
+        session->session->eval(tokens, count, hidden);
+    });
+}
+
+waste_status waste_session_set_prefill_chunk(waste_session* session, uint32_t tokens, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_prefill_chunk: session is required");
+        session->session->set_chunk_tokens(tokens);
+    });
+}
+
 waste_status waste_session_logits(const waste_session* session, const float** out_logits, size_t* out_vocab,
                                   waste_error* error) {
     return guarded(error, [&] {

@@ -1,30 +1,34 @@
-// ffn_layer.cpp — the dense SwiGLU FFN and the MoE block (models.md §3, §4):
-// sigmoid router with correction bias, grouped top-k, renormalise, scale;
-// routed experts through VQ lookup tables; latent MoE; shared experts.
+// ffn_layer.cpp — the dense SwiGLU FFN and the MoE block over a chunk
+// (models.md §3, §4, §7): sigmoid router with correction bias, grouped
+// top-k, renormalise, scale; routed experts through VQ lookup tables, each
+// distinct expert of the chunk read once (ascending id); latent MoE; shared
+// experts.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "format/expert_record.h"
-#include "kernels/trunk_matvec.h"
+#include "kernels/trunk_matmul.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
 namespace waste::model {
 
-void dense_ffn(ForwardContext& ctx, const FfnWeights& w, const float* x, float* out) {
+void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, size_t tokens, float* out) {
+    const size_t hidden = ctx.config.hidden, ld = ctx.ws.ffn_width;
     float* g = ctx.ws.ffn_gate.data();
     float* u = ctx.ws.ffn_up.data();
-    kernels::matvec(ctx.pool, *w.gate, x, g);
-    kernels::matvec(ctx.pool, *w.up, x, u);
-    for (int i = 0; i < w.intermediate; ++i) g[i] = ctx.act(g[i], u[i]);
-    kernels::matvec(ctx.pool, *w.down, g, out);
+    kernels::matmul(ctx.pool, *w.gate, x, hidden, tokens, g, ld);
+    kernels::matmul(ctx.pool, *w.up, x, hidden, tokens, u, ld);
+    for (size_t t = 0; t < tokens; ++t)
+        for (int i = 0; i < w.intermediate; ++i) g[t * ld + i] = ctx.act(g[t * ld + i], u[t * ld + i]);
+    kernels::matmul(ctx.pool, *w.down, g, ld, tokens, out, hidden);
 }
 
 namespace {
 
 // Top-k over the biased scores, grouped when n_group > 1; ties to the lower id.
-std::vector<int> select_experts(const format::ModelConfig& c, const std::vector<float>& biased) {
+std::vector<int> select_experts(const format::ModelConfig& c, const float* biased) {
     const int experts = c.experts;
     std::vector<char> allowed(experts, 1);
     if (c.expert_groups > 1) {
@@ -51,105 +55,169 @@ std::vector<int> select_experts(const format::ModelConfig& c, const std::vector<
     std::vector<int> candidates;
     for (int e = 0; e < experts; ++e)
         if (allowed[e]) candidates.push_back(e);
-    std::partial_sort(candidates.begin(), candidates.begin() + c.top_k, candidates.end(), [&](int a, int b) {
-        return biased[a] > biased[b] || (biased[a] == biased[b] && a < b);
-    });
+    std::partial_sort(candidates.begin(), candidates.begin() + c.top_k, candidates.end(),
+                      [&](int a, int b) { return biased[a] > biased[b] || (biased[a] == biased[b] && a < b); });
     candidates.resize(c.top_k);
     return candidates;
 }
 
+// One (token, slot) that routed to an expert.
+struct Assignment {
+    int expert;
+    uint32_t token;
+    uint32_t slot;
+};
+
 }  // namespace
 
-void moe_ffn(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, float* out) {
+void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, size_t tokens, float* out) {
     const format::ModelConfig& c = ctx.config;
     const format::Container& container = ctx.container;
     const format::ExpertQuant& quant = container.manifest().quant;
     const format::ExpertLayout& layout = container.expert_layout();
     Workspace& ws = ctx.ws;
-    const int hidden = c.hidden, lat = c.expert_input(), inter = c.moe_intermediate;
+    const size_t hidden = c.hidden, lat = c.expert_input(), inter = c.moe_intermediate, top_k = c.top_k;
+    const size_t experts = c.experts;
 
-    // 1. router
-    float* scores = ws.router.data();
-    kernels::matvec(ctx.pool, *w.router, x, scores);
-    std::vector<float> biased(c.experts);
-    for (int e = 0; e < c.experts; ++e) {
-        scores[e] = kernels::sigmoid(scores[e]);
-        biased[e] = scores[e] + w.router_bias[e];
+    // 1. router, per token
+    float* scores = ws.router.data();  // [T][E]
+    kernels::matmul(ctx.pool, *w.router, x, hidden, tokens, scores, experts);
+    std::vector<std::vector<int>> chosen(tokens);
+    std::vector<float> weights(tokens * top_k);  // [T][top_k]
+    std::vector<float> biased(experts);
+    for (size_t t = 0; t < tokens; ++t) {
+        float* s = scores + t * experts;
+        for (size_t e = 0; e < experts; ++e) {
+            s[e] = kernels::sigmoid(s[e]);
+            biased[e] = s[e] + w.router_bias[e];
+        }
+        chosen[t] = select_experts(c, biased.data());
+        double sum = 0;
+        for (size_t j = 0; j < top_k; ++j) sum += s[chosen[t][j]];
+        for (size_t j = 0; j < top_k; ++j) {
+            float weight = s[chosen[t][j]];
+            if (c.renormalize) weight = static_cast<float>(weight / (sum + 1e-20));
+            weights[t * top_k + j] = weight * static_cast<float>(c.routed_scaling);
+        }
+        if (ctx.routes)
+            (*ctx.routes)[t][layer] =
+                RouteChoice{chosen[t], std::vector<float>(weights.begin() + t * top_k, weights.begin() + (t + 1) * top_k)};
     }
-    const std::vector<int> chosen = select_experts(c, biased);
-    std::vector<float> weights(chosen.size());
-    double sum = 0;
-    for (size_t j = 0; j < chosen.size(); ++j) {
-        weights[j] = scores[chosen[j]];
-        sum += weights[j];
-    }
-    for (float& weight : weights) {
-        if (c.renormalize) weight = static_cast<float>(weight / (sum + 1e-20));
-        weight *= static_cast<float>(c.routed_scaling);
-    }
-    if (ctx.routes) (*ctx.routes)[layer] = RouteChoice{chosen, weights};
 
     // 2. expert input (latent MoE projects down first)
     const float* xe = x;
+    size_t ldx = hidden;
     if (w.latent_down) {
-        kernels::matvec(ctx.pool, *w.latent_down, x, ws.expert_in.data());
+        kernels::matmul(ctx.pool, *w.latent_down, x, hidden, tokens, ws.expert_in.data(), lat);
         xe = ws.expert_in.data();
+        ldx = lat;
     }
 
-    // 3. gate and up tables, once per token per layer, shared by the top-k
+    // 3. gate and up tables, once per token per layer, shared by its top-k
     const uint32_t base = container.bank(layer).codebook_base;
     const size_t book_floats = static_cast<size_t>(quant.entries) * quant.vec_dim;
-    const kernels::VqTableShape in_shape{lat / quant.vec_dim, quant.stages, quant.entries, quant.vec_dim};
-    const kernels::VqTableShape down_shape{inter / quant.vec_dim, quant.stages, quant.entries, quant.vec_dim};
-    const float* gate_books = container.codebooks().data() + (base + 0ull * quant.stages) * book_floats;
-    const float* up_books = container.codebooks().data() + (base + 1ull * quant.stages) * book_floats;
-    const float* down_books = container.codebooks().data() + (base + 2ull * quant.stages) * book_floats;
+    const kernels::VqTableShape in_shape{static_cast<int>(lat / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
+    const kernels::VqTableShape down_shape{static_cast<int>(inter / quant.vec_dim), quant.stages, quant.entries,
+                                           quant.vec_dim};
+    const float* books = container.codebooks().data();
+    const float* gate_books = books + (base + 0ull * quant.stages) * book_floats;
+    const float* up_books = books + (base + 1ull * quant.stages) * book_floats;
+    const float* down_books = books + (base + 2ull * quant.stages) * book_floats;
     const size_t position_floats = static_cast<size_t>(quant.stages) * quant.entries;
-    ctx.pool.parallel_for(in_shape.positions, [&](size_t begin, size_t end) {
-        kernels::VqTableShape part = in_shape;
-        part.positions = static_cast<int>(end - begin);
-        kernels::build_vq_table(part, gate_books, xe + begin * quant.vec_dim, ws.gate_table.data() + begin * position_floats);
-        kernels::build_vq_table(part, up_books, xe + begin * quant.vec_dim, ws.up_table.data() + begin * position_floats);
-    });
-
-    // 4. the records (pinned for this layer), then each expert on one thread;
-    // outputs are summed afterwards in selection order, so the split of
-    // experts over threads never changes the bits.
-    std::vector<const uint8_t*> records(chosen.size());
-    for (size_t j = 0; j < chosen.size(); ++j) records[j] = ctx.experts.acquire(layer, chosen[j]).data();
-    const bool packed6 = quant.index_bits == 6;
-    ctx.pool.parallel_for(chosen.size(), [&](size_t begin, size_t end) {
-        for (size_t j = begin; j < end; ++j) {
-            const uint8_t* record = records[j];
-            const uint8_t* scales = record + layout.scales_off;
-            float* g = ws.expert_gate[j].data();
-            float* u = ws.expert_up[j].data();
-            kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, ws.gate_table.data(), g, 0, inter);
-            kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2ull * inter, ws.up_table.data(), u, 0,
-                                    inter);
-            for (int i = 0; i < inter; ++i) g[i] = ctx.act(g[i], u[i]);
-            kernels::build_vq_table(down_shape, down_books, g, ws.down_table[j].data());
-            kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4ull * inter,
-                                    ws.down_table[j].data(), ws.expert_out[j].data(), 0, lat);
+    const size_t positions = in_shape.positions;
+    ctx.pool.parallel_for(tokens * positions, [&](size_t begin, size_t end) {
+        // the flat range [begin, end) over (token, position), token by token
+        for (size_t i = begin; i < end;) {
+            const size_t t = i / positions, v = i % positions;
+            const size_t run = std::min(end - i, positions - v);
+            kernels::VqTableShape part = in_shape;
+            part.positions = static_cast<int>(run);
+            const float* input = xe + t * ldx + v * quant.vec_dim;
+            const size_t offset = t * ws.table_floats + v * position_floats;
+            kernels::build_vq_table(part, gate_books, input, ws.gate_table.data() + offset);
+            kernels::build_vq_table(part, up_books, input, ws.up_table.data() + offset);
+            i += run;
         }
     });
-    float* acc = ws.moe_acc.data();
-    std::fill(acc, acc + lat, 0.0f);
-    for (size_t j = 0; j < chosen.size(); ++j)
-        for (int i = 0; i < lat; ++i) acc[i] += weights[j] * ws.expert_out[j][i];
-    ctx.experts.release_layer(layer);
 
-    // 5. latent MoE projects back up (through its norm when present)
-    if (w.latent_up) {
-        if (!w.latent_norm.empty()) kernels::rmsnorm(acc, w.latent_norm.data(), static_cast<float>(c.rms_eps), lat, acc);
-        kernels::matvec(ctx.pool, *w.latent_up, acc, out);
-    } else {
-        std::memcpy(out, acc, sizeof(float) * hidden);
+    // 4. each distinct expert of the chunk once, ascending; records pinned a
+    // group at a time (the cache guarantees max_pinned()); within a group the
+    // (token, slot) assignments are split over the threads. Every assignment
+    // writes its own slot_out row, and the rows are summed afterwards in slot
+    // order: the split never changes the bits.
+    std::vector<Assignment> assignments;
+    for (size_t t = 0; t < tokens; ++t)
+        for (size_t j = 0; j < top_k; ++j)
+            assignments.push_back({chosen[t][j], static_cast<uint32_t>(t), static_cast<uint32_t>(j)});
+    std::sort(assignments.begin(), assignments.end(), [](const Assignment& a, const Assignment& b) {
+        return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
+    });
+    const size_t group_limit = std::max<size_t>(1, std::min(ctx.experts.max_pinned(), top_k));
+    const bool packed6 = quant.index_bits == 6;
+    const size_t slices = ctx.pool.size();
+    size_t next = 0;
+    while (next < assignments.size()) {
+        // the next group: up to group_limit distinct experts
+        size_t end = next, distinct = 0;
+        std::vector<const uint8_t*> records;
+        while (end < assignments.size()) {
+            if (end == next || assignments[end].expert != assignments[end - 1].expert) {
+                if (distinct == group_limit) break;
+                ++distinct;
+                records.push_back(ctx.experts.acquire(layer, assignments[end].expert).data());
+            }
+            ++end;
+        }
+        std::vector<const uint8_t*> record_of(end - next);
+        for (size_t i = next, r = 0; i < end; ++i) {
+            if (i > next && assignments[i].expert != assignments[i - 1].expert) ++r;
+            record_of[i - next] = records[r];
+        }
+        const size_t count = end - next;
+        ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {
+            for (size_t slice = slice_begin; slice < slice_end; ++slice) {
+                float* g = ws.thread_gate[slice].data();
+                float* u = ws.thread_up[slice].data();
+                float* down_table = ws.thread_down_table[slice].data();
+                for (size_t i = count * slice / slices; i < count * (slice + 1) / slices; ++i) {
+                    const Assignment& a = assignments[next + i];
+                    const uint8_t* record = record_of[i];
+                    const uint8_t* scales = record + layout.scales_off;
+                    const float* gate_table = ws.gate_table.data() + a.token * ws.table_floats;
+                    const float* up_table = ws.up_table.data() + a.token * ws.table_floats;
+                    kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, gate_table, g, 0, inter);
+                    kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, up_table, u, 0, inter);
+                    for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
+                    kernels::build_vq_table(down_shape, down_books, g, down_table);
+                    float* result = ws.slot_out.data() + (a.token * top_k + a.slot) * lat;
+                    kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4 * inter, down_table,
+                                            result, 0, lat);
+                }
+            }
+        }, 1);
+        ctx.experts.release_layer(layer);
+        next = end;
     }
-    // 6. shared experts on the original x
+
+    // 5. weighted sum in slot order; latent MoE projects back up; shared experts
+    float* acc = ws.moe_acc.data();  // [T][lat]
+    for (size_t t = 0; t < tokens; ++t) {
+        float* a = acc + t * lat;
+        std::fill(a, a + lat, 0.0f);
+        for (size_t j = 0; j < top_k; ++j) {
+            const float weight = weights[t * top_k + j];
+            const float* y = ws.slot_out.data() + (t * top_k + j) * lat;
+            for (size_t i = 0; i < lat; ++i) a[i] += weight * y[i];
+        }
+        if (w.latent_up && !w.latent_norm.empty())
+            kernels::rmsnorm(a, w.latent_norm.data(), static_cast<float>(c.rms_eps), lat, a);
+    }
+    if (w.latent_up) kernels::matmul(ctx.pool, *w.latent_up, acc, lat, tokens, out, hidden);
+    else
+        for (size_t t = 0; t < tokens; ++t) std::memcpy(out + t * hidden, acc + t * lat, sizeof(float) * hidden);
     if (w.has_shared) {
-        dense_ffn(ctx, w.shared, x, ws.tmp_h.data());
-        for (int i = 0; i < hidden; ++i) out[i] += ws.tmp_h[i];
+        dense_ffn_chunk(ctx, w.shared, x, tokens, ws.shared_out.data());
+        for (size_t i = 0; i < tokens * hidden; ++i) out[i] += ws.shared_out[i];
     }
 }
 

@@ -9,34 +9,39 @@
 
 namespace waste::model {
 
-Workspace::Workspace(const format::ModelConfig& c, const format::Container& container) {
-    const size_t h = c.hidden;
+Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads) {
+    const size_t tokens = max_chunk_tokens;
+    hidden = c.hidden;
     const size_t kda_width = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
     const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
-    const size_t attn_width = std::max({kda_width, mla_width, static_cast<size_t>(c.heads) * c.v_head});
-    for (auto* buffer : {&x, &normed, &attn_out, &ffn_out, &ps, &tmp_h}) buffer->assign(h, 0.0f);
-    for (auto* buffer : {&q, &k, &v, &decay, &gate, &head_out}) buffer->assign(attn_width, 0.0f);
-    beta.assign(std::max(c.kda_heads, 1), 0.0f);
-    small.assign(std::max({static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), static_cast<size_t>(1)}), 0.0f);
-    const size_t widest_ffn = std::max({static_cast<size_t>(c.intermediate),
-                                        static_cast<size_t>(c.moe_intermediate) * std::max(c.shared_experts, 1)});
-    ffn_gate.assign(widest_ffn, 0.0f);
-    ffn_up.assign(widest_ffn, 0.0f);
+    attn_width = std::max({kda_width, mla_width, size_t{1}});
+    small_width = std::max({static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), size_t{1}});
+    ffn_width = std::max({static_cast<size_t>(c.intermediate),
+                          static_cast<size_t>(c.moe_intermediate) * std::max(c.shared_experts, 1), size_t{1}});
+    for (auto* buffer : {&x, &normed, &attn_out, &ffn_out, &ps, &shared_out}) buffer->assign(tokens * hidden, 0.0f);
+    for (auto* buffer : {&q, &k, &v, &decay, &gate, &head_out}) buffer->assign(tokens * attn_width, 0.0f);
+    beta.assign(tokens * std::max(c.kda_heads, 1), 0.0f);
+    small.assign(tokens * small_width, 0.0f);
+    ffn_gate.assign(tokens * ffn_width, 0.0f);
+    ffn_up.assign(tokens * ffn_width, 0.0f);
     logits.assign(c.vocab, 0.0f);
     if (container.has_experts()) {
         const format::ExpertQuant& quant = container.manifest().quant;
-        const size_t lat = c.expert_input(), inter = c.moe_intermediate;
+        lat = c.expert_input();
+        inter = c.moe_intermediate;
         const size_t per_position = static_cast<size_t>(quant.stages) * quant.entries;
-        router.assign(c.experts, 0.0f);
-        expert_in.assign(lat, 0.0f);
-        moe_acc.assign(std::max(lat, h), 0.0f);
-        gate_table.assign(lat / quant.vec_dim * per_position, 0.0f);
-        up_table.assign(lat / quant.vec_dim * per_position, 0.0f);
-        for (int j = 0; j < c.top_k; ++j) {
-            expert_gate.emplace_back(inter, 0.0f);
-            expert_up.emplace_back(inter, 0.0f);
-            down_table.emplace_back(inter / quant.vec_dim * per_position, 0.0f);
-            expert_out.emplace_back(lat, 0.0f);
+        table_floats = lat / quant.vec_dim * per_position;
+        down_table_floats = inter / quant.vec_dim * per_position;
+        router.assign(tokens * c.experts, 0.0f);
+        expert_in.assign(tokens * lat, 0.0f);
+        moe_acc.assign(tokens * std::max(lat, hidden), 0.0f);
+        gate_table.assign(tokens * table_floats, 0.0f);
+        up_table.assign(tokens * table_floats, 0.0f);
+        slot_out.assign(tokens * c.top_k * lat, 0.0f);
+        for (unsigned t = 0; t < std::max(threads, 1u); ++t) {
+            thread_down_table.emplace_back(down_table_floats, 0.0f);
+            thread_gate.emplace_back(inter, 0.0f);
+            thread_up.emplace_back(inter, 0.0f);
         }
     }
 }
@@ -44,7 +49,7 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
 namespace {
 
 // AttnRes(V) = Σ_i softmax(score)_i v_i, score_i = Σ_j rmsnorm(v_i)_j · norm_j · proj_j.
-// The output is accumulated in a separate buffer, so it may alias any input.
+// The result is built in scratch first, so out may alias any input.
 void attn_res(const std::vector<const float*>& values, const std::vector<float>& norm, const std::vector<float>& proj,
               float eps, size_t hidden, float* out, std::vector<float>& scratch) {
     std::vector<float> scores(values.size());
@@ -72,85 +77,110 @@ void attn_res(const std::vector<const float*>& values, const std::vector<float>&
     std::memcpy(out, result, sizeof(float) * hidden);
 }
 
-void attention(ForwardContext& ctx, int layer, SessionState& state, const float* normed, float* out) {
+void attention(ForwardContext& ctx, int layer, SessionState& state, const float* normed, size_t tokens, float* out) {
     const LayerWeights& lw = ctx.weights.layers[layer];
-    if (lw.kind == format::LayerKind::kda) kda_step(ctx, lw.kda, state.layers[layer], normed, out);
-    else mla_step(ctx, lw.mla, state.layers[layer], state.position, normed, out);
+    if (lw.kind == format::LayerKind::kda) kda_chunk(ctx, lw.kda, state.layers[layer], normed, tokens, out);
+    else mla_chunk(ctx, lw.mla, state.layers[layer], state.position, normed, tokens, out);
 }
 
-void ffn(ForwardContext& ctx, int layer, const float* normed, float* out) {
+void ffn(ForwardContext& ctx, int layer, const float* normed, size_t tokens, float* out) {
     const LayerWeights& lw = ctx.weights.layers[layer];
-    if (lw.moe) moe_ffn(ctx, layer, lw.moe_weights, normed, out);
-    else dense_ffn(ctx, lw.dense, normed, out);
+    if (lw.moe) moe_chunk(ctx, layer, lw.moe_weights, normed, tokens, out);
+    else dense_ffn_chunk(ctx, lw.dense, normed, tokens, out);
+}
+
+void norm_rows(const float* x, const std::vector<float>& weight, float eps, size_t tokens, size_t hidden, float* out) {
+    for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(x + t * hidden, weight.data(), eps, hidden, out + t * hidden);
 }
 
 }  // namespace
 
-void forward_token(ForwardContext& ctx, SessionState& state, int32_t token) {
+void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count) {
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
     const size_t hidden = c.hidden;
     const float eps = static_cast<float>(c.rms_eps);
-    if (token < 0 || token >= c.vocab)
-        fail(WASTE_ERR_INVALID_ARGUMENT, "token id {} is outside the vocabulary of {}", token, c.vocab);
-    if (state.position >= state.context_length)
-        fail(WASTE_ERR_CONTEXT_FULL, "the session holds {} tokens, its context length; reset it or open with a larger --ctx",
+    WASTE_CHECK(count >= 1 && count <= static_cast<size_t>(max_chunk_tokens));
+    for (size_t t = 0; t < count; ++t)
+        if (tokens[t] < 0 || tokens[t] >= c.vocab)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "token id {} is outside the vocabulary of {}", tokens[t], c.vocab);
+    if (state.position + count > state.context_length)
+        fail(WASTE_ERR_CONTEXT_FULL, "the session holds {} of {} tokens; reset it or open with a larger --ctx", state.position,
              state.context_length);
-    float* x = ws.x.data();
-    ctx.weights.embed->row(static_cast<uint64_t>(token), ws.x);
-    if (ctx.routes) ctx.routes->assign(c.layers, RouteChoice{});
+    float* x = ws.x.data();  // [T][H]
+    for (size_t t = 0; t < count; ++t)
+        ctx.weights.embed->row(static_cast<uint64_t>(tokens[t]), std::span<float>(x + t * hidden, hidden));
+    if (ctx.routes) ctx.routes->assign(count, std::vector<RouteChoice>(c.layers));
+    auto dump = [&](int slot, const float* values) {
+        if (ctx.hidden) std::memcpy(ctx.hidden + static_cast<size_t>(slot) * count * hidden, values, sizeof(float) * count * hidden);
+    };
+    dump(0, x);
 
     if (c.attn_res_block <= 0) {
         for (int layer = 0; layer < c.layers; ++layer) {
             const LayerWeights& lw = ctx.weights.layers[layer];
-            kernels::rmsnorm(x, lw.input_norm.data(), eps, hidden, ws.normed.data());
-            attention(ctx, layer, state, ws.normed.data(), ws.attn_out.data());
-            for (size_t i = 0; i < hidden; ++i) x[i] += ws.attn_out[i];
-            kernels::rmsnorm(x, lw.post_norm.data(), eps, hidden, ws.normed.data());
-            ffn(ctx, layer, ws.normed.data(), ws.ffn_out.data());
-            for (size_t i = 0; i < hidden; ++i) x[i] += ws.ffn_out[i];
+            norm_rows(x, lw.input_norm, eps, count, hidden, ws.normed.data());
+            attention(ctx, layer, state, ws.normed.data(), count, ws.attn_out.data());
+            for (size_t i = 0; i < count * hidden; ++i) x[i] += ws.attn_out[i];
+            norm_rows(x, lw.post_norm, eps, count, hidden, ws.normed.data());
+            ffn(ctx, layer, ws.normed.data(), count, ws.ffn_out.data());
+            for (size_t i = 0; i < count * hidden; ++i) x[i] += ws.ffn_out[i];
+            dump(layer + 1, x);
         }
     } else {
-        // Attention Residuals (models.md §6): blocks are per token.
+        // Attention Residuals (models.md §6): per token, the block residuals
+        // of that token's own pass through the layers.
         const int block = c.attn_res_block;
-        float* ps = ws.ps.data();
-        float* blocks = state.block_residuals.data();
-        uint32_t n_blocks = 0;
+        const size_t max_blocks = static_cast<size_t>(c.layers / block + 2);
+        std::vector<float> blocks(count * max_blocks * hidden);  // [T][blocks][H]
+        size_t n_blocks = 0;
         bool ps_live = true;
         std::vector<float> scratch;
-        auto with_blocks = [&](const float* last) {
+        float* ps = ws.ps.data();
+        auto with_blocks = [&](size_t t, const float* last) {
             std::vector<const float*> values;
-            for (uint32_t b = 0; b < n_blocks; ++b) values.push_back(blocks + b * hidden);
+            for (size_t b = 0; b < n_blocks; ++b) values.push_back(blocks.data() + (t * max_blocks + b) * hidden);
             values.push_back(last);
             return values;
         };
         for (int layer = 0; layer < c.layers; ++layer) {
             const LayerWeights& lw = ctx.weights.layers[layer];
-            std::memcpy(ps, x, sizeof(float) * hidden);
-            if (n_blocks) attn_res(with_blocks(ps), lw.attn_res.attn_norm, lw.attn_res.attn_proj, eps, hidden, x, scratch);
+            std::memcpy(ps, x, sizeof(float) * count * hidden);
+            for (size_t t = 0; t < count && n_blocks; ++t)
+                attn_res(with_blocks(t, ps + t * hidden), lw.attn_res.attn_norm, lw.attn_res.attn_proj, eps, hidden,
+                         x + t * hidden, scratch);
             if (layer % block == 0) {
-                WASTE_CHECK((n_blocks + 1) * hidden <= state.block_residuals.size());
-                std::memcpy(blocks + n_blocks * hidden, ps, sizeof(float) * hidden);
+                WASTE_CHECK(n_blocks < max_blocks);
+                for (size_t t = 0; t < count; ++t)
+                    std::memcpy(blocks.data() + (t * max_blocks + n_blocks) * hidden, ps + t * hidden, sizeof(float) * hidden);
                 ++n_blocks;
                 ps_live = false;
             }
-            kernels::rmsnorm(x, lw.input_norm.data(), eps, hidden, ws.normed.data());
-            attention(ctx, layer, state, ws.normed.data(), ws.attn_out.data());
-            for (size_t i = 0; i < hidden; ++i) ps[i] = ps_live ? ps[i] + ws.attn_out[i] : ws.attn_out[i];
+            norm_rows(x, lw.input_norm, eps, count, hidden, ws.normed.data());
+            attention(ctx, layer, state, ws.normed.data(), count, ws.attn_out.data());
+            for (size_t i = 0; i < count * hidden; ++i) ps[i] = ps_live ? ps[i] + ws.attn_out[i] : ws.attn_out[i];
             ps_live = true;
-            attn_res(with_blocks(ps), lw.attn_res.mlp_norm, lw.attn_res.mlp_proj, eps, hidden, x, scratch);
-            kernels::rmsnorm(x, lw.post_norm.data(), eps, hidden, ws.normed.data());
-            ffn(ctx, layer, ws.normed.data(), ws.ffn_out.data());
-            for (size_t i = 0; i < hidden; ++i) ps[i] += ws.ffn_out[i];
-            std::memcpy(x, ps, sizeof(float) * hidden);
+            for (size_t t = 0; t < count; ++t)
+                attn_res(with_blocks(t, ps + t * hidden), lw.attn_res.mlp_norm, lw.attn_res.mlp_proj, eps, hidden,
+                         x + t * hidden, scratch);
+            norm_rows(x, lw.post_norm, eps, count, hidden, ws.normed.data());
+            ffn(ctx, layer, ws.normed.data(), count, ws.ffn_out.data());
+            for (size_t i = 0; i < count * hidden; ++i) ps[i] += ws.ffn_out[i];
+            std::memcpy(x, ps, sizeof(float) * count * hidden);
+            dump(layer + 1, x);
         }
-        if (n_blocks) attn_res(with_blocks(x), ctx.weights.output_res_norm, ctx.weights.output_res_proj, eps, hidden, x, scratch);
-        state.n_blocks = n_blocks;
+        for (size_t t = 0; t < count && n_blocks; ++t)
+            attn_res(with_blocks(t, x + t * hidden), ctx.weights.output_res_norm, ctx.weights.output_res_proj, eps, hidden,
+                     x + t * hidden, scratch);
+        state.n_blocks = static_cast<uint32_t>(n_blocks);
+        std::memcpy(state.block_residuals.data(), blocks.data() + (count - 1) * max_blocks * hidden,
+                    sizeof(float) * std::min(state.block_residuals.size(), max_blocks * hidden));
     }
-    std::memcpy(state.residual.data(), x, sizeof(float) * hidden);
-    kernels::rmsnorm(x, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
+    const float* last = x + (count - 1) * hidden;
+    std::memcpy(state.residual.data(), last, sizeof(float) * hidden);
+    kernels::rmsnorm(last, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
     kernels::matvec(ctx.pool, *ctx.weights.lm_head, ws.normed.data(), ws.logits.data());
-    state.position += 1;
+    state.position += static_cast<uint32_t>(count);
 }
 
 }  // namespace waste::model

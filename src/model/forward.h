@@ -1,13 +1,14 @@
-// forward.h — one token through a Kimi-family model (models.md §0–§6).
+// forward.h — a chunk of tokens through a Kimi-family model (models.md §0–§7).
 //
-// The decode step: embed, then per layer attention (KDA or MLA) and FFN
-// (dense or MoE) with plain residuals or Attention Residuals, then the final
-// norm and lm_head. Expert records come from an ExpertProvider so that
-// caching and reading stay in runtime/ and never change the arithmetic.
+// One code path serves decode (a chunk of 1) and prefill (chunks of up to
+// 64): trunk projections run over the whole chunk (weights read once per
+// chunk), KDA and MLA run token by token inside it, and the MoE reads each
+// distinct routed expert of the chunk once (ascending id). Expert records come
+// from an ExpertProvider, so caching and reading stay in runtime/ and never
+// change the arithmetic.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -20,12 +21,16 @@
 
 namespace waste::model {
 
-// Hands out checked expert records; release() ends their use for this layer.
+constexpr int max_chunk_tokens = 64;  // upstream's prefill chunk (models.md §7)
+
+// Hands out checked expert records; release_layer() unpins them all.
 class ExpertProvider {
 public:
     virtual ~ExpertProvider() = default;
     virtual std::span<const uint8_t> acquire(int layer, int expert) = 0;
     virtual void release_layer(int layer) = 0;
+    // How many records may be pinned at once (the cache's minimum).
+    virtual size_t max_pinned() const = 0;
 };
 
 // What the MoE chose for one token in one layer (for stats and route dumps).
@@ -34,19 +39,23 @@ struct RouteChoice {
     std::vector<float> weights;   // after renormalisation and scaling
 };
 
-// Scratch buffers for one token, allocated once.
+// Scratch for one chunk, allocated once per session. Row-major, one row per
+// token of the chunk; widths in comments.
 struct Workspace {
-    Workspace(const format::ModelConfig& c, const format::Container& container);
-    std::vector<float> x, normed, attn_out, ffn_out, ps, tmp_h;     // [H]
-    std::vector<float> q, k, v, decay, gate, beta, conv_in, small;  // attention scratch
-    std::vector<float> head_out;                                    // [heads * max(v, D)]
-    std::vector<float> scores;                                      // [ctx]
-    std::vector<float> latent_q, context_vec, row_scratch;          // MLA absorbed
-    std::vector<float> ffn_gate, ffn_up;                            // [max I]
-    std::vector<float> router, expert_in, moe_acc;                  // [E], [lat], [lat]
-    std::vector<float> gate_table, up_table;                        // [positions(lat)][S][entries]
-    std::vector<std::vector<float>> expert_gate, expert_up, down_table, expert_out;  // per top-k slot
-    std::vector<float> logits;                                      // [vocab]
+    Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads);
+    size_t hidden = 0, attn_width = 0, ffn_width = 0, small_width = 0, lat = 0, inter = 0, table_floats = 0,
+           down_table_floats = 0;
+    std::vector<float> x, normed, attn_out, ffn_out, ps, shared_out;  // [T][H]
+    std::vector<float> q, k, v, decay, gate, head_out;         // [T][attn_width]
+    std::vector<float> beta;                                   // [T][kda heads]
+    std::vector<float> small;                                  // [T][small_width]: D or q_lora
+    std::vector<float> ffn_gate, ffn_up;                       // [T][ffn_width]
+    std::vector<float> router, expert_in, moe_acc;             // [T][E], [T][lat], [T][max(lat, H)]
+    std::vector<float> gate_table, up_table;                   // [T][positions(lat)][S][entries]
+    std::vector<float> slot_out;                               // [T][top_k][lat]
+    std::vector<std::vector<float>> thread_down_table;         // [threads][positions(I)][S][entries]
+    std::vector<std::vector<float>> thread_gate, thread_up;    // [threads][I]
+    std::vector<float> logits;                                 // [vocab], the chunk's last token
 };
 
 struct ForwardContext {
@@ -57,18 +66,20 @@ struct ForwardContext {
     ExpertProvider& experts;
     Workspace& ws;
     kernels::GluActivation act;
-    std::vector<RouteChoice>* routes = nullptr;  // per layer, filled when not null
+    // Optional outputs: routes[t][layer]; hidden [layers+1][T][H].
+    std::vector<std::vector<RouteChoice>>* routes = nullptr;
+    float* hidden = nullptr;
 };
 
-// Runs one token; logits land in ws.logits. Throws WASTE_ERR_CONTEXT_FULL
-// when the session holds context_length tokens already.
-void forward_token(ForwardContext& ctx, SessionState& state, int32_t token);
+// Runs tokens[0..count) (count <= max_chunk_tokens) at the session's
+// position; the last token's logits land in ws.logits.
+void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count);
 
-// Layers (kda_layer.cpp, mla_layer.cpp, ffn_layer.cpp): x is the normed
-// input [H]; the output [H] is written to out.
-void kda_step(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const float* x, float* out);
-void mla_step(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, float* out);
-void dense_ffn(ForwardContext& ctx, const FfnWeights& w, const float* x, float* out);
-void moe_ffn(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, float* out);
+// Layers over a chunk of T tokens. x: normed input [T][H]; out: [T][H].
+void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const float* x, size_t tokens, float* out);
+void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
+               float* out);
+void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, size_t tokens, float* out);
+void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, size_t tokens, float* out);
 
 }  // namespace waste::model

@@ -1,80 +1,94 @@
-// mla_layer.cpp — one decode step of Multi-head Latent Attention, absorbed
-// form (models.md §2): cache only [c | k_pe] per token; fold W_UK into the
-// query and W_UV after the attention-weighted sum. No positional encoding in
-// this family (mla_use_nope).
+// mla_layer.cpp — Multi-head Latent Attention over a chunk, absorbed form
+// (models.md §2): only [c | k_pe] is cached per token; W_UK folds into the
+// query and W_UV applies after the attention-weighted sum. No positional
+// encoding in this family (mla_use_nope). Token t of the chunk attends to the
+// cache up to and including itself.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "kernels/trunk_matvec.h"
+#include "kernels/trunk_matmul.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
 namespace waste::model {
 
-void mla_step(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, float* out) {
+void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
+               float* out) {
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
     const size_t heads = c.heads, nope = c.qk_nope, rope = c.qk_rope, vd = c.v_head, rank = c.kv_lora;
-    const size_t qk = nope + rope, row = rank + rope;
-    WASTE_CHECK(s.n_kv == position && (position + 1) * (c.kv_lora + c.qk_rope) <= s.latent.size());
-    float* q = ws.q.data();  // [heads][nope + rope]
-    if (w.q) kernels::matvec(ctx.pool, *w.q, x, q);
+    const size_t qk = nope + rope, row = rank + rope, hidden = c.hidden, ld = ws.attn_width;
+    const float eps = static_cast<float>(c.rms_eps);
+    WASTE_CHECK(s.n_kv == position && (position + tokens) * row <= s.latent.size());
+    float* q = ws.q.data();  // [T][heads][nope + rope]
+    if (w.q) kernels::matmul(ctx.pool, *w.q, x, hidden, tokens, q, ld);
     else {
-        kernels::matvec(ctx.pool, *w.q_a, x, ws.small.data());
-        kernels::rmsnorm(ws.small.data(), w.q_a_norm.data(), static_cast<float>(c.rms_eps), c.q_lora, ws.small.data());
-        kernels::matvec(ctx.pool, *w.q_b, ws.small.data(), q);
+        kernels::matmul(ctx.pool, *w.q_a, x, hidden, tokens, ws.small.data(), ws.small_width);
+        for (size_t t = 0; t < tokens; ++t)
+            kernels::rmsnorm(ws.small.data() + t * ws.small_width, w.q_a_norm.data(), eps, c.q_lora,
+                             ws.small.data() + t * ws.small_width);
+        kernels::matmul(ctx.pool, *w.q_b, ws.small.data(), ws.small_width, tokens, q, ld);
     }
-    float* entry = s.latent.data() + static_cast<size_t>(position) * row;  // [c (rank) | k_pe (rope)]
-    kernels::matvec(ctx.pool, *w.kv_a, x, entry);
-    kernels::rmsnorm(entry, w.kv_a_norm.data(), static_cast<float>(c.rms_eps), rank, entry);
-    s.n_kv = position + 1;
-    const size_t n = s.n_kv;
+    float* entries = s.latent.data() + static_cast<size_t>(position) * row;  // [T][c (rank) | k_pe (rope)]
+    kernels::matmul(ctx.pool, *w.kv_a, x, hidden, tokens, entries, row);
+    for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
+    s.n_kv = position + static_cast<uint32_t>(tokens);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
-    float* head_out = ws.head_out.data();  // [heads][vd]
+    float* head_out = ws.head_out.data();  // [T][heads][vd]
     ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
-        std::vector<float> latent_q(rank), context(rank), scores(n), row_scratch(rank);
+        std::vector<float> uk(nope * rank), uv(vd * rank);  // W_UK[h] [nope][rank], W_UV[h] [vd][rank]
+        std::vector<float> latent_q(rank), context(rank), scores(position + tokens);
         for (size_t h = begin; h < end; ++h) {
-            const float* q_nope = q + h * qk;
-            const float* q_pe = q_nope + nope;
-            // q̃ = W_UK[h]ᵀ q_nope: rows h*(nope+vd) .. +nope of kv_b
-            std::fill(latent_q.begin(), latent_q.end(), 0.0f);
-            kernels::accumulate_rows(*w.kv_b, h * (nope + vd), nope, q_nope, latent_q.data(), row_scratch.data());
-            float max_score = -INFINITY;
-            for (size_t t = 0; t < n; ++t) {
-                const float* cached = s.latent.data() + t * row;
-                float dot = 0;
-                for (size_t j = 0; j < rank; ++j) dot += latent_q[j] * cached[j];
-                for (size_t j = 0; j < rope; ++j) dot += q_pe[j] * cached[rank + j];
-                scores[t] = dot * scale;
-                max_score = std::max(max_score, scores[t]);
-            }
-            double total = 0;
-            for (size_t t = 0; t < n; ++t) {
-                scores[t] = std::exp(scores[t] - max_score);
-                total += scores[t];
-            }
-            const float inv = static_cast<float>(1.0 / total);
-            std::fill(context.begin(), context.end(), 0.0f);
-            for (size_t t = 0; t < n; ++t) {
-                const float p = scores[t] * inv;
-                const float* cached = s.latent.data() + t * row;
-                for (size_t j = 0; j < rank; ++j) context[j] += p * cached[j];
-            }
-            // o_h = W_UV[h] · context: rows h*(nope+vd)+nope .. +vd
-            for (size_t i = 0; i < vd; ++i) {
-                w.kv_b->row(h * (nope + vd) + nope + i, row_scratch);
-                float dot = 0;
-                for (size_t j = 0; j < rank; ++j) dot += row_scratch[j] * context[j];
-                head_out[h * vd + i] = dot;
+            for (size_t i = 0; i < nope; ++i) w.kv_b->row(h * (nope + vd) + i, std::span<float>(uk.data() + i * rank, rank));
+            for (size_t i = 0; i < vd; ++i) w.kv_b->row(h * (nope + vd) + nope + i, std::span<float>(uv.data() + i * rank, rank));
+            for (size_t t = 0; t < tokens; ++t) {
+                const float* q_nope = q + t * ld + h * qk;
+                const float* q_pe = q_nope + nope;
+                std::fill(latent_q.begin(), latent_q.end(), 0.0f);  // q̃ = W_UKᵀ q_nope
+                for (size_t i = 0; i < nope; ++i) {
+                    const float coeff = q_nope[i];
+                    const float* r = uk.data() + i * rank;
+                    for (size_t j = 0; j < rank; ++j) latent_q[j] += coeff * r[j];
+                }
+                const size_t n = position + t + 1;
+                float max_score = -INFINITY;
+                for (size_t p = 0; p < n; ++p) {
+                    const float* cached = s.latent.data() + p * row;
+                    float dot = 0;
+                    for (size_t j = 0; j < rank; ++j) dot += latent_q[j] * cached[j];
+                    for (size_t j = 0; j < rope; ++j) dot += q_pe[j] * cached[rank + j];
+                    scores[p] = dot * scale;
+                    max_score = std::max(max_score, scores[p]);
+                }
+                double total = 0;
+                for (size_t p = 0; p < n; ++p) {
+                    scores[p] = std::exp(scores[p] - max_score);
+                    total += scores[p];
+                }
+                const float inv = static_cast<float>(1.0 / total);
+                std::fill(context.begin(), context.end(), 0.0f);
+                for (size_t p = 0; p < n; ++p) {
+                    const float weight = scores[p] * inv;
+                    const float* cached = s.latent.data() + p * row;
+                    for (size_t j = 0; j < rank; ++j) context[j] += weight * cached[j];
+                }
+                float* oh = head_out + t * ld + h * vd;  // o_h = W_UV · context
+                for (size_t i = 0; i < vd; ++i) {
+                    const float* r = uv.data() + i * rank;
+                    float dot = 0;
+                    for (size_t j = 0; j < rank; ++j) dot += r[j] * context[j];
+                    oh[i] = dot;
+                }
             }
         }
     });
     if (w.g) {
-        kernels::matvec(ctx.pool, *w.g, x, ws.gate.data());
-        for (size_t i = 0; i < heads * vd; ++i) head_out[i] *= kernels::sigmoid(ws.gate[i]);
+        kernels::matmul(ctx.pool, *w.g, x, hidden, tokens, ws.gate.data(), ld);
+        for (size_t t = 0; t < tokens; ++t)
+            for (size_t i = 0; i < heads * vd; ++i) head_out[t * ld + i] *= kernels::sigmoid(ws.gate[t * ld + i]);
     }
-    kernels::matvec(ctx.pool, *w.o, head_out, out);
+    kernels::matmul(ctx.pool, *w.o, head_out, ld, tokens, out, hidden);
 }
 
 }  // namespace waste::model

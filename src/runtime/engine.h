@@ -51,8 +51,11 @@ class Session {
 public:
     Session(Engine& engine, uint32_t context_length);
 
-    // Appends tokens; afterwards logits() are the next-token logits.
-    void eval(const int32_t* tokens, size_t count);
+    // Appends tokens, in chunks of up to chunk_tokens (1 = token by token);
+    // afterwards logits() are the next-token logits. With hidden non-null it
+    // receives [layers+1][count][H]: the embeddings and each layer's output.
+    void eval(const int32_t* tokens, size_t count, float* hidden = nullptr);
+    void set_chunk_tokens(size_t chunk_tokens);
     const std::vector<float>& logits() const { return workspace_.logits; }
     uint32_t position() const { return state_.position; }
     uint32_t context_length() const { return state_.context_length; }
@@ -66,6 +69,7 @@ private:
     model::SessionState state_;
     model::Workspace workspace_;
     TokenStats stats_;
+    size_t chunk_tokens_ = model::max_chunk_tokens;
     std::vector<std::vector<model::RouteChoice>>* route_sink_ = nullptr;
 };
 
