@@ -150,7 +150,7 @@ void check_expert_indices(std::span<const uint8_t> record, int layer, int expert
     }
     for (const uint8_t* p = begin; p + 3 <= end; p += 3) {
         const unsigned values[4] = {p[0] & 63u, (p[0] >> 6) | ((p[1] & 15u) << 2), (p[1] >> 4) | ((p[2] & 3u) << 4),
-                                    p[2] >> 2};
+                                    static_cast<unsigned>(p[2] >> 2)};
         for (unsigned value : values)
             if (value >= entries)
                 throw Error(WASTE_ERR_CORRUPT, fmt::format("expert {} of layer {}: index {} at byte {} is not below entries {}",

@@ -178,8 +178,24 @@ const TrunkTensor* Manifest::find(const std::string& name) const {
 Manifest parse_manifest(std::string_view text) {
     constexpr size_t max_manifest_bytes = size_t{256} << 20;  // K3's is ~1 MB
     if (text.size() > max_manifest_bytes) fail_format("manifest: {} bytes is larger than 256 MiB", text.size());
-    json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    // nlohmann::json copies, prints and compares values recursively, so a
+    // manifest of 200,000 nested arrays overflowed the stack (hostile_test).
+    // The parser itself is iterative: containers nested deeper than any
+    // config.json does (the fixtures nest 4 levels) are dropped while
+    // parsing, then refused.
+    constexpr int max_depth = 64;
+    bool too_deep = false;
+    const json::parser_callback_t limit_depth = [&](int depth, json::parse_event_t event, json&) {
+        if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+            depth >= max_depth) {
+            too_deep = true;
+            return false;
+        }
+        return true;
+    };
+    json root = json::parse(text, limit_depth, /*allow_exceptions=*/false);
     if (root.is_discarded()) fail_format("manifest: not valid JSON");
+    if (too_deep) fail_format("manifest: values nested deeper than {} levels", max_depth);
     if (!root.is_object()) fail_format("manifest: expected a JSON object at the top");
 
     Manifest manifest;
@@ -220,7 +236,10 @@ Manifest parse_manifest(std::string_view text) {
     } else {
         for (auto& [key, value] : layers->items()) {
             std::string where = fmt::format("manifest: layers.{}", key);
-            if (key.empty() || key.size() > 6 || key.find_first_not_of("0123456789") != std::string::npos)
+            // Canonical decimal only: "01" would silently replace (or be
+            // replaced by) the entry "1" for the same layer.
+            if (key.empty() || key.size() > 6 || key.find_first_not_of("0123456789") != std::string::npos ||
+                (key.size() > 1 && key[0] == '0'))
                 fail_format("{}: the key is not a decimal layer index", where);
             int layer = std::stoi(key);
             if (!c.is_moe_layer(layer))
