@@ -42,5 +42,6 @@ std::string take_string(char* json);
 void add_model_commands(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_run_commands(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace waste_cli

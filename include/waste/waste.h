@@ -186,6 +186,29 @@ typedef struct waste_session_stats {
 WASTE_API waste_status waste_session_stats_get(const waste_session* session, waste_session_stats* out_stats,
                                                waste_error* error);
 
+/* Profiling: when on, each evaluation records where its time goes.
+ * waste_session_profile_json returns {"tokens":N,"seconds":{"trunk_matvec":s,
+ * "lut_build":s,"lut_apply":s,"kda":s,"mla":s,"router":s,"lm_head":s,
+ * "expert_wait":s,"other":s}} accumulated since profiling was turned on. */
+WASTE_API waste_status waste_session_set_profiling(waste_session* session, int on, waste_error* error);
+WASTE_API waste_status waste_session_profile_json(const waste_session* session, char** out_json, waste_error* error);
+
+/* Fills the expert cache from disk, layer by layer, until it is full or
+ * holds every expert; *out_records gets how many it holds. For benchmarks of
+ * the cached steady state. */
+WASTE_API waste_status waste_model_warm_cache(waste_model* model, uint64_t* out_records, waste_error* error);
+
+/* Bytes one decode token touches on this model with every expert cached:
+ * {"trunk_bytes":B,"expert_bytes":B,"lut_bytes":B,"lookups":N,"total_bytes":B}
+ * (trunk matrices read once per token, top-k records per MoE layer, the
+ * lookup tables built, and the table lookups made). */
+WASTE_API waste_status waste_model_token_traffic_json(const waste_model* model, char** out_json, waste_error* error);
+
+/* The machine's DRAM read bandwidth, measured now with `threads` threads
+ * (0 = one per core) over a 512 MiB buffer: the best of 5 passes, bytes/s. */
+WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, double* out_bytes_per_second,
+                                                      waste_error* error);
+
 /* ------------------------------------------------------------------ synth */
 
 /* Writes a seeded synthetic container of the Kimi family to out_dir.

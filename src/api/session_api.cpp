@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "api/api_support.h"
 #include "api/model_handle.h"
 
@@ -107,6 +109,28 @@ waste_status waste_session_stats_get(const waste_session* session, waste_session
         const auto& st = session->session->stats();
         *out_stats = waste_session_stats{st.tokens, st.expert_hits, st.expert_misses, st.bytes_read, st.io_seconds,
                                          st.compute_seconds};
+    });
+}
+
+waste_status waste_session_set_profiling(waste_session* session, int on, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_profiling: session is required");
+        session->session->set_profiling(on != 0);
+    });
+}
+
+waste_status waste_session_profile_json(const waste_session* session, char** out_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_profile_json: arguments are required");
+        nlohmann::json out;
+        out["tokens"] = session->session->stats().tokens;
+        nlohmann::json seconds = nlohmann::json::object();
+        for (int i = 0; i < static_cast<int>(waste::model::ProfileCategory::count); ++i) {
+            const auto category = static_cast<waste::model::ProfileCategory>(i);
+            seconds[waste::model::profile_category_name(category)] = session->session->profile().seconds(category);
+        }
+        out["seconds"] = seconds;
+        *out_json = waste::api::to_c_string(out.dump());
     });
 }
 

@@ -12,6 +12,7 @@
 #include "api/model_handle.h"
 #include "format/container.h"
 #include "model/model_summary.h"
+#include "platform/memory_bandwidth.h"
 #include "runtime/memory_plan.h"
 
 using nlohmann::json;
@@ -153,6 +154,36 @@ waste_status waste_model_verify(const waste_model* model, waste_progress_fn prog
                     waste::fail(WASTE_ERR_CANCELLED, "verify cancelled after {} of {} records", done, total);
             }
         }
+    });
+}
+
+waste_status waste_model_token_traffic_json(const waste_model* model, char** out_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_token_traffic_json: arguments are required");
+        const auto traffic = waste::model::token_traffic(*model->container);
+        json out;
+        out["trunk_bytes"] = traffic.trunk_bytes;
+        out["expert_bytes"] = traffic.expert_bytes;
+        out["lut_bytes"] = traffic.lut_bytes;
+        out["lookups"] = traffic.lookups;
+        out["total_bytes"] = traffic.total_bytes();
+        *out_json = to_c_string(out.dump());
+    });
+}
+
+waste_status waste_model_warm_cache(waste_model* model, uint64_t* out_records, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model || !out_records) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_warm_cache: arguments are required");
+        if (!model->engine) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_warm_cache: the model was opened metadata-only");
+        *out_records = model->engine->warm_cache();
+    });
+}
+
+waste_status waste_measure_memory_bandwidth(uint32_t threads, double* out_bytes_per_second, waste_error* error) {
+    return guarded(error, [&] {
+        if (!out_bytes_per_second) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_measure_memory_bandwidth: out_bytes_per_second is required");
+        waste::platform::ThreadPool pool(threads);
+        *out_bytes_per_second = waste::platform::measure_read_bandwidth(pool);
     });
 }
 

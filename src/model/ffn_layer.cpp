@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "format/expert_record.h"
-#include "kernels/trunk_matmul.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
@@ -18,11 +18,11 @@ void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, s
     const size_t hidden = ctx.config.hidden, ld = ctx.ws.ffn_width;
     float* g = ctx.ws.ffn_gate.data();
     float* u = ctx.ws.ffn_up.data();
-    kernels::matmul(ctx.pool, *w.gate, x, hidden, tokens, g, ld);
-    kernels::matmul(ctx.pool, *w.up, x, hidden, tokens, u, ld);
+    project(ctx, *w.gate, x, hidden, tokens, g, ld);
+    project(ctx, *w.up, x, hidden, tokens, u, ld);
     for (size_t t = 0; t < tokens; ++t)
         for (int i = 0; i < w.intermediate; ++i) g[t * ld + i] = ctx.act(g[t * ld + i], u[t * ld + i]);
-    kernels::matmul(ctx.pool, *w.down, g, ld, tokens, out, hidden);
+    project(ctx, *w.down, g, ld, tokens, out, hidden);
 }
 
 namespace {
@@ -80,8 +80,9 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     const size_t experts = c.experts;
 
     // 1. router, per token
+    std::optional<ProfileScope> router_scope(std::in_place, ctx.profile, ProfileCategory::router);
     float* scores = ws.router.data();  // [T][E]
-    kernels::matmul(ctx.pool, *w.router, x, hidden, tokens, scores, experts);
+    project(ctx, *w.router, x, hidden, tokens, scores, experts);
     std::vector<std::vector<int>> chosen(tokens);
     std::vector<float> weights(tokens * top_k);  // [T][top_k]
     std::vector<float> biased(experts);
@@ -104,11 +105,13 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                 RouteChoice{chosen[t], std::vector<float>(weights.begin() + t * top_k, weights.begin() + (t + 1) * top_k)};
     }
 
+    router_scope.reset();
+
     // 2. expert input (latent MoE projects down first)
     const float* xe = x;
     size_t ldx = hidden;
     if (w.latent_down) {
-        kernels::matmul(ctx.pool, *w.latent_down, x, hidden, tokens, ws.expert_in.data(), lat);
+        project(ctx, *w.latent_down, x, hidden, tokens, ws.expert_in.data(), lat);
         xe = ws.expert_in.data();
         ldx = lat;
     }
@@ -125,6 +128,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     const float* down_books = books + (base + 2ull * quant.stages) * book_floats;
     const size_t position_floats = static_cast<size_t>(quant.stages) * quant.entries;
     const size_t positions = in_shape.positions;
+    std::optional<ProfileScope> build_scope(std::in_place, ctx.profile, ProfileCategory::lut_build);
     ctx.pool.parallel_for(tokens * positions, [&](size_t begin, size_t end) {
         // the flat range [begin, end) over (token, position), token by token
         for (size_t i = begin; i < end;) {
@@ -139,6 +143,8 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             i += run;
         }
     });
+
+    build_scope.reset();
 
     // 4. each distinct expert of the chunk once, ascending; records pinned a
     // group at a time (the cache guarantees max_pinned()); within a group the
@@ -164,6 +170,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             if (end == next || assignments[end].expert != assignments[end - 1].expert) {
                 if (distinct == group_limit) break;
                 ++distinct;
+                ProfileScope wait(ctx.profile, ProfileCategory::expert_wait);
                 records.push_back(ctx.experts.acquire(layer, assignments[end].expert).data());
             }
             ++end;
@@ -174,6 +181,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             record_of[i - next] = records[r];
         }
         const size_t count = end - next;
+        ProfileScope apply_scope(ctx.profile, ProfileCategory::lut_apply);  // includes each expert's down table
         ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {
             for (size_t slice = slice_begin; slice < slice_end; ++slice) {
                 float* g = ws.thread_gate[slice].data();
@@ -212,7 +220,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
         if (w.latent_up && !w.latent_norm.empty())
             kernels::rmsnorm(a, w.latent_norm.data(), static_cast<float>(c.rms_eps), lat, a);
     }
-    if (w.latent_up) kernels::matmul(ctx.pool, *w.latent_up, acc, lat, tokens, out, hidden);
+    if (w.latent_up) project(ctx, *w.latent_up, acc, lat, tokens, out, hidden);
     else
         for (size_t t = 0; t < tokens; ++t) std::memcpy(out + t * hidden, acc + t * lat, sizeof(float) * hidden);
     if (w.has_shared) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/trunk_matmul.h"
 #include "kernels/trunk_matvec.h"
 #include "platform/error.h"
 
@@ -44,6 +45,12 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
             thread_up.emplace_back(inter, 0.0f);
         }
     }
+}
+
+void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
+             size_t ldy) {
+    ProfileScope scope(ctx.profile, ProfileCategory::trunk_matvec);
+    kernels::matmul(ctx.pool, w, x, ldx, tokens, y, ldy);
 }
 
 namespace {
@@ -176,6 +183,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
         std::memcpy(state.block_residuals.data(), blocks.data() + (count - 1) * max_blocks * hidden,
                     sizeof(float) * std::min(state.block_residuals.size(), max_blocks * hidden));
     }
+    ProfileScope head_scope(ctx.profile, ProfileCategory::lm_head);
     const float* last = x + (count - 1) * hidden;
     std::memcpy(state.residual.data(), last, sizeof(float) * hidden);
     kernels::rmsnorm(last, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());

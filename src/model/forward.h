@@ -15,6 +15,7 @@
 #include "format/container.h"
 #include "kernels/math.h"
 #include "kernels/vq_lut.h"
+#include "model/profile.h"
 #include "model/session_state.h"
 #include "model/weights.h"
 #include "platform/thread_pool.h"
@@ -69,7 +70,12 @@ struct ForwardContext {
     // Optional outputs: routes[t][layer]; hidden [layers+1][T][H].
     std::vector<std::vector<RouteChoice>>* routes = nullptr;
     float* hidden = nullptr;
+    Profile* profile = nullptr;  // where the time goes, when not null
 };
+
+// Y = X Wᵀ over the chunk (kernels::matmul), timed as trunk_matvec.
+void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
+             size_t ldy);
 
 // Runs tokens[0..count) (count <= max_chunk_tokens) at the session's
 // position; the last token's logits land in ws.logits.

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/trunk_matmul.h"
 #include "model/forward.h"
 
 namespace waste::model {
@@ -44,6 +43,7 @@ void l2_normalize(float* v, size_t n, float extra_scale) {
 }  // namespace
 
 void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const float* x, size_t tokens, float* out) {
+    ProfileScope scope(ctx.profile, ProfileCategory::kda);
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
     const size_t heads = c.kda_heads, d = c.kda_head_dim, channels = heads * d, hidden = c.hidden;
@@ -52,9 +52,9 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
     float* q = ws.q.data();
     float* k = ws.k.data();
     float* v = ws.v.data();
-    kernels::matmul(ctx.pool, *w.q, x, hidden, tokens, q, ld);
-    kernels::matmul(ctx.pool, *w.k, x, hidden, tokens, k, ld);
-    kernels::matmul(ctx.pool, *w.v, x, hidden, tokens, v, ld);
+    project(ctx, *w.q, x, hidden, tokens, q, ld);
+    project(ctx, *w.k, x, hidden, tokens, k, ld);
+    project(ctx, *w.v, x, hidden, tokens, v, ld);
     const size_t ring = static_cast<size_t>(std::max(kernel - 1, 0)) * channels;
     short_conv_silu(q, ld, tokens, s.conv.data(), w.conv_q, channels, kernel);
     short_conv_silu(k, ld, tokens, s.conv.data() + ring, w.conv_k, channels, kernel);
@@ -67,8 +67,8 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
         }
     // decay in log space, per channel
     float* decay = ws.decay.data();
-    kernels::matmul(ctx.pool, *w.f_a, x, hidden, tokens, ws.small.data(), lds);
-    kernels::matmul(ctx.pool, *w.f_b, ws.small.data(), lds, tokens, decay, ld);
+    project(ctx, *w.f_a, x, hidden, tokens, ws.small.data(), lds);
+    project(ctx, *w.f_b, ws.small.data(), lds, tokens, decay, ld);
     for (size_t t = 0; t < tokens; ++t)
         for (size_t ch = 0; ch < channels; ++ch) {
             float& g = decay[t * ld + ch];
@@ -78,13 +78,13 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
             g = std::exp(g);  // the recurrence uses the decay factor e^g
         }
     float* beta = ws.beta.data();
-    kernels::matmul(ctx.pool, *w.b, x, hidden, tokens, beta, heads);
+    project(ctx, *w.b, x, hidden, tokens, beta, heads);
     for (size_t i = 0; i < tokens * heads; ++i) beta[i] = sigmoid(beta[i]);
     float* gate = ws.gate.data();
-    if (w.g) kernels::matmul(ctx.pool, *w.g, x, hidden, tokens, gate, ld);
+    if (w.g) project(ctx, *w.g, x, hidden, tokens, gate, ld);
     else {
-        kernels::matmul(ctx.pool, *w.g_a, x, hidden, tokens, ws.small.data(), lds);
-        kernels::matmul(ctx.pool, *w.g_b, ws.small.data(), lds, tokens, gate, ld);
+        project(ctx, *w.g_a, x, hidden, tokens, ws.small.data(), lds);
+        project(ctx, *w.g_b, ws.small.data(), lds, tokens, gate, ld);
     }
     // per head, token by token: S ← diag(e^g) S; u = β (v − Sᵀk); S += k uᵀ; o = Sᵀ q
     float* head_out = ws.head_out.data();
@@ -126,7 +126,7 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
             }
         }
     });
-    kernels::matmul(ctx.pool, *w.o, head_out, ld, tokens, out, hidden);
+    project(ctx, *w.o, head_out, ld, tokens, out, hidden);
 }
 
 }  // namespace waste::model

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/trunk_matmul.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
@@ -15,6 +14,7 @@ namespace waste::model {
 
 void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
                float* out) {
+    ProfileScope scope(ctx.profile, ProfileCategory::mla);
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
     const size_t heads = c.heads, nope = c.qk_nope, rope = c.qk_rope, vd = c.v_head, rank = c.kv_lora;
@@ -22,16 +22,16 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     const float eps = static_cast<float>(c.rms_eps);
     WASTE_CHECK(s.n_kv == position && (position + tokens) * row <= s.latent.size());
     float* q = ws.q.data();  // [T][heads][nope + rope]
-    if (w.q) kernels::matmul(ctx.pool, *w.q, x, hidden, tokens, q, ld);
+    if (w.q) project(ctx, *w.q, x, hidden, tokens, q, ld);
     else {
-        kernels::matmul(ctx.pool, *w.q_a, x, hidden, tokens, ws.small.data(), ws.small_width);
+        project(ctx, *w.q_a, x, hidden, tokens, ws.small.data(), ws.small_width);
         for (size_t t = 0; t < tokens; ++t)
             kernels::rmsnorm(ws.small.data() + t * ws.small_width, w.q_a_norm.data(), eps, c.q_lora,
                              ws.small.data() + t * ws.small_width);
-        kernels::matmul(ctx.pool, *w.q_b, ws.small.data(), ws.small_width, tokens, q, ld);
+        project(ctx, *w.q_b, ws.small.data(), ws.small_width, tokens, q, ld);
     }
     float* entries = s.latent.data() + static_cast<size_t>(position) * row;  // [T][c (rank) | k_pe (rope)]
-    kernels::matmul(ctx.pool, *w.kv_a, x, hidden, tokens, entries, row);
+    project(ctx, *w.kv_a, x, hidden, tokens, entries, row);
     for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
     s.n_kv = position + static_cast<uint32_t>(tokens);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
@@ -84,11 +84,11 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
         }
     });
     if (w.g) {
-        kernels::matmul(ctx.pool, *w.g, x, hidden, tokens, ws.gate.data(), ld);
+        project(ctx, *w.g, x, hidden, tokens, ws.gate.data(), ld);
         for (size_t t = 0; t < tokens; ++t)
             for (size_t i = 0; i < heads * vd; ++i) head_out[t * ld + i] *= kernels::sigmoid(ws.gate[t * ld + i]);
     }
-    kernels::matmul(ctx.pool, *w.o, head_out, ld, tokens, out, hidden);
+    project(ctx, *w.o, head_out, ld, tokens, out, hidden);
 }
 
 }  // namespace waste::model

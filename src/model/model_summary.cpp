@@ -34,4 +34,24 @@ ModelSummary summarize(const format::Container& container) {
     return s;
 }
 
+TokenTraffic token_traffic(const format::Container& container) {
+    const format::ModelConfig& c = container.config();
+    const format::Manifest& m = container.manifest();
+    TokenTraffic traffic;
+    traffic.trunk_bytes = container.resident_trunk_bytes();
+    if (const format::TrunkTensor* embed = m.find(m.tensor_prefix + "model.embed_tokens.weight");
+        embed && embed->fmt != format::TrunkFormat::f32 && !c.tie_embeddings)
+        traffic.trunk_bytes += embed->row_stride + embed->groups_per_row * 2;  // one row and its scales
+    if (!container.has_experts()) return traffic;
+    const format::ExpertQuant& q = m.quant;
+    const format::ExpertLayout& layout = container.expert_layout();
+    const uint64_t layers = m.banks.size(), top_k = c.top_k, lat = c.expert_input(), inter = c.moe_intermediate;
+    const uint64_t per_position = static_cast<uint64_t>(q.stages) * q.entries * 4;
+    traffic.expert_bytes = layers * top_k * (layout.payload_end - format::expert_header_bytes);
+    // gate and up tables (written once, read by every expert), one down table per expert
+    traffic.lut_bytes = layers * (2 * (lat / q.vec_dim) * per_position + top_k * (inter / q.vec_dim) * per_position);
+    traffic.lookups = layers * top_k * q.stages * (2 * inter * (lat / q.vec_dim) + lat * (inter / q.vec_dim));
+    return traffic;
+}
+
 }  // namespace waste::model

@@ -25,4 +25,17 @@ struct ModelSummary {
 
 ModelSummary summarize(const format::Container& container);
 
+// What one decode token touches with every expert cached: the trunk matrices
+// (embed_tokens one row), top-k records per MoE layer (payload, not padding),
+// the lookup tables written and read, and the table lookups.
+struct TokenTraffic {
+    uint64_t trunk_bytes = 0;
+    uint64_t expert_bytes = 0;
+    uint64_t lut_bytes = 0;
+    uint64_t lookups = 0;
+    uint64_t total_bytes() const { return trunk_bytes + expert_bytes + lut_bytes; }
+};
+
+TokenTraffic token_traffic(const format::Container& container);
+
 }  // namespace waste::model

@@ -26,6 +26,17 @@ Engine::Engine(const format::Container& container, const MemoryPlan& plan, const
     : container_(container), weights_(model::bind_weights(container)), pool_(options.threads),
       cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k)) {}
 
+uint64_t Engine::warm_cache() {
+    uint64_t loaded = 0;
+    for (const auto& [layer, bank] : container_.manifest().banks)
+        for (uint32_t e = 0; e < bank.experts && loaded < cache_.slots(); ++e, ++loaded) {
+            cache_.acquire(layer, static_cast<int>(e));
+            cache_.unpin_all();
+        }
+    cache_.reset_stats();
+    return loaded;
+}
+
 Session::Session(Engine& engine, uint32_t context_length)
     : engine_(engine), state_(engine.config(), context_length), workspace_(engine.config(), engine.container(), engine.threads()) {}
 
@@ -47,7 +58,7 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden) {
     model::ForwardContext ctx{engine_.container(), c, engine_.weights(), engine_.pool(), experts, workspace_,
                               kernels::GluActivation{c.activation == format::Activation::situ, static_cast<float>(c.situ_beta),
                                                      static_cast<float>(c.situ_linear_beta)},
-                              route_sink_ ? &routes : nullptr, nullptr};
+                              route_sink_ ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
     for (size_t done = 0; done < count;) {
         const size_t n = std::min(chunk_tokens_, count - done);
         if (hidden) {
@@ -57,8 +68,11 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden) {
         const ExpertCacheStats before = engine_.cache().stats();
         const auto start = std::chrono::steady_clock::now();
         try {
+            if (profiling_) profile_.start();
             model::forward_chunk(ctx, state_, tokens + done, n);
+            if (profiling_) profile_.stop();
         } catch (...) {
+            if (profiling_) profile_.stop();
             // A chunk that failed half-way left the state inconsistent: the
             // session starts over rather than continue from it.
             engine_.cache().unpin_all();

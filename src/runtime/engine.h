@@ -39,6 +39,9 @@ public:
     platform::ThreadPool& pool() { return pool_; }
     ExpertCache& cache() { return cache_; }
     unsigned threads() const { return pool_.size(); }
+    // Reads experts into the cache, layer by layer, until it is full (or all
+    // are in); returns how many records it holds.
+    uint64_t warm_cache();
 
 private:
     const format::Container& container_;
@@ -62,6 +65,9 @@ public:
     void reset();
     const TokenStats& stats() const { return stats_; }
     // When set, each token's routing is appended (one entry per layer).
+    // Profiling: where the time of each evaluated chunk goes.
+    void set_profiling(bool on) { profiling_ = on; }
+    const model::Profile& profile() const { return profile_; }
     void record_routes(std::vector<std::vector<model::RouteChoice>>* sink) { route_sink_ = sink; }
 
 private:
@@ -70,6 +76,8 @@ private:
     model::Workspace workspace_;
     TokenStats stats_;
     size_t chunk_tokens_ = model::max_chunk_tokens;
+    bool profiling_ = false;
+    model::Profile profile_;
     std::vector<std::vector<model::RouteChoice>>* route_sink_ = nullptr;
 };
 

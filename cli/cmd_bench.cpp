@@ -1,0 +1,161 @@
+// cmd_bench.cpp — `waste bench`: decode and prefill speed on a model, where
+// each token's time goes, the bytes it touches, and the machine's measured
+// memory bandwidth beside them. Machine-readable with --json. Speed is
+// reported as the median of several runs, each run in this same process.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+
+namespace waste_cli {
+namespace {
+
+using nlohmann::json;
+
+struct BenchArgs {
+    std::string model;
+    std::string budget;
+    unsigned threads = 0;
+    int tokens = 64;
+    int prompt = 64;
+    int runs = 3;
+    uint32_t seed = 1;
+    bool warm = true;
+    bool json_output = false;
+};
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+json call_json(waste_status (*fn)(const waste_model*, char**, waste_error*), const waste_model* model, const char* what) {
+    char* text = nullptr;
+    waste_error error{};
+    if (fn(model, &text, &error) != WASTE_OK) fail_with(error, what);
+    return json::parse(take_string(text));
+}
+
+void run_bench(const BenchArgs& args) {
+    waste_error error{};
+    double bandwidth = 0;
+    if (waste_measure_memory_bandwidth(args.threads, &bandwidth, &error) != WASTE_OK) fail_with(error, "memory bandwidth");
+
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.threads = args.threads;
+    options.context_length = static_cast<uint32_t>(args.prompt + args.tokens + 1);
+    options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
+    ModelHandle model = open_model(args.model, options);
+    const json info = call_json(waste_model_info_json, model.get(), "info");
+    const json traffic = call_json(waste_model_token_traffic_json, model.get(), "traffic");
+    uint64_t warmed = 0;
+    if (args.warm && waste_model_warm_cache(model.get(), &warmed, &error) != WASTE_OK) fail_with(error, "warming the cache");
+
+    waste_session* raw = nullptr;
+    if (waste_session_create(model.get(), &raw, &error) != WASTE_OK) fail_with(error, "session");
+    std::unique_ptr<waste_session, void (*)(waste_session*)> session(raw, waste_session_free);
+
+    const int vocab = info["vocab"].get<int>();
+    std::mt19937 random(args.seed);
+    std::vector<int32_t> prompt(static_cast<size_t>(args.prompt));
+    for (int32_t& id : prompt) id = static_cast<int32_t>(random() % static_cast<uint32_t>(vocab));
+
+    std::vector<double> prefill_rates, decode_rates;
+    waste_session_stats before{}, after{};
+    for (int run = 0; run < args.runs; ++run) {
+        if (waste_session_reset(session.get(), &error) != WASTE_OK) fail_with(error, "reset");
+        waste_session_set_profiling(session.get(), 0, &error);
+        auto start = std::chrono::steady_clock::now();
+        if (!prompt.empty() && waste_session_eval(session.get(), prompt.data(), prompt.size(), &error) != WASTE_OK)
+            fail_with(error, "prefill");
+        const double prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!prompt.empty()) prefill_rates.push_back(prompt.size() / prefill_seconds);
+        // decode: feed the argmax back, one token per step, profiled
+        waste_session_set_profiling(session.get(), 1, &error);
+        waste_session_stats_get(session.get(), &before, &error);
+        int32_t next = prompt.empty() ? 0 : -1;
+        start = std::chrono::steady_clock::now();
+        for (int i = 0; i < args.tokens; ++i) {
+            if (next < 0) {
+                const float* logits = nullptr;
+                size_t n = 0;
+                if (waste_session_logits(session.get(), &logits, &n, &error) != WASTE_OK) fail_with(error, "logits");
+                next = static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
+            }
+            if (waste_session_eval(session.get(), &next, 1, &error) != WASTE_OK) fail_with(error, "decode");
+            next = -1;
+        }
+        const double decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (args.tokens > 0) decode_rates.push_back(args.tokens / decode_seconds);
+        waste_session_stats_get(session.get(), &after, &error);
+    }
+    char* profile_text = nullptr;
+    if (waste_session_profile_json(session.get(), &profile_text, &error) != WASTE_OK) fail_with(error, "profile");
+    const json profile = json::parse(take_string(profile_text));
+    const double decoded = static_cast<double>(args.tokens) * args.runs;
+    json breakdown = json::object();
+    double profiled_total = 0;
+    for (auto& [name, seconds] : profile["seconds"].items()) {
+        breakdown[name] = decoded > 0 ? seconds.get<double>() * 1e3 / decoded : 0;
+        profiled_total += seconds.get<double>();
+    }
+    const uint64_t hits = after.expert_hits - before.expert_hits, misses = after.expert_misses - before.expert_misses;
+    const double bytes_per_token = traffic["total_bytes"].get<double>();
+    json out;
+    out["model"] = args.model;
+    out["arch"] = info["arch"];
+    out["threads"] = args.threads;
+    out["cached_records"] = warmed;
+    out["prefill"] = {{"tokens", args.prompt}, {"tok_per_s", prefill_rates}, {"median_tok_per_s", median(prefill_rates)}};
+    out["decode"] = {{"tokens", args.tokens}, {"tok_per_s", decode_rates}, {"median_tok_per_s", median(decode_rates)}};
+    out["ms_per_token"] = breakdown;
+    out["profiled_ms_per_token"] = decoded > 0 ? profiled_total * 1e3 / decoded : 0;
+    out["traffic_per_token"] = traffic;
+    out["memory_bandwidth_gb_per_s"] = bandwidth / 1e9;
+    out["bandwidth_bound_tok_per_s"] = bytes_per_token > 0 ? bandwidth / bytes_per_token : 0;
+    out["expert_hit_rate_last_run"] = hits + misses ? static_cast<double>(hits) / (hits + misses) : 0;
+    out["bytes_read_last_run"] = after.bytes_read - before.bytes_read;
+    out["io_seconds_last_run"] = after.io_seconds - before.io_seconds;
+    if (args.json_output) {
+        fmt::print("{}\n", out.dump());
+        return;
+    }
+    fmt::print("model        {} ({}), {} threads, {} expert records cached\n", args.model, info["arch"].get<std::string>(),
+               args.threads ? std::to_string(args.threads) : "all", warmed);
+    fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens)\n", median(prefill_rates), prefill_rates.size(), args.prompt);
+    fmt::print("decode       {:.2f} tok/s median of {} runs ({} tokens)\n", median(decode_rates), decode_rates.size(), args.tokens);
+    fmt::print("per token    ");
+    for (auto& [name, ms] : breakdown.items()) fmt::print("{} {:.2f} ms  ", name, ms.get<double>());
+    fmt::print("\ntraffic      {:.1f} MB per token ({:.1f} trunk, {:.1f} experts, {:.1f} tables), {:.1f} M lookups\n",
+               bytes_per_token / 1e6, traffic["trunk_bytes"].get<double>() / 1e6, traffic["expert_bytes"].get<double>() / 1e6,
+               traffic["lut_bytes"].get<double>() / 1e6, traffic["lookups"].get<double>() / 1e6);
+    fmt::print("memory       {:.1f} GB/s measured; that traffic alone would allow {:.1f} tok/s\n", bandwidth / 1e9,
+               out["bandwidth_bound_tok_per_s"].get<double>());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+    auto args = std::make_shared<BenchArgs>();
+    CLI::App* bench = app.add_subcommand("bench", "Measure decode and prefill speed, and where each token's time goes");
+    bench->add_option("MODEL", args->model, "Container directory")->required();
+    bench->add_option("-n,--tokens", args->tokens, "Decode tokens per run")->default_val(64)->check(CLI::Range(0, 1 << 20));
+    bench->add_option("--prompt", args->prompt, "Prompt tokens per run (random ids)")->default_val(64)->check(CLI::Range(0, 1 << 20));
+    bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
+    bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
+    bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G); default: the recommended budget");
+    bench->add_option("--seed", args->seed, "Seed of the random prompt")->default_val(1);
+    bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");
+    bench->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
+    bench->callback([args] { run_bench(*args); });
+}
+
+}  // namespace waste_cli
