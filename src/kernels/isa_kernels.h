@@ -1,17 +1,38 @@
 // isa_kernels.h — entry points of the x86 SIMD kernel variants
 // (kernels/isa_x86.cpp, compiled with per-function target attributes so the
-// library still runs on a CPU without them).
+// library still runs on a CPU without them). Each returns false when it has
+// no kernel for the case (the caller then runs the scalar reference).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "format/container.h"
-#include "kernels/trunk_matvec.h"
+#include "kernels/isa.h"
+#include "kernels/vq_lut.h"
 
 namespace waste::kernels {
 
-// Returns false when this variant has no kernel for the tensor's format.
+// A trunk tensor as the SIMD kernels see it (raw pointers, derived layout).
+struct TrunkView {
+    format::TrunkFormat fmt = format::TrunkFormat::f32;
+    const uint8_t* payload = nullptr;  // rows * row_stride bytes
+    const uint8_t* scales = nullptr;   // f16 [rows][groups_per_row]
+    size_t cols = 0, group = 0, groups_per_row = 0, row_stride = 0;
+};
+inline TrunkView trunk_view(const format::LoadedTensor& w) {
+    const format::TrunkTensor& t = *w.info;
+    return TrunkView{t.fmt, w.payload.data(), w.scales.data(), t.cols, t.group, t.groups_per_row, t.row_stride};
+}
+
 bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, float* y, size_t row_begin,
                      size_t row_end);
+bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table);
+bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                        const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end);
+// The int8 approximate mode's AVX-512 VBMI path (call only when
+// vq_int8_fast_path()); false when it has no kernel for the stage count.
+bool apply_vq_table_int8_x86(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                             const int8_t* q, const float* block_scales, float* y, size_t row_begin, size_t row_end);
 
 }  // namespace waste::kernels

@@ -1,12 +1,18 @@
 #include "kernels/vq_lut.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "format/f16.h"
+#include "kernels/isa_kernels.h"
 
 namespace waste::kernels {
 
-void build_vq_table(const VqTableShape& shape, const float* books, const float* x, float* table) {
+namespace {
+
+// The scalar references (the ISA variants must give these bits).
+void build_vq_table_scalar(const VqTableShape& shape, const float* books, const float* x, float* table) {
     const size_t book_floats = static_cast<size_t>(shape.entries) * shape.vec_dim;
     for (int v = 0; v < shape.positions; ++v) {
         const float* xv = x + static_cast<size_t>(v) * shape.vec_dim;
@@ -23,7 +29,7 @@ void build_vq_table(const VqTableShape& shape, const float* books, const float* 
     }
 }
 
-void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+void apply_vq_table_scalar(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                     const float* table, float* y, size_t row_begin, size_t row_end) {
     const size_t positions = shape.positions, stages = shape.stages, entries = shape.entries;
     const size_t per_position = packed6 ? 3 : stages;
@@ -48,6 +54,91 @@ void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_t* indi
         std::memcpy(&bits, scales_f16 + 2 * r, 2);
         y[r] = format::f16_to_f32(bits) * acc;
     }
+}
+
+void apply_vq_table_int8_scalar(const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                                const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,
+                                size_t row_begin, size_t row_end) {
+    const size_t positions = shape.positions, stages = shape.stages, entries = shape.entries;
+    const size_t per_position = packed6 ? 3 : stages;
+    for (size_t r = row_begin; r < row_end; ++r) {
+        const size_t block = r / 64, in_block = r % 64;
+        float acc = 0;
+        for (size_t b0 = 0; b0 < positions; b0 += vq_int8_block) {
+            const size_t b1 = std::min(positions, b0 + vq_int8_block);
+            int32_t sum = 0;
+            for (size_t v = b0; v < b1; ++v) {
+                const uint8_t* idx = indices + ((block * positions + v) * 64 + in_block) * per_position;
+                const int8_t* t = q + v * stages * entries;
+                if (packed6) {
+                    const unsigned word = idx[0] | static_cast<unsigned>(idx[1]) << 8 | static_cast<unsigned>(idx[2]) << 16;
+                    for (size_t s = 0; s < 4; ++s) sum += t[s * entries + ((word >> (6 * s)) & 63u)];
+                } else {
+                    for (size_t s = 0; s < stages; ++s) sum += t[s * entries + idx[s]];
+                }
+            }
+            acc += block_scales[b0 / vq_int8_block] * static_cast<float>(sum);
+        }
+        uint16_t bits;
+        std::memcpy(&bits, scales_f16 + 2 * r, 2);
+        y[r] = format::f16_to_f32(bits) * acc;
+    }
+}
+
+}  // namespace
+
+void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
+    const size_t positions = shape.positions, per_position = static_cast<size_t>(shape.stages) * shape.entries;
+    for (size_t b0 = 0; b0 < positions; b0 += vq_int8_block) {
+        const size_t begin = b0 * per_position, end = std::min(positions, b0 + vq_int8_block) * per_position;
+        float max_abs = 0;
+        for (size_t i = begin; i < end; ++i) max_abs = std::max(max_abs, std::fabs(table[i]));
+        const bool usable = max_abs > 0 && std::isfinite(max_abs);
+        const float inv = usable ? 127.0f / max_abs : 0.0f;
+        for (size_t i = begin; i < end; ++i)
+            q[i] = static_cast<int8_t>(std::clamp(std::lrint(table[i] * inv), -127l, 127l));
+        block_scales[b0 / vq_int8_block] = usable ? max_abs / 127.0f : 0.0f;
+    }
+}
+
+void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                         const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,
+                         size_t row_begin, size_t row_end) {
+#if defined(__x86_64__)
+    if (isa == Isa::avx512 && vq_int8_fast_path() &&
+        apply_vq_table_int8_x86(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end))
+        return;
+#endif
+    apply_vq_table_int8_scalar(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end);
+}
+
+bool vq_int8_fast_path() {
+#if defined(__x86_64__)
+    static const bool has = [] {
+        __builtin_cpu_init();
+        return best_isa() == Isa::avx512 && __builtin_cpu_supports("avx512vbmi");
+    }();
+    return has;
+#else
+    return false;
+#endif
+}
+
+void build_vq_table(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table) {
+#if defined(__x86_64__)
+    if (isa != Isa::scalar && build_vq_table_x86(isa, shape, books, x, table)) return;
+#endif
+    build_vq_table_scalar(shape, books, x, table);
+}
+
+void apply_vq_table(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                    const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end) {
+#if defined(__x86_64__)
+    if (isa != Isa::scalar &&
+        apply_vq_table_x86(isa, shape, packed6, indices, scales_f16, table, y, row_begin, row_end))
+        return;
+#endif
+    apply_vq_table_scalar(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
 }
 
 }  // namespace waste::kernels

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "format/manifest.h"
+#include "kernels/isa.h"
 
 namespace waste::kernels {
 
@@ -27,12 +28,60 @@ struct VqTableShape {
 
 // books: the S stage codebooks of one matrix kind, consecutive records
 // ([S][entries][vec_dim] f32). table: shape.floats().
-void build_vq_table(const VqTableShape& shape, const float* books, const float* x, float* table);
+//
+// Every ISA variant gives the scalar reference's bits: each entry is
+// ((0 + x0·c0) + x1·c1) + … with the products rounded (never fused), the
+// variants only compute 8 or 16 entries side by side.
+void build_vq_table(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table);
+inline void build_vq_table(const VqTableShape& shape, const float* books, const float* x, float* table) {
+    build_vq_table(active_isa(), shape, books, x, table);
+}
 
 // Rows [row_begin, row_end) of one VQ matrix: indices in the v0 layout
 // ([row_block][position][row_in_block][stage], or VQ4P's 3-byte packing),
-// f16 row scales. y is indexed by absolute row.
-void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
-                    const float* table, float* y, size_t row_begin, size_t row_end);
+// f16 row scales. y is indexed by absolute row. The index array covers whole
+// 64-row blocks (rows past M are padding), as the v0 layout has it.
+//
+// Every ISA variant gives the scalar reference's bits: a row's lookups are
+// added in the same order (position, then stage) starting from 0, then
+// multiplied by the row scale; the variants keep 8 or 16 rows per vector
+// (the gather) and never split a row, so thread splits change nothing either.
+void apply_vq_table(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                    const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end);
+inline void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                           const float* table, float* y, size_t row_begin, size_t row_end) {
+    apply_vq_table(active_isa(), shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
+}
+
+// ---------------------------------------------------------------------------
+// Approximate fast mode: OFF by default, not used by the engine (a caller
+// must choose it explicitly; its cost in perplexity is still to be measured on
+// a trained model, models.md §4).
+//
+// The f32 table is quantised to int8 with one f32 scale per block of
+// vq_int8_block consecutive positions (all their stages and entries):
+// q = round(T · 127 / max|T|), block_scale = max|T| / 127. A row sums its int8
+// lookups exactly in integers within a block, then
+//     y[r] = scale[r] · Σ_b (block_scale[b] · Σ_{v in b, s} q[v][s][idx(r,v,s)])
+// with the f32 steps in that order (products rounded, never fused). On a CPU
+// with AVX-512 VBMI (Isa::avx512 and vq_int8_fast_path()) the lookup is a byte
+// permute over the table held in registers, 64 rows per instruction; every
+// path gives the same bits, so thread counts and ISAs never change the output.
+// Error vs the exact f32 path: see tests/kernels_test.cpp (VqInt8Error) and
+// docs/BENCHMARKS.md.
+constexpr int vq_int8_block = 32;
+inline size_t vq_int8_blocks(const VqTableShape& shape) {
+    return (static_cast<size_t>(shape.positions) + vq_int8_block - 1) / vq_int8_block;
+}
+// q: shape.floats() values; block_scales: vq_int8_blocks(shape) values. The
+// whole table at once (the blocks start at position 0).
+void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales);
+// Like apply_vq_table, over the quantised table.
+void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                         const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,
+                         size_t row_begin, size_t row_end);
+// Does this CPU have the byte-permute path (AVX-512 VBMI)? Without it the
+// int8 mode runs a scalar loop, slower than the exact SIMD path.
+bool vq_int8_fast_path();
 
 }  // namespace waste::kernels

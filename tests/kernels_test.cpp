@@ -1,0 +1,649 @@
+// kernels_test.cpp — every ISA variant of the kernels against the scalar
+// reference (docs/design.md "Testing"): the trunk matvec (F32, Q8G, Q4G, Q3G)
+// and the VQ lookup-table build and apply (VQ3R, VQ2R, VQ4P, other stage
+// counts), on shapes with ragged edges (columns not a multiple of the group
+// or the vector width, rows not a multiple of 16 or 64, row ranges that start
+// and end mid-block).
+//
+// Variants: every Isa the CPU runs (called explicitly, whatever WASTE_ISA
+// says), plus — when SIMDe's headers are installed (Debian: libsimde-dev) —
+// the AVX-512 bodies (src/kernels/isa_avx512.inc) compiled over SIMDe's
+// portable intrinsics, so they are checked on CPUs without AVX-512 too.
+//
+// Tolerances:
+// * trunk matvec: |y - y_scalar| <= 1e-5 · Σ_i |w_i·x_i| per row. The variants
+//   sum in another order with FMA; f32 rounding differences of such sums grow
+//   like sqrt(n)·2^-24 of Σ|w·x| (~2e-6 at the widths here, the worst case
+//   n·2^-24 is never approached by random signs), while any real fault — a
+//   weight decoded wrong, an element dropped or counted twice — moves the sum
+//   by about 1/cols of Σ|w·x| (>= 1e-3 here).
+// * VQ build and apply: bit-identical (the variants do the reference's
+//   operations in the reference's order, lanes side by side).
+// * Any split of the rows (threads) gives bit-identical rows.
+//
+// KernelSpeed.DISABLED_* are micro-benchmarks, not tests: run them with
+//   ./kernels_test --gtest_also_run_disabled_tests --gtest_filter='KernelSpeed.*'
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "format/f16.h"
+#include "format/trunk_codec.h"
+#include "kernels/isa_kernels.h"
+#include "kernels/trunk_matvec.h"
+#include "kernels/vq_lut.h"
+#include "platform/thread_pool.h"
+
+#if defined(__x86_64__) && __has_include(<simde/x86/avx512.h>) && !defined(__AVX512F__)
+#define WASTE_TEST_EMULATED_AVX512 1
+#define SIMDE_ENABLE_NATIVE_ALIASES
+// SIMDe's 64-byte vector types are returned by value without AVX-512: GCC
+// notes the ABI difference, which does not matter inside one test binary.
+#pragma GCC diagnostic ignored "-Wpsabi"
+#include <simde/x86/avx512.h>
+
+namespace waste::kernels::emu {
+
+// The intrinsics isa_avx512.inc uses that SIMDe 0.7 lacks, written from
+// Intel's definitions.
+using __mmask16 = simde__mmask16;
+using __mmask64 = simde__mmask64;
+
+template <typename To, typename From>
+inline To bits_as(const From& from) {
+    static_assert(sizeof(To) == sizeof(From));
+    To to;
+    std::memcpy(&to, &from, sizeof(To));
+    return to;
+}
+struct F16 { float v[16]; };
+struct I16 { int32_t v[16]; };
+inline __m512 _mm512_maskz_loadu_ps(__mmask16 k, const void* p) {
+    F16 r{};
+    for (int l = 0; l < 16; ++l)
+        if ((k >> l) & 1) std::memcpy(&r.v[l], static_cast<const char*>(p) + 4 * l, 4);
+    return bits_as<__m512>(r);
+}
+inline __m512i _mm512_maskz_loadu_epi32(__mmask16 k, const void* p) {
+    I16 r{};
+    for (int l = 0; l < 16; ++l)
+        if ((k >> l) & 1) std::memcpy(&r.v[l], static_cast<const char*>(p) + 4 * l, 4);
+    return bits_as<__m512i>(r);
+}
+inline void _mm512_mask_storeu_ps(void* p, __mmask16 k, __m512 a) {
+    const F16 f = bits_as<F16>(a);
+    for (int l = 0; l < 16; ++l)
+        if ((k >> l) & 1) std::memcpy(static_cast<char*>(p) + 4 * l, &f.v[l], 4);
+}
+inline float _mm512_reduce_add_ps(__m512 a) {
+    const F16 f = bits_as<F16>(a);
+    float s = 0;
+    for (float v : f.v) s += v;
+    return s;
+}
+inline __m512i _mm512_cvtepi8_epi32(__m128i a) {
+    int8_t b[16];
+    std::memcpy(b, &a, 16);
+    I16 r;
+    for (int l = 0; l < 16; ++l) r.v[l] = b[l];
+    return bits_as<__m512i>(r);
+}
+inline __m512i _mm512_cvtepu8_epi32(__m128i a) {
+    uint8_t b[16];
+    std::memcpy(b, &a, 16);
+    I16 r;
+    for (int l = 0; l < 16; ++l) r.v[l] = b[l];
+    return bits_as<__m512i>(r);
+}
+inline __m512i _mm512_cvtepu16_epi32(__m256i a) {
+    uint16_t b[16];
+    std::memcpy(b, &a, 32);
+    I16 r;
+    for (int l = 0; l < 16; ++l) r.v[l] = b[l];
+    return bits_as<__m512i>(r);
+}
+inline __m512 _mm512_cvtepi32_ps(__m512i a) {
+    const I16 i = bits_as<I16>(a);
+    F16 r;
+    for (int l = 0; l < 16; ++l) r.v[l] = static_cast<float>(i.v[l]);
+    return bits_as<__m512>(r);
+}
+inline __m512 _mm512_mask_i32gather_ps(__m512 src, __mmask16 k, __m512i index, const void* base, int scale) {
+    F16 r = bits_as<F16>(src);
+    const I16 i = bits_as<I16>(index);
+    for (int l = 0; l < 16; ++l)
+        if ((k >> l) & 1) std::memcpy(&r.v[l], static_cast<const char*>(base) + static_cast<ptrdiff_t>(i.v[l]) * scale, 4);
+    return bits_as<__m512>(r);
+}
+inline __m512i _mm512_maskz_loadu_epi8(__mmask64 k, const void* p) {
+    uint8_t r[64] = {};
+    for (int l = 0; l < 64; ++l)
+        if ((k >> l) & 1) r[l] = static_cast<const uint8_t*>(p)[l];
+    return bits_as<__m512i>(r);
+}
+inline __m512i _mm512_cvtepi16_epi32(__m256i a) {
+    int16_t h[16];
+    std::memcpy(h, &a, 32);
+    I16 r;
+    for (int l = 0; l < 16; ++l) r.v[l] = h[l];
+    return bits_as<__m512i>(r);
+}
+inline __m512 _mm512_cvtph_ps(__m256i a) {
+    uint16_t h[16];
+    std::memcpy(h, &a, 32);
+    F16 r;
+    for (int l = 0; l < 16; ++l) r.v[l] = format::f16_to_f32(h[l]);
+    return bits_as<__m512>(r);
+}
+
+// SIMDe computes each lane with plain (unfused) f32 operations and the test is
+// not compiled for FMA, so no barrier is needed.
+#define WASTE_KEEP(v) ((void)0)
+#include "kernels/isa_avx512.inc"
+namespace vbmi {
+#include "kernels/isa_avx512_vbmi.inc"
+}
+#undef WASTE_KEEP
+
+}  // namespace waste::kernels::emu
+#endif
+
+namespace waste::kernels {
+namespace {
+
+using format::TrunkFormat;
+
+// ---------------------------------------------------------------- variants
+
+struct Variant {
+    std::string name;
+    std::function<void(const format::LoadedTensor&, const float*, float*, size_t, size_t)> matvec;
+    std::function<void(const VqTableShape&, const float*, const float*, float*)> build;
+    std::function<void(const VqTableShape&, bool, const uint8_t*, const uint8_t*, const float*, float*, size_t, size_t)>
+        apply;
+};
+
+Variant native(Isa isa) {
+    return Variant{
+        isa_name(isa),
+        [isa](const format::LoadedTensor& w, const float* x, float* y, size_t b, size_t e) { matvec_rows(isa, w, x, y, b, e); },
+        [isa](const VqTableShape& s, const float* books, const float* x, float* t) { build_vq_table(isa, s, books, x, t); },
+        [isa](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* t, float* y, size_t b,
+              size_t e) { apply_vq_table(isa, s, p6, idx, sc, t, y, b, e); }};
+}
+
+// Every variant this machine can run except the scalar reference itself.
+std::vector<Variant> variants() {
+    std::vector<Variant> out;
+    for (Isa isa : {Isa::avx2, Isa::avx512})
+        if (static_cast<int>(isa) <= static_cast<int>(best_isa())) out.push_back(native(isa));
+#if defined(WASTE_TEST_EMULATED_AVX512)
+    out.push_back(Variant{
+        "avx512-emulated",
+        [](const format::LoadedTensor& w, const float* x, float* y, size_t b, size_t e) {
+            if (!emu::matvec_rows(trunk_view(w), x, y, b, e)) matvec_rows(Isa::scalar, w, x, y, b, e);
+        },
+        [](const VqTableShape& s, const float* books, const float* x, float* t) {
+            if (!emu::build_table(s, books, x, t)) build_vq_table(Isa::scalar, s, books, x, t);
+        },
+        [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* t, float* y, size_t b,
+           size_t e) {
+            if (!emu::apply_table(s, p6, idx, sc, t, y, b, e)) apply_vq_table(Isa::scalar, s, p6, idx, sc, t, y, b, e);
+        }});
+#endif
+    return out;
+}
+
+TEST(Kernels, ReportsVariants) {
+    std::string names;
+    for (const Variant& v : variants()) names += " " + v.name;
+    std::printf("best_isa=%s active_isa=%s variants:%s\n", isa_name(best_isa()), isa_name(active_isa()),
+                names.empty() ? " (none)" : names.c_str());
+#if !defined(WASTE_TEST_EMULATED_AVX512)
+    if (best_isa() != Isa::avx512)
+        std::printf("note: the AVX-512 bodies are not checked here (no AVX-512 CPU, no SIMDe headers)\n");
+#endif
+}
+
+// ---------------------------------------------------------------- trunk matvec
+
+struct Trunk {
+    format::TrunkTensor info;
+    std::vector<uint8_t> bytes;
+    format::LoadedTensor tensor() const {
+        return format::LoadedTensor{&info, std::span<const uint8_t>(bytes.data(), info.payload_bytes),
+                                    std::span<const uint8_t>(bytes.data() + info.payload_bytes, info.scale_bytes)};
+    }
+};
+
+Trunk make_trunk(TrunkFormat fmt, uint32_t group, size_t rows, size_t cols, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(rows * cols);
+    for (float& v : values) v = normal(rng);
+    // a few rows with a wide dynamic range, and one all-zero group
+    for (size_t c = 0; c < cols; c += 7) values[c] *= 30.0f;
+    if (rows > 2) std::fill(values.begin() + 2 * cols, values.begin() + 2 * cols + std::min<size_t>(cols, group), 0.0f);
+    Trunk t;
+    t.bytes = format::quantize_tensor(fmt, group, rows, cols, values);
+    t.info.name = "test";
+    t.info.fmt = fmt;
+    t.info.group = group;
+    t.info.shape = {static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
+    t.info.bytes = t.bytes.size();
+    format::derive_trunk_layout(t.info, "test");
+    return t;
+}
+
+// Σ_i |w_i x_i| per row, from the dequantised row.
+std::vector<double> magnitudes(const format::LoadedTensor& w, const std::vector<float>& x) {
+    std::vector<double> out(w.info->rows);
+    std::vector<float> row(w.info->cols);
+    for (size_t r = 0; r < w.info->rows; ++r) {
+        w.row(r, row);
+        double s = 0;
+        for (size_t i = 0; i < row.size(); ++i) s += std::fabs(static_cast<double>(row[i]) * x[i]);
+        out[r] = s;
+    }
+    return out;
+}
+
+struct TrunkCase {
+    TrunkFormat fmt;
+    uint32_t group;
+    size_t rows, cols;
+};
+
+TEST(Kernels, TrunkMatvecMatchesScalar) {
+    const std::vector<TrunkCase> cases = {
+        {TrunkFormat::f32, 128, 37, 1000}, {TrunkFormat::f32, 128, 5, 7},     {TrunkFormat::f32, 128, 19, 33},
+        {TrunkFormat::f32, 128, 9, 1024},  {TrunkFormat::q8g, 128, 37, 1000}, {TrunkFormat::q8g, 128, 6, 7},
+        {TrunkFormat::q8g, 32, 21, 301},   {TrunkFormat::q8g, 24, 5, 100},    {TrunkFormat::q4g, 128, 37, 1000},
+        {TrunkFormat::q4g, 128, 3, 5},     {TrunkFormat::q4g, 64, 23, 1030},  {TrunkFormat::q4g, 128, 17, 2048},
+        {TrunkFormat::q4g, 8, 9, 77},      {TrunkFormat::q3g, 128, 37, 1000}, {TrunkFormat::q3g, 128, 4, 9},
+        {TrunkFormat::q3g, 32, 19, 333},   {TrunkFormat::q3g, 16, 11, 64},    {TrunkFormat::q3g, 8, 7, 61},
+    };
+    std::mt19937 rng(1234);
+    for (const TrunkCase& c : cases) {
+        const Trunk trunk = make_trunk(c.fmt, c.group, c.rows, c.cols, rng);
+        const format::LoadedTensor w = trunk.tensor();
+        std::vector<float> x(c.cols);
+        std::normal_distribution<float> normal(0.0f, 1.0f);
+        for (float& v : x) v = normal(rng);
+        const std::vector<double> mag = magnitudes(w, x);
+        std::vector<float> ref(c.rows);
+        matvec_rows(Isa::scalar, w, x.data(), ref.data(), 0, c.rows);
+        for (const Variant& variant : variants()) {
+            SCOPED_TRACE(variant.name + " " + format::trunk_format_name(c.fmt) + " group " + std::to_string(c.group) + " " +
+                         std::to_string(c.rows) + "x" + std::to_string(c.cols));
+            std::vector<float> y(c.rows, NAN);
+            variant.matvec(w, x.data(), y.data(), 0, c.rows);
+            for (size_t r = 0; r < c.rows; ++r)
+                ASSERT_LE(std::fabs(static_cast<double>(y[r]) - ref[r]), 1e-5 * mag[r] + 1e-30) << "row " << r;
+            // Any split of the rows gives the same bits, and nothing outside
+            // [begin, end) is written.
+            for (size_t split : {size_t{1}, size_t{3}, size_t{5}, c.rows / 2, c.rows - 1}) {
+                if (split == 0 || split >= c.rows) continue;
+                std::vector<float> parts(c.rows + 2, -7.0f);
+                variant.matvec(w, x.data(), parts.data() + 1, 1, split);
+                variant.matvec(w, x.data(), parts.data() + 1, split, c.rows);
+                ASSERT_EQ(parts.front(), -7.0f);
+                ASSERT_EQ(parts.back(), -7.0f);
+                ASSERT_EQ(parts[1], -7.0f);
+                ASSERT_EQ(0, std::memcmp(parts.data() + 2, y.data() + 1, 4 * (c.rows - 1))) << "split " << split;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- VQ tables
+
+struct VqCase {
+    const char* name;
+    int positions, stages, entries, vec_dim;
+    bool packed6;
+    size_t rows;
+};
+
+const std::vector<VqCase> vq_cases = {
+    {"VQ3R", 13, 3, 256, 8, false, 200}, {"VQ2R", 9, 2, 256, 8, false, 130}, {"VQ4P", 11, 4, 64, 8, true, 200},
+    {"VQ3R-64", 7, 3, 64, 8, false, 64}, {"S1", 5, 1, 256, 8, false, 77},    {"S4", 6, 4, 256, 8, false, 100},
+    {"S5", 4, 5, 256, 8, false, 70},     {"S8", 3, 8, 16, 4, false, 65},     {"odd", 5, 3, 100, 5, false, 33},
+    {"D16", 3, 2, 7, 16, false, 1},      {"VQ4P-1row", 3, 4, 64, 8, true, 1},
+};
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float sigma = 1.0f) {
+    std::normal_distribution<float> normal(0.0f, sigma);
+    std::vector<float> out(n);
+    for (float& v : out) v = normal(rng);
+    return out;
+}
+
+TEST(Kernels, VqBuildMatchesScalarBits) {
+    std::mt19937 rng(99);
+    for (const VqCase& c : vq_cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const std::vector<float> books = random_floats(static_cast<size_t>(c.stages) * c.entries * c.vec_dim, rng, 0.05f);
+        std::vector<float> x = random_floats(static_cast<size_t>(c.positions) * c.vec_dim, rng);
+        x[0] = 0.0f;  // signed zeros: 0 + (-0) must stay +0 as in the reference
+        std::vector<float> ref(shape.floats() + 1, -7.0f);
+        build_vq_table(Isa::scalar, shape, books.data(), x.data(), ref.data());
+        for (const Variant& variant : variants()) {
+            SCOPED_TRACE(variant.name + " " + c.name);
+            std::vector<float> table(shape.floats() + 1, -7.0f);
+            variant.build(shape, books.data(), x.data(), table.data());
+            ASSERT_EQ(table.back(), -7.0f);
+            ASSERT_EQ(0, std::memcmp(table.data(), ref.data(), 4 * shape.floats()));
+            // a build over a sub-range of positions (the engine splits
+            // positions over threads) gives the same bits
+            if (c.positions > 2) {
+                VqTableShape part = shape;
+                part.positions = c.positions - 2;
+                const size_t per_position = static_cast<size_t>(c.stages) * c.entries;
+                std::vector<float> sub(part.floats());
+                variant.build(part, books.data(), x.data() + 2 * c.vec_dim, sub.data());
+                ASSERT_EQ(0, std::memcmp(sub.data(), ref.data() + 2 * per_position, 4 * part.floats()));
+            }
+        }
+    }
+}
+
+// Random indices in the v0 layout (whole 64-row blocks; padding rows zero).
+std::vector<uint8_t> random_indices(const VqCase& c, std::mt19937& rng) {
+    const size_t blocks = (c.rows + 63) / 64, bytes = c.packed6 ? 3 : c.stages;
+    std::vector<uint8_t> out(blocks * c.positions * 64 * bytes, 0);
+    std::uniform_int_distribution<int> entry(0, c.entries - 1);
+    for (size_t r = 0; r < c.rows; ++r)
+        for (int v = 0; v < c.positions; ++v) {
+            uint8_t* p = out.data() + (((r / 64) * c.positions + v) * 64 + r % 64) * bytes;
+            if (c.packed6) {
+                const unsigned word = entry(rng) | entry(rng) << 6 | entry(rng) << 12 | entry(rng) << 18;
+                p[0] = word & 0xFF;
+                p[1] = (word >> 8) & 0xFF;
+                p[2] = word >> 16;
+            } else {
+                for (int s = 0; s < c.stages; ++s) p[s] = static_cast<uint8_t>(entry(rng));
+            }
+        }
+    return out;
+}
+
+std::vector<uint8_t> random_scales(size_t rows, std::mt19937& rng) {
+    std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+    std::vector<uint8_t> out(2 * rows);
+    for (size_t r = 0; r < rows; ++r) {
+        float v = uniform(rng);
+        if (r % 17 == 5) v = 3e-6f;  // an f16 subnormal
+        const uint16_t bits = format::f32_to_f16(v);
+        std::memcpy(out.data() + 2 * r, &bits, 2);
+    }
+    return out;
+}
+
+TEST(Kernels, VqApplyMatchesScalarBits) {
+    std::mt19937 rng(7);
+    for (const VqCase& c : vq_cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const std::vector<float> table = random_floats(shape.floats(), rng);
+        const std::vector<uint8_t> indices = random_indices(c, rng);
+        const std::vector<uint8_t> scales = random_scales(c.rows, rng);
+        std::vector<float> ref(c.rows);
+        apply_vq_table(Isa::scalar, shape, c.packed6, indices.data(), scales.data(), table.data(), ref.data(), 0, c.rows);
+        for (const Variant& variant : variants()) {
+            SCOPED_TRACE(variant.name + " " + c.name);
+            std::vector<float> y(c.rows, NAN);
+            variant.apply(shape, c.packed6, indices.data(), scales.data(), table.data(), y.data(), 0, c.rows);
+            ASSERT_EQ(0, std::memcmp(y.data(), ref.data(), 4 * c.rows));
+            // ranges starting and ending mid-block and mid-vector: same bits,
+            // nothing written outside
+            const std::vector<size_t> cuts = {0, std::min<size_t>(c.rows, 5), std::min<size_t>(c.rows, 21),
+                                              std::min<size_t>(c.rows, 64), std::min<size_t>(c.rows, 71), c.rows};
+            for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+                const size_t b = cuts[i], e = cuts[i + 1];
+                std::vector<float> part(c.rows, -7.0f);
+                variant.apply(shape, c.packed6, indices.data(), scales.data(), table.data(), part.data(), b, e);
+                for (size_t r = 0; r < c.rows; ++r) {
+                    if (r >= b && r < e) ASSERT_EQ(0, std::memcmp(&part[r], &ref[r], 4)) << "row " << r << " of [" << b << "," << e << ")";
+                    else ASSERT_EQ(part[r], -7.0f) << "row " << r << " written outside [" << b << "," << e << ")";
+                }
+            }
+        }
+    }
+}
+
+// The whole expert path (build from codebooks, apply) for every variant
+// against an f64 evaluation of the dequantised matrix: the reference itself
+// is right, not only equal to its variants.
+TEST(Kernels, VqExpertMatchesDequantised) {
+    std::mt19937 rng(5);
+    for (const VqCase& c : vq_cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const std::vector<float> books = random_floats(static_cast<size_t>(c.stages) * c.entries * c.vec_dim, rng, 0.05f);
+        const std::vector<float> x = random_floats(static_cast<size_t>(c.positions) * c.vec_dim, rng);
+        const std::vector<uint8_t> indices = random_indices(c, rng);
+        const std::vector<uint8_t> scales = random_scales(c.rows, rng);
+        const size_t bytes = c.packed6 ? 3 : c.stages;
+        std::vector<double> want(c.rows), mag(c.rows);
+        for (size_t r = 0; r < c.rows; ++r) {
+            uint16_t bits;
+            std::memcpy(&bits, scales.data() + 2 * r, 2);
+            const double scale = format::f16_to_f32(bits);
+            for (int v = 0; v < c.positions; ++v) {
+                const uint8_t* p = indices.data() + (((r / 64) * c.positions + v) * 64 + r % 64) * bytes;
+                for (int s = 0; s < c.stages; ++s) {
+                    unsigned e = p[s % bytes];
+                    if (c.packed6) e = ((p[0] | p[1] << 8 | p[2] << 16) >> (6 * s)) & 63;
+                    for (int j = 0; j < c.vec_dim; ++j) {
+                        const double w = scale * books[(static_cast<size_t>(s) * c.entries + e) * c.vec_dim + j];
+                        want[r] += w * x[v * c.vec_dim + j];
+                        mag[r] += std::fabs(w * x[v * c.vec_dim + j]);
+                    }
+                }
+            }
+        }
+        std::vector<Variant> all = variants();
+        all.insert(all.begin(), native(Isa::scalar));
+        for (const Variant& variant : all) {
+            SCOPED_TRACE(variant.name + " " + c.name);
+            std::vector<float> table(shape.floats()), y(c.rows);
+            variant.build(shape, books.data(), x.data(), table.data());
+            variant.apply(shape, c.packed6, indices.data(), scales.data(), table.data(), y.data(), 0, c.rows);
+            for (size_t r = 0; r < c.rows; ++r) ASSERT_LE(std::fabs(y[r] - want[r]), 1e-5 * mag[r] + 1e-30) << "row " << r;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- int8 approximate mode
+
+using Int8Apply = std::function<void(const VqTableShape&, bool, const uint8_t*, const uint8_t*, const int8_t*, const float*,
+                                     float*, size_t, size_t)>;
+
+std::vector<std::pair<std::string, Int8Apply>> int8_variants() {
+    std::vector<std::pair<std::string, Int8Apply>> out;
+    if (vq_int8_fast_path())
+        out.emplace_back("avx512-vbmi", [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc,
+                                           const int8_t* q, const float* bs, float* y, size_t b, size_t e) {
+            apply_vq_table_int8(Isa::avx512, s, p6, idx, sc, q, bs, y, b, e);
+        });
+#if defined(WASTE_TEST_EMULATED_AVX512)
+    out.emplace_back("avx512-vbmi-emulated", [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc,
+                                                const int8_t* q, const float* bs, float* y, size_t b, size_t e) {
+        if (!emu::vbmi::apply_int8(s, p6, idx, sc, q, bs, y, b, e))
+            apply_vq_table_int8(Isa::scalar, s, p6, idx, sc, q, bs, y, b, e);
+    });
+#endif
+    return out;
+}
+
+const std::vector<VqCase> int8_cases = {
+    {"VQ3R", 70, 3, 256, 8, false, 200}, {"VQ2R", 33, 2, 256, 8, false, 130}, {"VQ4P", 45, 4, 64, 8, true, 100},
+    {"S1", 40, 1, 256, 8, false, 77},    {"S4", 35, 4, 256, 8, false, 64},    {"E100", 31, 3, 100, 8, false, 90},
+    {"E200", 32, 3, 200, 8, false, 65},  {"E40", 65, 2, 40, 8, false, 3},     {"S6", 9, 6, 256, 8, false, 70},
+};
+
+TEST(Kernels, VqInt8MatchesScalarBits) {
+    std::mt19937 rng(17);
+    for (const VqCase& c : int8_cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const std::vector<float> table = random_floats(shape.floats(), rng);
+        std::vector<int8_t> q(shape.floats());
+        std::vector<float> block_scales(vq_int8_blocks(shape));
+        quantize_vq_table_int8(shape, table.data(), q.data(), block_scales.data());
+        const std::vector<uint8_t> indices = random_indices(c, rng);
+        const std::vector<uint8_t> scales = random_scales(c.rows, rng);
+        std::vector<float> ref(c.rows);
+        apply_vq_table_int8(Isa::scalar, shape, c.packed6, indices.data(), scales.data(), q.data(), block_scales.data(),
+                            ref.data(), 0, c.rows);
+        for (const auto& [name, apply] : int8_variants()) {
+            SCOPED_TRACE(name + " " + c.name);
+            const std::vector<size_t> cuts = {0, std::min<size_t>(c.rows, 5), std::min<size_t>(c.rows, 64),
+                                              std::min<size_t>(c.rows, 71), c.rows};
+            std::vector<float> y(c.rows, NAN);
+            apply(shape, c.packed6, indices.data(), scales.data(), q.data(), block_scales.data(), y.data(), 0, c.rows);
+            ASSERT_EQ(0, std::memcmp(y.data(), ref.data(), 4 * c.rows));
+            for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+                std::vector<float> part(c.rows, -7.0f);
+                apply(shape, c.packed6, indices.data(), scales.data(), q.data(), block_scales.data(), part.data(), cuts[i],
+                      cuts[i + 1]);
+                for (size_t r = 0; r < c.rows; ++r) {
+                    if (r >= cuts[i] && r < cuts[i + 1]) ASSERT_EQ(0, std::memcmp(&part[r], &ref[r], 4)) << "row " << r;
+                    else ASSERT_EQ(part[r], -7.0f) << "row " << r;
+                }
+            }
+        }
+    }
+}
+
+// The approximation's error per matvec vs the exact f32 path, on tables built
+// from Gaussian inputs and codebooks (a trained model's tables may differ):
+// relative L2 error ||y8 - y|| / ||y|| over the rows. Reported, and bounded
+// loosely (an int8 step is max|T|/127 per 32 positions).
+TEST(Kernels, VqInt8Error) {
+    std::mt19937 rng(23);
+    struct Shape { const char* name; int positions, stages, entries; bool packed6; size_t rows; };
+    for (const Shape& c : {Shape{"mid-gate VQ3R", 128, 3, 256, false, 512}, Shape{"mid-down VQ3R", 64, 3, 256, false, 1024},
+                           Shape{"mid-gate VQ2R", 128, 2, 256, false, 512}, Shape{"mid-gate VQ4P", 128, 4, 64, true, 512}}) {
+        const VqCase vc{c.name, c.positions, c.stages, c.entries, 8, c.packed6, c.rows};
+        const VqTableShape shape{c.positions, c.stages, c.entries, 8};
+        const std::vector<float> books = random_floats(static_cast<size_t>(c.stages) * c.entries * 8, rng, 0.05f);
+        const std::vector<float> x = random_floats(static_cast<size_t>(c.positions) * 8, rng);
+        const std::vector<uint8_t> indices = random_indices(vc, rng);
+        const std::vector<uint8_t> scales = random_scales(c.rows, rng);
+        std::vector<float> table(shape.floats()), exact(c.rows), approx(c.rows);
+        build_vq_table(Isa::scalar, shape, books.data(), x.data(), table.data());
+        apply_vq_table(Isa::scalar, shape, c.packed6, indices.data(), scales.data(), table.data(), exact.data(), 0, c.rows);
+        std::vector<int8_t> q(shape.floats());
+        std::vector<float> block_scales(vq_int8_blocks(shape));
+        quantize_vq_table_int8(shape, table.data(), q.data(), block_scales.data());
+        apply_vq_table_int8(Isa::scalar, shape, c.packed6, indices.data(), scales.data(), q.data(), block_scales.data(),
+                            approx.data(), 0, c.rows);
+        double num = 0, den = 0;
+        for (size_t r = 0; r < c.rows; ++r) {
+            num += (approx[r] - exact[r]) * static_cast<double>(approx[r] - exact[r]);
+            den += exact[r] * static_cast<double>(exact[r]);
+        }
+        const double rel = std::sqrt(num / den);
+        std::printf("VQINT8ERROR %s relative_l2=%.2e\n", c.name, rel);
+        EXPECT_LT(rel, 2e-2) << c.name;
+    }
+}
+
+// ---------------------------------------------------------------- speed (not tests)
+
+double median_ns(const std::function<void()>& body, int reps) {
+    body();  // warm
+    std::vector<double> t;
+    for (int i = 0; i < reps; ++i) {
+        const auto a = std::chrono::steady_clock::now();
+        body();
+        t.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - a).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+std::vector<Isa> native_isas() {
+    std::vector<Isa> out;
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
+        if (static_cast<int>(isa) <= static_cast<int>(best_isa())) out.push_back(isa);
+    return out;
+}
+
+void bench_expert(const char* shape_name, size_t inter, size_t lat, int stages, int entries, bool packed6) {
+    std::mt19937 rng(3);
+    const int dim = 8;
+    const VqCase in_case{"in", static_cast<int>(lat / dim), stages, entries, dim, packed6, inter};
+    const VqCase down_case{"down", static_cast<int>(inter / dim), stages, entries, dim, packed6, lat};
+    const VqTableShape in_shape{in_case.positions, stages, entries, dim}, down_shape{down_case.positions, stages, entries, dim};
+    const std::vector<float> books = random_floats(static_cast<size_t>(stages) * entries * dim, rng, 0.05f);
+    const std::vector<float> x = random_floats(lat, rng), h = random_floats(inter, rng);
+    const std::vector<uint8_t> gate_idx = random_indices(in_case, rng), down_idx = random_indices(down_case, rng);
+    const std::vector<uint8_t> gate_sc = random_scales(inter, rng), down_sc = random_scales(lat, rng);
+    std::vector<float> in_table(in_shape.floats()), down_table(down_shape.floats()), g(inter), out(lat);
+    const int reps = inter > 1024 ? 7 : 31;
+    const char* fmt = packed6 ? "VQ4P" : stages == 2 ? "VQ2R" : "VQ3R";
+    for (Isa isa : native_isas()) {
+        const double build_in = median_ns([&] { build_vq_table(isa, in_shape, books.data(), x.data(), in_table.data()); }, reps);
+        const double apply_in = median_ns([&] {
+            apply_vq_table(isa, in_shape, packed6, gate_idx.data(), gate_sc.data(), in_table.data(), g.data(), 0, inter);
+        }, reps);
+        const double build_down = median_ns([&] { build_vq_table(isa, down_shape, books.data(), h.data(), down_table.data()); }, reps);
+        const double apply_down = median_ns([&] {
+            apply_vq_table(isa, down_shape, packed6, down_idx.data(), down_sc.data(), down_table.data(), out.data(), 0, lat);
+        }, reps);
+        const double lookups_in = static_cast<double>(inter) * in_shape.positions * stages;
+        const double lookups_down = static_cast<double>(lat) * down_shape.positions * stages;
+        // one routed expert on one thread: gate + up apply (tables shared by
+        // the top-k, not counted), down build + apply
+        const double expert = 2 * apply_in + build_down + apply_down;
+        std::printf("KERNELSPEED vq shape=%s fmt=%s entries=%d isa=%s build_in_ns=%.0f apply_in_ns=%.0f "
+                    "apply_in_lookups_per_ns=%.3f build_down_ns=%.0f apply_down_ns=%.0f apply_down_lookups_per_ns=%.3f "
+                    "expert_ns=%.0f\n",
+                    shape_name, fmt, entries, isa_name(isa), build_in, apply_in, lookups_in / apply_in, build_down,
+                    apply_down, lookups_down / apply_down, expert);
+    }
+}
+
+TEST(KernelSpeed, DISABLED_VqExpert) {
+    bench_expert("mid", 512, 1024, 3, 256, false);
+    bench_expert("mid", 512, 1024, 2, 256, false);
+    bench_expert("mid", 512, 1024, 4, 64, true);
+    bench_expert("K3", 3072, 3584, 3, 256, false);
+}
+
+void bench_trunk(TrunkFormat fmt, size_t rows, size_t cols) {
+    std::mt19937 rng(11);
+    const Trunk trunk = make_trunk(fmt, 128, rows, cols, rng);
+    const format::LoadedTensor w = trunk.tensor();
+    const std::vector<float> x = random_floats(cols, rng);
+    std::vector<float> y(rows);
+    const double bytes = static_cast<double>(trunk.info.payload_bytes + trunk.info.scale_bytes);
+    const int reps = rows * cols > (1u << 22) ? 9 : 41;
+    platform::ThreadPool pool(2);
+    for (Isa isa : native_isas()) {
+        const double one = median_ns([&] { matvec_rows(isa, w, x.data(), y.data(), 0, rows); }, reps);
+        const double two = median_ns([&] {
+            pool.parallel_for(rows, [&](size_t b, size_t e) { matvec_rows(isa, w, x.data(), y.data(), b, e); }, 16);
+        }, reps);
+        std::printf("KERNELSPEED trunk fmt=%s rows=%zu cols=%zu isa=%s ns_1thread=%.0f GBps_1thread=%.2f ns_2threads=%.0f "
+                    "GBps_2threads=%.2f\n",
+                    format::trunk_format_name(fmt), rows, cols, isa_name(isa), one, bytes / one, two, bytes / two);
+    }
+}
+
+TEST(KernelSpeed, DISABLED_Trunk) {
+    for (TrunkFormat fmt : {TrunkFormat::q4g, TrunkFormat::q8g, TrunkFormat::q3g, TrunkFormat::f32}) {
+        bench_trunk(fmt, 1024, 1024);
+        bench_trunk(fmt, 4096, 7168);
+    }
+}
+
+}  // namespace
+}  // namespace waste::kernels
