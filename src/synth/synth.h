@@ -28,7 +28,9 @@ const std::vector<Preset>& presets();
 struct SynthOptions {
     std::string preset = "tiny";
     uint64_t seed = 1;
-    nlohmann::json overrides = nlohmann::json::object();  // config keys to replace
+    // Config keys to replace, as a JSON merge patch; "tensor_prefix",
+    // "expert_quant" and "tokenizer" are container options (synth_config.h).
+    nlohmann::json overrides = nlohmann::json::object();
     // Called now and then with (done, total) bytes; return false to cancel.
     std::function<bool(uint64_t, uint64_t)> progress;
 };
@@ -39,5 +41,9 @@ nlohmann::json preset_config(const SynthOptions& options);
 // Writes the container; throws waste::Error. The same options give a
 // byte-identical container.
 void write_synthetic_container(const std::string& out_dir, const SynthOptions& options);
+
+// The bytes write_synthetic_container will write, manifest.json excepted
+// (the `total` its progress callback reports).
+uint64_t synthetic_container_bytes(const SynthOptions& options);
 
 }  // namespace waste::synth

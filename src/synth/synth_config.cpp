@@ -1,0 +1,288 @@
+#include "synth/synth_config.h"
+
+#include <algorithm>
+
+#include "format/container_writer.h"
+#include "platform/error.h"
+
+namespace waste::synth {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+// Which 1-based layers are MLA (the rest are KDA).
+enum class MlaPattern {
+    third_of_four,           // 3, 7, 11, ...: the upstream tiny fixtures (KDA 1, 2, 4; MLA 3)
+    every_fourth_and_last,   // 4, 8, ..., and the last: Kimi-Linear-48B (…, 24, 27) and K3 (…, 92, 93)
+};
+
+struct PresetDefinition {
+    const char* name;
+    const char* summary;
+    const char* arch;
+    const char* tensor_prefix;
+    int special_slots;       // Kimi reserves 256 ids after the ranks; the tiny presets keep only the named ones
+    MlaPattern pattern;
+    bool k3_like;
+    ordered_json (*config)();
+};
+
+ordered_json kimi_linear_common(int hidden, int layers, int intermediate, int moe_intermediate, int experts, int top_k,
+                                int heads, int nope, int rope, int v_head, int kv_lora, int vocab, int kda_heads,
+                                int kda_dim) {
+    return ordered_json{
+        {"model_type", "kimi_linear"},
+        {"architectures", {"KimiLinearForCausalLM"}},
+        {"hidden_size", hidden},
+        {"num_hidden_layers", layers},
+        {"first_k_dense_replace", 1},
+        {"intermediate_size", intermediate},
+        {"moe_intermediate_size", moe_intermediate},
+        {"num_experts", experts},
+        {"num_experts_per_token", top_k},
+        {"num_shared_experts", 1},
+        {"moe_renormalize", true},
+        {"moe_router_activation_func", "sigmoid"},
+        {"routed_scaling_factor", 2.0},
+        {"num_attention_heads", heads},
+        {"qk_nope_head_dim", nope},
+        {"qk_rope_head_dim", rope},
+        {"v_head_dim", v_head},
+        {"kv_lora_rank", kv_lora},
+        {"q_lora_rank", nullptr},
+        {"mla_use_nope", true},
+        {"rms_norm_eps", 1e-5},
+        {"vocab_size", vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+        {"linear_attn_config",
+         {{"head_dim", kda_dim}, {"num_heads", kda_heads}, {"short_conv_kernel_size", 4}, {"kda_layers", json::array()},
+          {"full_attn_layers", json::array()}}},
+    };
+}
+
+ordered_json k3_common(int hidden, int layers, int intermediate, int moe_intermediate, int experts, int top_k,
+                       int shared, double scaling, int latent, int heads, int nope, int rope, int v_head, int kv_lora,
+                       int q_lora, int attn_res_block, int vocab, int kda_heads, int kda_dim) {
+    return ordered_json{
+        {"model_type", "kimi_k3"},
+        {"architectures", {"KimiK3ForCausalLM"}},
+        {"hidden_size", hidden},
+        {"num_hidden_layers", layers},
+        {"first_k_dense_replace", 1},
+        {"intermediate_size", intermediate},
+        {"moe_intermediate_size", moe_intermediate},
+        {"num_experts", experts},
+        {"num_experts_per_token", top_k},
+        {"num_shared_experts", shared},
+        {"n_group", 1},
+        {"topk_group", 1},
+        {"moe_renormalize", true},
+        {"moe_router_activation_func", "sigmoid"},
+        {"routed_scaling_factor", scaling},
+        {"routed_expert_hidden_size", latent},
+        {"latent_moe_use_norm", true},
+        {"num_attention_heads", heads},
+        {"qk_nope_head_dim", nope},
+        {"qk_rope_head_dim", rope},
+        {"v_head_dim", v_head},
+        {"kv_lora_rank", kv_lora},
+        {"q_lora_rank", q_lora},
+        {"mla_use_nope", true},
+        {"mla_use_output_gate", true},
+        {"hidden_act", "situ"},
+        {"activation_situ_beta", 4.0},
+        {"activation_situ_linear_beta", 25.0},
+        {"attn_res_block_size", attn_res_block},
+        {"rms_norm_eps", 1e-5},
+        {"vocab_size", vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+        {"linear_attn_config",
+         {{"head_dim", kda_dim},
+          {"num_heads", kda_heads},
+          {"short_conv_kernel_size", 4},
+          {"kda_layers", json::array()},
+          {"full_attn_layers", json::array()},
+          {"gate_lower_bound", -5.0},
+          {"use_full_rank_gate", true}}},
+        // K3 is a multimodal release: its text config is flattened here and
+        // the outer wrapper kept under _outer (container-v0 §2).
+        {"_outer",
+         {{"architectures", {"KimiK3ForConditionalGeneration"}},
+          {"model_type", "kimi_k3"},
+          {"media_placeholder_token_id", 0}}},  // derived: <|media_pad|>
+    };
+}
+
+const PresetDefinition preset_definitions[] = {
+    {"tiny", "Kimi-Linear-like, ~1 MB: hidden 128, 4 layers (KDA 1,2,4; MLA 3), 8 experts top-2, vocab 316 with a tokenizer",
+     "kimi_linear", "", 10, MlaPattern::third_of_four, false,
+     [] { return kimi_linear_common(128, 4, 256, 64, 8, 2, 4, 16, 8, 16, 32, 316, 4, 32); }},
+    {"tiny-k3",
+     "every K3 text feature, ~1 MB: language_model. prefix, latent MoE, AttnRes, SiTU, q_lora + gated MLA, "
+     "full-rank KDA gate, bounded decay, 2 shared experts, 16 experts top-4",
+     "kimi_k3", "language_model.", 10, MlaPattern::third_of_four, true,
+     [] { return k3_common(128, 4, 256, 64, 16, 4, 2, 1.5, 64, 4, 16, 8, 16, 32, 48, 2, 316, 4, 32); }},
+    {"mid", "the benchmark shape, ~0.5 GB: hidden 1024, 12 layers (MLA 4,8,12), 64 experts top-8, vocab 32768",
+     "kimi_linear", "", 256, MlaPattern::every_fourth_and_last, false,
+     [] { return kimi_linear_common(1024, 12, 2048, 512, 64, 8, 8, 64, 32, 64, 128, 32768, 8, 128); }},
+    {"k3",
+     "Kimi K3's real dimensions (~1 TB): hidden 7168, 93 layers, 896 experts top-16, latent 3584; shrink with "
+     "overrides, e.g. num_hidden_layers",
+     "kimi_k3", "language_model.", 256, MlaPattern::every_fourth_and_last, true,
+     [] {
+         return k3_common(7168, 93, 18432, 3072, 896, 16, 2, 1.0, 3584, 96, 128, 64, 128, 512, 1536, 12, 163840, 96,
+                          128);
+     }},
+};
+
+const PresetDefinition& find_preset(const std::string& name) {
+    for (const PresetDefinition& preset : preset_definitions)
+        if (name == preset.name) return preset;
+    std::string known;
+    for (const PresetDefinition& preset : preset_definitions) known += std::string(known.empty() ? "" : ", ") + preset.name;
+    fail(WASTE_ERR_INVALID_ARGUMENT, "synth: unknown preset \"{}\" (presets: {})", name, known);
+}
+
+bool has_key(const json& object, const char* key) { return object.is_object() && object.contains(key); }
+
+bool has_nested_key(const json& object, const char* outer, const char* key) {
+    return has_key(object, outer) && has_key(object[outer], key);
+}
+
+// An integer config value, if it is one (otherwise the reader's parse names it).
+std::optional<int64_t> integer_at(const ordered_json& config, const char* key) {
+    auto it = config.find(key);
+    if (it == config.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+}
+
+void derive_layer_lists(ordered_json& config, MlaPattern pattern, int64_t layers) {
+    json kda = json::array(), mla = json::array();
+    for (int64_t layer = 1; layer <= layers; ++layer) {
+        const bool is_mla = pattern == MlaPattern::third_of_four ? layer % 4 == 3 : layer % 4 == 0 || layer == layers;
+        (is_mla ? mla : kda).push_back(layer);
+    }
+    config["linear_attn_config"]["kda_layers"] = kda;
+    config["linear_attn_config"]["full_attn_layers"] = mla;
+}
+
+}  // namespace
+
+const std::vector<Preset>& presets() {
+    static const std::vector<Preset> list = [] {
+        std::vector<Preset> result;
+        for (const PresetDefinition& preset : preset_definitions) result.push_back({preset.name, preset.summary});
+        return result;
+    }();
+    return list;
+}
+
+ResolvedPreset resolve_preset(const SynthOptions& options) {
+    const PresetDefinition& definition = find_preset(options.preset);
+    ResolvedPreset r;
+    r.preset = definition.name;
+    r.arch = definition.arch;
+    r.tensor_prefix = definition.tensor_prefix;
+    r.special_slots = definition.special_slots;
+    r.k3_like = definition.k3_like;
+    std::string quant_name = "VQ3R";
+
+    const json& overrides = options.overrides;
+    if (!overrides.is_null() && !overrides.is_object())
+        fail(WASTE_ERR_INVALID_ARGUMENT, "synth: overrides must be a JSON object of config keys, got {}", overrides.dump());
+    json patch = overrides.is_object() ? overrides : json::object();
+    if (patch.contains("tensor_prefix")) {
+        if (!patch["tensor_prefix"].is_string())
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: tensor_prefix must be a string, got {}", patch["tensor_prefix"].dump());
+        r.tensor_prefix = patch["tensor_prefix"].get<std::string>();
+        patch.erase("tensor_prefix");
+    }
+    if (patch.contains("expert_quant")) {
+        if (!patch["expert_quant"].is_string())
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: expert_quant must be \"VQ3R\", \"VQ2R\" or \"VQ4P\", got {}",
+                 patch["expert_quant"].dump());
+        quant_name = patch["expert_quant"].get<std::string>();
+        patch.erase("expert_quant");
+    }
+    if (patch.contains("tokenizer")) {
+        if (!patch["tokenizer"].is_boolean())
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: tokenizer must be true or false, got {}", patch["tokenizer"].dump());
+        r.tokenizer = patch["tokenizer"].get<bool>();
+        patch.erase("tokenizer");
+    }
+    r.quant = format::standard_expert_quant(quant_name);
+
+    ordered_json config = definition.config();
+    config.merge_patch(ordered_json::parse(patch.dump()));
+
+    // Keep the preset coherent with what was overridden (explicit values win).
+    const std::optional<int64_t> layers = integer_at(config, "num_hidden_layers");
+    if (layers && *layers >= 1 && *layers <= 4096 && config.contains("linear_attn_config") &&
+        !has_nested_key(patch, "linear_attn_config", "kda_layers") &&
+        !has_nested_key(patch, "linear_attn_config", "full_attn_layers"))
+        derive_layer_lists(config, definition.pattern, *layers);
+    const std::optional<int64_t> block = integer_at(config, "attn_res_block_size");
+    if (layers && block && !has_key(patch, "attn_res_block_size"))
+        config["attn_res_block_size"] = std::min(*block, *layers);
+    const std::optional<int64_t> experts = integer_at(config, "num_experts");
+    const std::optional<int64_t> top_k = integer_at(config, "num_experts_per_token");
+    if (experts && top_k && *experts >= 1 && !has_key(patch, "num_experts_per_token"))
+        config["num_experts_per_token"] = std::min(*top_k, *experts);
+
+    const std::optional<int64_t> vocab = integer_at(config, "vocab_size");
+    if (r.tokenizer && vocab) {
+        const int64_t ranks = *vocab - r.special_slots;
+        if (ranks < 256)
+            fail(WASTE_ERR_INVALID_ARGUMENT,
+                 "synth: vocab_size {} leaves {} ranks for the synthetic tokenizer, which needs 256 byte tokens and {} "
+                 "specials (set \"tokenizer\": false for no tokenizer)",
+                 *vocab, ranks, r.special_slots);
+        // Specials follow the ranks: [BOS], [EOS], <|end_of_msg|>, ... (synth_tokenizer.h)
+        if (!has_key(patch, "bos_token_id")) config["bos_token_id"] = ranks;
+        if (!has_key(patch, "eos_token_id")) config["eos_token_id"] = ranks + 2;
+        if (config.contains("_outer") && config["_outer"].is_object() &&
+            !has_nested_key(patch, "_outer", "media_placeholder_token_id"))
+            config["_outer"]["media_placeholder_token_id"] = ranks + 8;
+    } else {
+        // As the upstream fixtures without a tokenizer.
+        if (!has_key(patch, "bos_token_id")) config["bos_token_id"] = 1;
+        if (!has_key(patch, "eos_token_id")) config["eos_token_id"] = 2;
+        if (config.contains("_outer") && config["_outer"].is_object() &&
+            !has_nested_key(patch, "_outer", "media_placeholder_token_id"))
+            config["_outer"].erase("media_placeholder_token_id");
+    }
+
+    try {
+        r.model = format::parse_model_config(json::parse(config.dump()), "synth " + r.preset + " config");
+    } catch (const Error& error) {
+        throw Error(WASTE_ERR_INVALID_ARGUMENT, error.what());
+    }
+    const format::ModelConfig& m = r.model;
+    if (m.first_dense < m.layers) {
+        if (m.expert_input() % r.quant.vec_dim != 0 || m.moe_intermediate % r.quant.vec_dim != 0)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: the expert shapes {} and {} must be multiples of vec_dim {}",
+                 m.expert_input(), m.moe_intermediate, r.quant.vec_dim);
+    }
+    if (m.kda_layer_count() > 0 && m.kda_heads < 1)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "synth: KDA layers need linear_attn_config.num_heads and head_dim");
+    if (m.mla_layer_count() > 0 && (m.qk_nope + m.qk_rope < 1 || m.v_head < 1 || m.kv_lora < 1))
+        fail(WASTE_ERR_INVALID_ARGUMENT, "synth: MLA layers need qk_nope/rope_head_dim, v_head_dim and kv_lora_rank");
+    const auto& linear = config.find("linear_attn_config");
+    r.kda_full_rank_gate = linear != config.end() && linear->is_object() && linear->contains("use_full_rank_gate") &&
+                           (*linear)["use_full_rank_gate"].is_boolean() && (*linear)["use_full_rank_gate"].get<bool>();
+    r.latent_norm = m.latent > 0 && config.contains("latent_moe_use_norm") && config["latent_moe_use_norm"].is_boolean() &&
+                    config["latent_moe_use_norm"].get<bool>();
+    r.config = std::move(config);
+    return r;
+}
+
+nlohmann::json preset_config(const SynthOptions& options) {
+    return nlohmann::json::parse(resolve_preset(options).config.dump());
+}
+
+}  // namespace waste::synth
