@@ -311,7 +311,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ManifestTest, ::testing::ValuesIn(manifest_cases
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(HostileManifest, NotJson) {
-    for (const std::string text : {std::string("not json at all"), std::string(""), std::string("{\"format_version\": 0,"),
+    for (const std::string& text : {std::string("not json at all"), std::string(""), std::string("{\"format_version\": 0,"),
                                    std::string("\xff\xfe{}", 4)}) {
         SCOPED_TRACE(text);
         Damaged damaged;
@@ -489,6 +489,41 @@ TEST(HostileFiles, NonFiniteTrunkValuesAreRefusedAtLoad) {
         EXPECT_EQ(model, nullptr);
         EXPECT_TRUE(contains_all(error.message, {"trunk tensor " + name, scale ? "scale 5" : "value 3", "not finite"}));
     }
+}
+
+// A trunk tensor whose index entry is self-consistent but wrong for the model
+// passes the reader (metadata-only open) and is refused when the engine binds
+// the weights, naming the tensor.
+void expect_full_open_refused(const Damaged& damaged, const std::vector<std::string>& needles) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.flags = WASTE_OPEN_METADATA_ONLY;
+    waste_model* model = nullptr;
+    waste_error error{};
+    ASSERT_EQ(waste_model_open(damaged.path().c_str(), &options, &model, &error), WASTE_OK) << error.message;
+    waste_model_close(model);
+    model = nullptr;
+    options.flags = 0;
+    EXPECT_EQ(waste_model_open(damaged.path().c_str(), &options, &model, &error), WASTE_ERR_FORMAT) << error.message;
+    EXPECT_EQ(model, nullptr);
+    EXPECT_TRUE(contains_all(error.message, needles));
+    if (model) waste_model_close(model);
+}
+
+TEST(HostileTrunk, TensorOfTheWrongShapeIsRefusedAtFullOpen) {
+    Damaged damaged;
+    damaged.edit_manifest([](json& m) {
+        json& t = trunk_entry(m, norm);  // [128] F32 -> [64], bytes to match
+        t["shape"] = {64};
+        t["bytes"] = 64 * 4;
+    });
+    expect_full_open_refused(damaged, {"model.norm.weight"});
+}
+
+TEST(HostileTrunk, MissingTensorIsRefusedAtFullOpen) {
+    Damaged damaged;
+    damaged.edit_manifest([](json& m) { trunk_entry(m, "model.layers.2.self_attn.kv_b_proj.weight")["name"] = "renamed"; });
+    expect_full_open_refused(damaged, {"model.layers.2.self_attn.kv_b_proj.weight", "missing"});
 }
 
 // ------------------------------------------------------------------ expert records
