@@ -209,6 +209,15 @@ WASTE_API waste_status waste_model_token_traffic_json(const waste_model* model, 
 WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, double* out_bytes_per_second,
                                                       waste_error* error);
 
+/* Direct-I/O read bandwidth of the disk under `directory` for expert-sized
+ * random reads: writes a scratch file with O_DIRECT (bypassing the page
+ * cache, so the reads cannot come from RAM), reads random records at a queue
+ * depth, removes the file. options_json (may be NULL): {"file_bytes":N,
+ * "record_bytes":N, "depth":N, "backend":"io_uring"|"pread", "threads":N,
+ * "seconds":S}. Result JSON documented in docs/CLI.md ("waste diskbench"). */
+WASTE_API waste_status waste_diskbench_json(const char* directory, const char* options_json, char** out_json,
+                                            waste_error* error);
+
 /* ------------------------------------------------------------------ synth */
 
 /* Writes a seeded synthetic container of the Kimi family to out_dir.

@@ -1,0 +1,278 @@
+#include "platform/async_reader.h"
+
+#include <liburing.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "platform/error.h"
+
+namespace waste::platform {
+
+const char* io_backend_name(IoBackend backend) { return backend == IoBackend::io_uring ? "io_uring" : "pread"; }
+
+namespace {
+
+// ---------------------------------------------------------------- io_uring
+class UringReader final : public AsyncReader {
+public:
+    explicit UringReader(unsigned depth) : depth_(depth) {
+        const int result = io_uring_queue_init(depth, &ring_, 0);
+        if (result < 0) fail(WASTE_ERR_UNSUPPORTED, "io_uring is unavailable here: {}", std::strerror(-result));
+    }
+    ~UringReader() override {
+        // drain what is in flight: the buffers belong to the caller
+        ReadCompletion ignored;
+        while (in_flight_ > 0 && wait(&ignored)) {
+        }
+        io_uring_queue_exit(&ring_);
+    }
+    IoBackend backend() const override { return IoBackend::io_uring; }
+
+    void submit(const ReadRequest& request) override {
+        while (in_flight_ >= depth_) {
+            ReadCompletion done;
+            wait_one(&done, true);
+            ready_.push_back(done);
+        }
+        pending_[request.tag] = Pending{request, 0};
+        queue(request.tag);
+        io_uring_submit(&ring_);
+    }
+
+    bool wait(ReadCompletion* completion) override {
+        if (!ready_.empty()) return take_ready(completion);
+        if (in_flight_ == 0) return false;
+        return wait_one(completion, true);
+    }
+
+    bool poll(ReadCompletion* completion) override {
+        if (!ready_.empty()) return take_ready(completion);
+        if (in_flight_ == 0) return false;
+        return wait_one(completion, false);
+    }
+
+    unsigned in_flight() const override { return in_flight_ + static_cast<unsigned>(ready_.size()); }
+
+    bool register_region(uint8_t* base, size_t bytes, std::string* note) override {
+        if (in_flight_ != 0 || !regions_.empty()) {
+            if (note) *note = "fixed buffers can be registered once, with nothing in flight";
+            return false;
+        }
+        // the kernel takes at most 1 GiB per registered buffer
+        constexpr size_t max_region = size_t{1} << 30;
+        std::vector<iovec> vectors;
+        for (size_t done = 0; done < bytes; done += max_region)
+            vectors.push_back(iovec{base + done, std::min(max_region, bytes - done)});
+        const int result = io_uring_register_buffers(&ring_, vectors.data(), static_cast<unsigned>(vectors.size()));
+        if (result < 0) {
+            if (note) *note = std::string("io_uring buffer registration refused: ") + std::strerror(-result);
+            return false;
+        }
+        regions_ = std::move(vectors);
+        return true;
+    }
+
+private:
+    // The registered region holding [buffer, buffer+bytes), or -1.
+    int region_of(const uint8_t* buffer, size_t bytes) const {
+        for (size_t i = 0; i < regions_.size(); ++i) {
+            const uint8_t* begin = static_cast<const uint8_t*>(regions_[i].iov_base);
+            if (buffer >= begin && buffer + bytes <= begin + regions_[i].iov_len) return static_cast<int>(i);
+        }
+        return -1;
+    }
+
+    struct Pending {
+        ReadRequest request;
+        uint32_t done = 0;
+    };
+
+    void queue(uint64_t tag) {
+        Pending& p = pending_[tag];
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        if (!sqe) {
+            io_uring_submit(&ring_);
+            sqe = io_uring_get_sqe(&ring_);
+        }
+        WASTE_CHECK(sqe != nullptr);
+        uint8_t* target = p.request.buffer + p.done;
+        const uint32_t length = p.request.bytes - p.done;
+        const int region = region_of(target, length);
+        if (region >= 0) io_uring_prep_read_fixed(sqe, p.request.fd, target, length, p.request.offset + p.done, region);
+        else io_uring_prep_read(sqe, p.request.fd, target, length, p.request.offset + p.done);
+        io_uring_sqe_set_data64(sqe, tag);
+        ++in_flight_;
+    }
+
+    bool take_ready(ReadCompletion* completion) {
+        *completion = ready_.front();
+        ready_.pop_front();
+        return true;
+    }
+
+    // Handles completions until one request is whole (or failed).
+    bool wait_one(ReadCompletion* completion, bool block) {
+        while (true) {
+            io_uring_cqe* cqe = nullptr;
+            const int result = block ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
+            if (result == -EAGAIN && !block) return false;
+            if (result == -EINTR) continue;
+            if (result < 0) fail(WASTE_ERR_IO, "io_uring wait failed: {}", std::strerror(-result));
+            const uint64_t tag = io_uring_cqe_get_data64(cqe);
+            const int res = cqe->res;
+            io_uring_cqe_seen(&ring_, cqe);
+            --in_flight_;
+            auto it = pending_.find(tag);
+            WASTE_CHECK(it != pending_.end());
+            Pending& p = it->second;
+            if (res == -EAGAIN || res == -EINTR) {  // transient: resubmit
+                queue(tag);
+                io_uring_submit(&ring_);
+                continue;
+            }
+            if (res > 0 && p.done + static_cast<uint32_t>(res) < p.request.bytes) {  // short read: the rest
+                p.done += static_cast<uint32_t>(res);
+                queue(tag);
+                io_uring_submit(&ring_);
+                continue;
+            }
+            *completion = ReadCompletion{tag, res < 0 ? -res : 0, res < 0 ? p.done : p.done + static_cast<uint32_t>(res)};
+            pending_.erase(it);
+            return true;
+        }
+    }
+
+    io_uring ring_{};
+    unsigned depth_;
+    unsigned in_flight_ = 0;
+    std::unordered_map<uint64_t, Pending> pending_;
+    std::deque<ReadCompletion> ready_;
+    std::vector<iovec> regions_;
+};
+
+// ---------------------------------------------------------------- pread pool
+class PreadReader final : public AsyncReader {
+public:
+    PreadReader(unsigned depth, unsigned threads) : depth_(depth) {
+        if (threads == 0) threads = std::max(1u, std::min(depth, 4u));  // a few readers keep an NVMe queue busy
+        for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+    }
+    ~PreadReader() override {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        work_ready_.notify_all();
+        for (auto& worker : workers_) worker.join();
+    }
+    IoBackend backend() const override { return IoBackend::pread; }
+
+    void submit(const ReadRequest& request) override {
+        std::unique_lock lock(mutex_);
+        done_ready_.wait(lock, [&] { return queued_.size() + running_ + done_.size() < depth_ || !done_.empty(); });
+        queued_.push_back(request);
+        work_ready_.notify_one();
+    }
+
+    bool wait(ReadCompletion* completion) override {
+        std::unique_lock lock(mutex_);
+        if (done_.empty() && queued_.empty() && running_ == 0) return false;
+        done_ready_.wait(lock, [&] { return !done_.empty(); });
+        *completion = done_.front();
+        done_.pop_front();
+        done_ready_.notify_all();
+        return true;
+    }
+
+    bool poll(ReadCompletion* completion) override {
+        std::lock_guard lock(mutex_);
+        if (done_.empty()) return false;
+        *completion = done_.front();
+        done_.pop_front();
+        done_ready_.notify_all();
+        return true;
+    }
+
+    unsigned in_flight() const override {
+        std::lock_guard lock(mutex_);
+        return static_cast<unsigned>(queued_.size() + running_ + done_.size());
+    }
+
+    bool register_region(uint8_t*, size_t, std::string* note) override {
+        if (note) *note = "pread has no registered buffers";
+        return false;
+    }
+
+private:
+    void work() {
+        while (true) {
+            ReadRequest request;
+            {
+                std::unique_lock lock(mutex_);
+                work_ready_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
+                if (stopping_ && queued_.empty()) return;
+                request = queued_.front();
+                queued_.pop_front();
+                ++running_;
+            }
+            ReadCompletion completion{request.tag, 0, 0};
+            while (completion.bytes < request.bytes) {
+                const ssize_t got = ::pread(request.fd, request.buffer + completion.bytes, request.bytes - completion.bytes,
+                                            static_cast<off_t>(request.offset + completion.bytes));
+                if (got < 0 && errno == EINTR) continue;
+                if (got < 0) {
+                    completion.error = errno;
+                    break;
+                }
+                if (got == 0) break;  // EOF: short
+                completion.bytes += static_cast<uint32_t>(got);
+            }
+            {
+                std::lock_guard lock(mutex_);
+                --running_;
+                done_.push_back(completion);
+            }
+            done_ready_.notify_all();
+        }
+    }
+
+    unsigned depth_;
+    mutable std::mutex mutex_;
+    std::condition_variable work_ready_, done_ready_;
+    std::deque<ReadRequest> queued_;
+    std::deque<ReadCompletion> done_;
+    unsigned running_ = 0;
+    bool stopping_ = false;
+    std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+std::unique_ptr<AsyncReader> make_async_reader(IoBackend backend, unsigned depth, unsigned pread_threads) {
+    if (depth == 0) depth = 1;
+    if (backend == IoBackend::io_uring) return std::make_unique<UringReader>(depth);
+    return std::make_unique<PreadReader>(depth, pread_threads);
+}
+
+std::unique_ptr<AsyncReader> make_default_reader(unsigned depth, std::string* note) {
+    try {
+        auto reader = make_async_reader(IoBackend::io_uring, depth);
+        if (note) *note = "io_uring";
+        return reader;
+    } catch (const Error& error) {
+        if (note) *note = std::string("pread threads (") + error.what() + ")";
+        return make_async_reader(IoBackend::pread, depth);
+    }
+}
+
+}  // namespace waste::platform
