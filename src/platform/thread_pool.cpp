@@ -23,7 +23,7 @@ constexpr int spin_iterations = 20000;  // ~50-100 us of spinning before sleepin
 
 ThreadPool::ThreadPool(unsigned threads) {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -50,7 +50,17 @@ void ThreadPool::run_slice(unsigned index) {
     }
 }
 
-void ThreadPool::worker_loop(unsigned index) {
+void ThreadPool::claim_and_run() {
+    const unsigned slices = size();
+    while (true) {
+        const unsigned slice = next_slice_.fetch_add(1, std::memory_order_acq_rel);
+        if (slice >= slices) return;
+        run_slice(slice);
+        finished_slices_.fetch_add(1, std::memory_order_acq_rel);
+    }
+}
+
+void ThreadPool::worker_loop() {
     uint64_t seen = 0;
     while (true) {
         int spins = 0;
@@ -64,8 +74,9 @@ void ThreadPool::worker_loop(unsigned index) {
         }
         seen = generation_.load(std::memory_order_acquire);
         if (stopping_) return;
-        run_slice(index);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        active_workers_.fetch_add(1, std::memory_order_acq_rel);
+        if (generation_.load(std::memory_order_acquire) == seen) claim_and_run();
+        active_workers_.fetch_sub(1, std::memory_order_acq_rel);
     }
 }
 
@@ -80,14 +91,23 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     n_ = n;
     grain_ = grain;
     error_ = nullptr;
-    pending_.store(static_cast<unsigned>(workers_.size()), std::memory_order_release);
+    next_slice_.store(0, std::memory_order_release);
+    finished_slices_.store(0, std::memory_order_release);
     {
         std::lock_guard lock(mutex_);
         generation_.fetch_add(1, std::memory_order_acq_rel);
     }
     wake_.notify_all();
-    run_slice(0);
-    while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+    claim_and_run();
+    // Every slice is claimed; wait for those still running elsewhere, then for
+    // workers to leave the region (they must not see the next one's state
+    // half-written). Spin, then yield: a descheduled worker needs the CPU.
+    int spins = 0;
+    while (finished_slices_.load(std::memory_order_acquire) != size() ||
+           active_workers_.load(std::memory_order_acquire) != 0) {
+        if (++spins < spin_iterations) cpu_relax();
+        else std::this_thread::yield();
+    }
     body_ = nullptr;
     if (error_) std::rethrow_exception(error_);
 }

@@ -7,6 +7,9 @@
 // Workers spin briefly before sleeping: most regions in a decode step are
 // microseconds long, and waking a sleeping thread costs more than that
 // (upstream lost ~21% of a token to futex wake/park — docs/anchors.md).
+// Slices are claimed, not assigned: whichever thread is running takes the
+// next unclaimed slice, so a worker the OS has descheduled never stalls the
+// caller (the slices, and so the bits, are the same whoever runs them).
 #pragma once
 
 #include <atomic>
@@ -33,14 +36,17 @@ public:
     void parallel_for(size_t n, const std::function<void(size_t, size_t)>& body, size_t grain = 1);
 
 private:
-    void worker_loop(unsigned index);
+    void worker_loop();
     void run_slice(unsigned index);
+    void claim_and_run();
 
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable wake_;
     std::atomic<uint64_t> generation_{0};
-    std::atomic<unsigned> pending_{0};
+    std::atomic<unsigned> next_slice_{0};     // next unclaimed slice
+    std::atomic<unsigned> finished_slices_{0};
+    std::atomic<unsigned> active_workers_{0};  // workers inside the current region
     std::atomic<bool> stopping_{false};
     const std::function<void(size_t, size_t)>* body_ = nullptr;
     size_t n_ = 0, grain_ = 1;
