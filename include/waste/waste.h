@@ -232,6 +232,102 @@ WASTE_API waste_status waste_synth(const char* out_dir, const char* preset, uint
 /* The names of the synth presets, as a JSON array of {"name","summary"}. */
 WASTE_API waste_status waste_synth_presets_json(char** out_json, waste_error* error);
 
+/* -------------------------------------------------------------- tokenizer */
+
+/* A tiktoken-family BPE tokenizer (models.md §9): a rank file, a pre-tokenizer
+ * pattern and special tokens. Immutable: one tokenizer may be used from any
+ * number of threads at once. It owns everything it needs, so it may outlive
+ * the model it came from. */
+typedef struct waste_tokenizer waste_tokenizer;
+
+typedef enum waste_tokenize_flags {
+    /* Markup mode: special tokens ("<|open|>", "[BOS]") are recognised in the
+     * text (leftmost first, the longest of those starting there). Without it
+     * (plain mode) a special's text is ordinary bytes. Encode a prompt's
+     * template markup in markup mode and every user-, document- or
+     * tool-supplied string in plain mode, or a user can forge control tokens.
+     * For detokenization: a special token is written as its text in markup
+     * mode and left out in plain mode. */
+    WASTE_TOKENIZE_MARKUP = 1u << 0
+} waste_tokenize_flags;
+
+/* The tokenizer of an opened model (any open flags), from the container's
+ * tokenizer.model and specials.json. A container without tokenizer.model is
+ * WASTE_ERR_UNSUPPORTED ("... has no tokenizer.model").
+ * pattern: the pre-tokenizer — "kimi", "o200k", "cl100k" or "gpt2" (also
+ * "o200k_base", "cl100k_base", "r50k_base", "p50k_base") — or NULL for the
+ * container's default. Format v0 does not record the pattern; the default is
+ * o200k for config.model_type "gpt_oss" and Kimi's pattern for every other
+ * container (v0 is the Kimi family's format).
+ * BOS is config.bos_token_id, else the number of ranks; EOS is
+ * config.eos_token_id, else none. */
+WASTE_API waste_status waste_model_tokenizer(const waste_model* model, const char* pattern,
+                                             waste_tokenizer** out_tokenizer, waste_error* error);
+
+/* A tokenizer from a rank file (lines "base64(bytes) rank") and a pattern
+ * name (required), with optional specials_json in specials.json's form
+ * ([{"id": N, "text": "..."}], NULL for none). BOS/EOS are the specials
+ * named "[BOS]"/"[EOS]" if present, else none. For checking the tokenizer
+ * against tiktoken with its own rank files. */
+WASTE_API waste_status waste_tokenizer_open(const char* rank_file_path, const char* pattern,
+                                            const char* specials_json, waste_tokenizer** out_tokenizer,
+                                            waste_error* error);
+
+WASTE_API void waste_tokenizer_free(waste_tokenizer* tokenizer);
+
+/* Text (length bytes of UTF-8; invalid UTF-8 is WASTE_ERR_INVALID_ARGUMENT
+ * naming the byte offset) to token ids, as tiktoken encodes it. flags: a set
+ * of waste_tokenize_flags. *out_tokens is allocated by the library (NULL when
+ * *out_count is 0) and released with waste_tokens_free. No BOS is added. */
+WASTE_API waste_status waste_tokenizer_tokenize(const waste_tokenizer* tokenizer, const char* text, size_t length,
+                                                uint32_t flags, int32_t** out_tokens, size_t* out_count,
+                                                waste_error* error);
+
+/* Releases ids returned by waste_tokenizer_tokenize. NULL is ignored. */
+WASTE_API void waste_tokens_free(int32_t* tokens);
+
+/* Token ids to bytes: *out_text (NUL-terminated, but it may hold NULs and
+ * need not be valid UTF-8 — *out_length counts its bytes) is released with
+ * waste_string_free. An id outside the vocabulary is
+ * WASTE_ERR_INVALID_ARGUMENT naming it. */
+WASTE_API waste_status waste_tokenizer_detokenize(const waste_tokenizer* tokenizer, const int32_t* tokens,
+                                                  size_t count, uint32_t flags, char** out_text,
+                                                  size_t* out_length, waste_error* error);
+
+/* Ids are 0 .. waste_tokenizer_token_count() - 1 (ranks and specials; an id
+ * in a gap of the rank file has no bytes). */
+WASTE_API uint32_t waste_tokenizer_token_count(const waste_tokenizer* tokenizer);
+/* The BOS and EOS ids, -1 when there is none. */
+WASTE_API int32_t waste_tokenizer_bos(const waste_tokenizer* tokenizer);
+WASTE_API int32_t waste_tokenizer_eos(const waste_tokenizer* tokenizer);
+/* The id of the special token with exactly this text, -1 if none. */
+WASTE_API int32_t waste_tokenizer_special_id(const waste_tokenizer* tokenizer, const char* text);
+/* The pre-tokenizer pattern in use: "kimi", "o200k", "cl100k" or "gpt2". */
+WASTE_API const char* waste_tokenizer_pattern(const waste_tokenizer* tokenizer);
+/* The specials as JSON, [{"id": N, "text": "..."}, ...]; free with waste_string_free. */
+WASTE_API waste_status waste_tokenizer_specials_json(const waste_tokenizer* tokenizer, char** out_json,
+                                                     waste_error* error);
+
+/* Streaming detokenization for generated text: feed ids one at a time; each
+ * push gives the bytes now complete, holding back an incomplete UTF-8
+ * character (at most 3 bytes) split across tokens until a later token
+ * completes it. Everything pushed plus finish() equals
+ * waste_tokenizer_detokenize of the same ids, byte for byte. The detokenizer
+ * keeps its tokenizer alive; it is one thread's. */
+typedef struct waste_detokenizer waste_detokenizer;
+
+WASTE_API waste_status waste_detokenizer_create(const waste_tokenizer* tokenizer, uint32_t flags,
+                                                waste_detokenizer** out_detokenizer, waste_error* error);
+WASTE_API void waste_detokenizer_free(waste_detokenizer* detokenizer);
+/* *out_bytes points to *out_length bytes owned by the detokenizer, valid
+ * until its next call (not NUL-terminated; may be 0 bytes). */
+WASTE_API waste_status waste_detokenizer_push(waste_detokenizer* detokenizer, int32_t token,
+                                              const char** out_bytes, size_t* out_length, waste_error* error);
+/* The bytes still held at the end of the stream; the detokenizer then starts
+ * afresh. */
+WASTE_API waste_status waste_detokenizer_finish(waste_detokenizer* detokenizer, const char** out_bytes,
+                                                size_t* out_length, waste_error* error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,74 @@
+// tokenizer.h — a tiktoken-family tokenizer: rank table + pre-tokenizer
+// regex + special tokens, text <-> ids.
+//
+// encode(text, markup): the text must be valid UTF-8 (anything else is
+// refused naming the byte offset; tiktoken cannot be handed invalid text
+// either). Plain mode (markup = false) treats every byte as content, so
+// "<|open|>" typed by a user is ordinary text; markup mode first cuts the
+// text at special tokens (specials.h) and encodes the segments between them
+// in plain mode, which is exactly tiktoken's encode(allowed_special="all").
+// Content and markup must be encoded separately (models.md §9).
+//
+// decode(ids, markup): the concatenated bytes of the tokens; in markup mode
+// a special token contributes its text, in plain mode nothing (a reader of
+// generated text does not see control tokens). An id that is neither a rank
+// nor a special is refused, naming it.
+//
+// Immutable once built, so one Tokenizer serves any number of threads.
+//
+// Deliberately not here: reading files and choosing the pattern
+// (tokenizer_loader.h), streaming output (detokenizer.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "text/pretokenizer.h"
+#include "text/rank_table.h"
+#include "text/specials.h"
+
+namespace waste::text {
+
+class Tokenizer {
+public:
+    // Refuses a special whose id is also a rank. bos/eos: -1 = none.
+    Tokenizer(RankTable ranks, std::vector<SpecialToken> specials, PatternKind pattern, int32_t bos = -1,
+              int32_t eos = -1);
+
+    void encode(std::string_view text, bool markup, std::vector<int32_t>& out) const;
+    std::vector<int32_t> encode(std::string_view text, bool markup) const;
+    void decode(std::span<const int32_t> ids, bool markup, std::string& out) const;
+    std::string decode(std::span<const int32_t> ids, bool markup) const;
+
+    // The bytes of one token (a special's text for a special); throws
+    // WASTE_ERR_INVALID_ARGUMENT for an id the vocabulary lacks.
+    std::string_view token_bytes(int32_t id, bool* is_special = nullptr) const;
+
+    int32_t vocab_size() const { return vocab_size_; }  // highest id + 1 (ranks and specials)
+    int32_t bos() const { return bos_; }
+    int32_t eos() const { return eos_; }
+    std::optional<int32_t> special_id(std::string_view text) const;
+    const std::vector<SpecialToken>& specials() const { return specials_; }
+    PatternKind pattern() const { return pretokenizer_.kind(); }
+    const RankTable& ranks() const { return ranks_; }
+
+    // Plain-mode encoding of valid UTF-8 (no check), for the markup loop and
+    // the tests.
+    void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
+
+private:
+    RankTable ranks_;
+    std::vector<SpecialToken> specials_;
+    std::unordered_map<int32_t, size_t> special_index_;  // id -> index into specials_
+    SpecialMatcher matcher_;
+    Pretokenizer pretokenizer_;
+    int32_t vocab_size_ = 0;
+    int32_t bos_ = -1, eos_ = -1;
+};
+
+}  // namespace waste::text

@@ -1,0 +1,91 @@
+// tokenizer_loader.cpp — a Tokenizer from a container or a rank file
+// (tokenizer_loader.h).
+#include "text/tokenizer_loader.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "platform/error.h"
+
+namespace waste::text {
+namespace {
+
+struct FileCloser {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+int32_t find_special(const std::vector<SpecialToken>& specials, std::string_view text) {
+    for (const auto& special : specials)
+        if (special.text == text) return special.id;
+    return -1;
+}
+
+}  // namespace
+
+std::string read_bounded_file(const std::string& path, uint64_t max_bytes) {
+    std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+    if (!file) fail(WASTE_ERR_IO, "{}: cannot open: {}", path, std::strerror(errno));
+    std::string bytes;
+    char buffer[1 << 16];
+    size_t got;
+    while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+        if (bytes.size() + got > max_bytes)
+            fail(WASTE_ERR_FORMAT, "{}: larger than the {} bytes allowed", path, max_bytes);
+        bytes.append(buffer, got);
+    }
+    if (std::ferror(file.get())) fail(WASTE_ERR_IO, "{}: read failed: {}", path, std::strerror(errno));
+    return bytes;
+}
+
+PatternKind default_pattern(const format::ModelConfig& config) {
+    return config.model_type == "gpt_oss" ? PatternKind::o200k : PatternKind::kimi;
+}
+
+std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Container& container,
+                                                          std::optional<PatternKind> pattern) {
+    namespace fs = std::filesystem;
+    const fs::path directory(container.directory());
+    const fs::path rank_path = directory / "tokenizer.model";
+    std::error_code error;
+    if (!fs::exists(rank_path, error))
+        fail(WASTE_ERR_UNSUPPORTED, "{}: the container has no tokenizer.model, so it cannot turn text into tokens",
+             container.directory());
+    RankTable ranks = RankTable::parse(read_bounded_file(rank_path.string(), max_rank_file_bytes), rank_path.string());
+    std::vector<SpecialToken> specials;
+    const fs::path specials_path = directory / "specials.json";
+    if (fs::exists(specials_path, error))
+        specials = parse_specials_json(read_bounded_file(specials_path.string(), max_specials_file_bytes),
+                                       specials_path.string());
+
+    const auto& config = container.config();
+    if (config.vocab > 0) {
+        if (ranks.size() > static_cast<uint32_t>(config.vocab))
+            fail_format("{}: rank {} is not below config.vocab_size {}", rank_path.string(), ranks.size() - 1,
+                        config.vocab);
+        for (const auto& special : specials)
+            if (special.id >= config.vocab)
+                fail_format("{}: special \"{}\" has id {}, not below config.vocab_size {}", specials_path.string(),
+                            escape_bytes(special.text), special.id, config.vocab);
+    }
+    const int64_t bos = config.bos >= 0 ? config.bos : static_cast<int64_t>(ranks.size());
+    const int64_t eos = config.eos;
+    if (bos > max_token_id || eos > max_token_id)
+        fail_format("{}: bos_token_id {} / eos_token_id {} out of range", container.directory(), bos, eos);
+    return std::make_shared<const Tokenizer>(std::move(ranks), std::move(specials),
+                                             pattern.value_or(default_pattern(config)), static_cast<int32_t>(bos),
+                                             static_cast<int32_t>(eos));
+}
+
+std::shared_ptr<const Tokenizer> load_tokenizer_file(const std::string& rank_file_path, PatternKind pattern,
+                                                     const std::optional<std::string>& specials_json) {
+    RankTable ranks = RankTable::parse(read_bounded_file(rank_file_path, max_rank_file_bytes), rank_file_path);
+    std::vector<SpecialToken> specials;
+    if (specials_json) specials = parse_specials_json(*specials_json, "specials");
+    const int32_t bos = find_special(specials, "[BOS]");
+    const int32_t eos = find_special(specials, "[EOS]");
+    return std::make_shared<const Tokenizer>(std::move(ranks), std::move(specials), pattern, bos, eos);
+}
+
+}  // namespace waste::text

@@ -1,0 +1,79 @@
+// utf8.cpp — UTF-8 validation and the incomplete-tail test (utf8.h).
+#include "text/utf8.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace waste::text {
+namespace {
+
+// The sequence length a lead byte announces; 0 for a byte that cannot lead
+// (continuation bytes, C0/C1 overlong leads, F5..FF).
+int sequence_length(uint8_t lead) {
+    if (lead < 0x80) return 1;
+    if (lead < 0xC2) return 0;
+    if (lead < 0xE0) return 2;
+    if (lead < 0xF0) return 3;
+    if (lead < 0xF5) return 4;
+    return 0;
+}
+
+// The allowed range of the byte after a lead (RFC 3629 table 3-7): it is what
+// excludes overlong forms, surrogates and code points above U+10FFFF.
+bool second_byte_ok(uint8_t lead, uint8_t second) {
+    switch (lead) {
+        case 0xE0: return second >= 0xA0 && second <= 0xBF;
+        case 0xED: return second >= 0x80 && second <= 0x9F;
+        case 0xF0: return second >= 0x90 && second <= 0xBF;
+        case 0xF4: return second >= 0x80 && second <= 0x8F;
+        default: return (second & 0xC0) == 0x80;
+    }
+}
+
+}  // namespace
+
+size_t find_invalid_utf8(std::string_view text) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+    const size_t size = text.size();
+    size_t i = 0;
+    while (i < size) {
+        // Eight ASCII bytes at a time: most text is mostly ASCII.
+        if (i + 8 <= size) {
+            uint64_t word;
+            std::memcpy(&word, bytes + i, 8);
+            if ((word & 0x8080808080808080ull) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        const uint8_t lead = bytes[i];
+        if (lead < 0x80) {
+            ++i;
+            continue;
+        }
+        const int length = sequence_length(lead);
+        if (length == 0 || i + length > size) return i;
+        if (!second_byte_ok(lead, bytes[i + 1])) return i;
+        for (int k = 2; k < length; ++k)
+            if ((bytes[i + k] & 0xC0) != 0x80) return i;
+        i += length;
+    }
+    return utf8_valid;
+}
+
+size_t incomplete_utf8_tail(std::string_view text) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+    const size_t size = text.size();
+    // The lead byte of an unfinished sequence is at most 3 bytes from the end.
+    for (size_t back = 1; back <= 3 && back <= size; ++back) {
+        const uint8_t byte = bytes[size - back];
+        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+        const int length = sequence_length(byte);
+        if (length <= static_cast<int>(back)) return 0;  // complete, or cannot lead
+        if (back >= 2 && !second_byte_ok(byte, bytes[size - back + 1])) return 0;
+        return back;
+    }
+    return 0;
+}
+
+}  // namespace waste::text
