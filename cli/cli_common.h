@@ -43,6 +43,7 @@ void add_model_commands(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_run_commands(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_simulate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
 void add_diskbench_command(CLI::App& app);
 

@@ -21,6 +21,7 @@ using nlohmann::json;
 struct BenchArgs {
     std::string model;
     std::string budget;
+    std::string policy = "default";
     unsigned threads = 0;
     int tokens = 64;
     int prompt = 64;
@@ -53,6 +54,8 @@ void run_bench(const BenchArgs& args) {
     options.threads = args.threads;
     options.context_length = static_cast<uint32_t>(args.prompt + args.tokens + 1);
     options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
+    if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &error) != WASTE_OK)
+        throw CLI::ValidationError("--policy", error.message);
     ModelHandle model = open_model(args.model, options);
     const json info = call_json(waste_model_info_json, model.get(), "info");
     const json traffic = call_json(waste_model_token_traffic_json, model.get(), "traffic");
@@ -114,6 +117,7 @@ void run_bench(const BenchArgs& args) {
     out["arch"] = info["arch"];
     out["threads"] = args.threads;
     out["cached_records"] = warmed;
+    out["cache_policy"] = waste_cache_policy_name(options.cache_policy);
     out["prefill"] = {{"tokens", args.prompt}, {"tok_per_s", prefill_rates}, {"median_tok_per_s", median(prefill_rates)}};
     out["decode"] = {{"tokens", args.tokens}, {"tok_per_s", decode_rates}, {"median_tok_per_s", median(decode_rates)}};
     out["ms_per_token"] = breakdown;
@@ -152,6 +156,7 @@ void add_bench_command(CLI::App& app) {
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
     bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
     bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G); default: the recommended budget");
+    bench->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     bench->add_option("--seed", args->seed, "Seed of the random prompt")->default_val(1);
     bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");
     bench->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");

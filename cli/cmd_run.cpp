@@ -26,6 +26,7 @@ struct RunArgs {
     bool verify = false;
     bool json_output = false;
     uint32_t chunk = 64;
+    std::string policy = "default";
     // eval
     std::string dump_hidden;
     int top = 10;
@@ -65,6 +66,7 @@ void add_common(CLI::App* command, RunArgs& args) {
     command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args.json_output, "Print JSON (documented in docs/CLI.md)");
+    command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
 }
 
@@ -85,6 +87,9 @@ Loaded load(const RunArgs& args) {
     options.threads = args.threads;
     options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
     if (args.verify) options.flags |= WASTE_OPEN_VERIFY_CHECKSUMS;
+    waste_error policy_error{};
+    if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &policy_error) != WASTE_OK)
+        throw CLI::ValidationError("--policy", policy_error.message);
     Loaded loaded{open_model(args.model, options), nullptr};
     waste_session* session = nullptr;
     waste_error error{};

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     waste_cli::add_synth_command(app);
     waste_cli::add_run_commands(app);
     waste_cli::add_bench_command(app);
+    waste_cli::add_simulate_command(app);
     waste_cli::add_tokenize_commands(app);
     waste_cli::add_diskbench_command(app);
     try {

@@ -73,11 +73,25 @@ typedef enum waste_open_flags {
     WASTE_OPEN_BUFFERED_IO = 1u << 2
 } waste_open_flags;
 
+/* Which cached expert record to evict when a new one must be read. Placement
+ * only: every policy gives bit-identical output, at different hit rates
+ * (docs/BENCHMARKS.md, "Expert cache policies"). The numbers are stable. */
+typedef enum waste_cache_policy {
+    WASTE_CACHE_POLICY_DEFAULT = 0, /* the library's choice: today REUSE            */
+    WASTE_CACHE_POLICY_REUSE = 1,   /* "reuse": the fewest expected hits per unit of
+                                       cache space-time, from a reuse curve learned
+                                       online per layer visit                        */
+    WASTE_CACHE_POLICY_LRU = 2,     /* "lru": least recently used                    */
+    WASTE_CACHE_POLICY_LFRU = 3     /* "lfru": upstream's, the least often used of 16
+                                       random samples (then least recently)          */
+} waste_cache_policy;
+
 typedef struct waste_open_options {
     uint32_t flags;            /* a set of waste_open_flags                     */
     uint64_t budget_bytes;     /* RAM ceiling; 0 = the default budget            */
     uint32_t context_length;   /* tokens a session may hold; 0 = 4096            */
     uint32_t threads;          /* compute threads; 0 = one per core              */
+    uint32_t cache_policy;     /* a waste_cache_policy; 0 = the default (REUSE)  */
 } waste_open_options;
 
 /* Fills *options with the defaults (all zero today; call it anyway so that
@@ -217,6 +231,53 @@ WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, double* 
  * "seconds":S}. Result JSON documented in docs/CLI.md ("waste diskbench"). */
 WASTE_API waste_status waste_diskbench_json(const char* directory, const char* options_json, char** out_json,
                                             waste_error* error);
+
+/* The name of a cache policy ("reuse", "lru", "lfru"; DEFAULT names the
+ * policy it stands for); NULL for a value that is none of them. */
+WASTE_API const char* waste_cache_policy_name(uint32_t policy);
+
+/* "reuse", "lru", "lfru" or "default" -> *out_policy; any other name is
+ * WASTE_ERR_INVALID_ARGUMENT naming it. */
+WASTE_API waste_status waste_cache_policy_parse(const char* name, uint32_t* out_policy, waste_error* error);
+
+/* --------------------------------------------------------------- simulate */
+
+/* Replays a routing trace through the expert cache's own bookkeeping — the
+ * code the engine runs — token by token, MoE layer by layer, each layer's
+ * distinct experts looked up in ascending id and pinned until the layer is
+ * done, and reports the hit rate of each policy asked for beside Belady's
+ * clairvoyant optimum at the same size and under the same pinning.
+ *
+ * trace_path: JSON lines, one token a line:
+ *   {"tok": 0, "layers": [[expert ids of MoE layer 0], [.. of layer 1], ...]}
+ * (an entry may also be {"experts": [...], ...}); NULL when options_json
+ * asks for a synthetic trace. Bad lines fail with WASTE_ERR_FORMAT naming
+ * the line; a file over 64 MiB with WASTE_ERR_IO.
+ *
+ * options_json, a JSON object:
+ *   "slots": N or [N, ...]          cache sizes in records, or
+ *   "multiple": X or [X, ...]       sizes as X × one token's working set
+ *                                   (layers × top-k), rounded; one of the two
+ *   "policy": "reuse"|"lru"|"lfru"|"default"|"all"   default "default"
+ *   "belady": true|false            default true
+ *   "experts": E                    a trace file's ids must be below E (default:
+ *                                   any below 2^20)
+ *   "synthetic": {"tokens", "layers", "experts", "top_k", "zipf",
+ *                 "stickiness", "shift_every", "shift_fraction", "seed"}
+ *                 a seeded Zipf-with-drift trace instead of a file (every
+ *                 member optional; docs/BENCHMARKS.md gives the defaults)
+ *
+ * *out_json:
+ *   {"trace": path or "synthetic", "tokens": T, "layers": L, "top_k": K,
+ *    "experts": E, "working_set": L*K, "accesses": A, "distinct_records": D,
+ *    "runs": [{"slots": S, "multiple": S / working_set,
+ *              "policies": [{"policy": "reuse", "hits": H, "misses": M,
+ *                            "hit_rate": H / A}, ...],
+ *              "belady": {"hits": H, "misses": M, "hit_rate": H / A}}, ...]}
+ * ("belady" absent when not asked for). A size below one layer's experts
+ * fails as the engine would, with WASTE_ERR_BUDGET. */
+WASTE_API waste_status waste_simulate_trace_json(const char* trace_path, const char* options_json, char** out_json,
+                                                 waste_error* error);
 
 /* ------------------------------------------------------------------ synth */
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api_support.h"
+#include "api/cache_api.h"
 #include "api/model_handle.h"
 #include "format/container.h"
 #include "model/model_summary.h"
@@ -54,6 +55,7 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         *out_model = nullptr;
         auto model = std::make_unique<waste_model>();
         if (options) model->options = *options;
+        waste::api::cache_policy_of(model->options.cache_policy);  // refuse a bad value even metadata-only
         waste::format::ContainerOptions container_options;
         container_options.want_direct_io = !(model->options.flags & WASTE_OPEN_BUFFERED_IO);
         container_options.verify_checksums = (model->options.flags & WASTE_OPEN_VERIFY_CHECKSUMS) != 0;
@@ -64,8 +66,10 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         if (!(model->options.flags & WASTE_OPEN_METADATA_ONLY)) {
             waste::runtime::require_budget(model->plan);
             model->container->load_trunk();
-            model->engine = std::make_unique<waste::runtime::Engine>(*model->container, model->plan,
-                                                                     waste::runtime::EngineOptions{model->options.threads});
+            waste::runtime::EngineOptions engine_options;
+            engine_options.threads = model->options.threads;
+            engine_options.cache_policy = waste::api::cache_policy_of(model->options.cache_policy);
+            model->engine = std::make_unique<waste::runtime::Engine>(*model->container, model->plan, engine_options);
         }
         *out_model = model.release();
     });

@@ -24,7 +24,7 @@ private:
 
 Engine::Engine(const format::Container& container, const MemoryPlan& plan, const EngineOptions& options)
     : container_(container), weights_(model::bind_weights(container)), pool_(options.threads),
-      cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k)) {}
+      cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy) {}
 
 uint64_t Engine::warm_cache() {
     uint64_t loaded = 0;

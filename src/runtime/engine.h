@@ -21,6 +21,7 @@ namespace waste::runtime {
 
 struct EngineOptions {
     unsigned threads = 0;   // 0 = one per core
+    CachePolicyKind cache_policy = default_cache_policy;
 };
 
 struct TokenStats {
