@@ -42,7 +42,7 @@
 #include "kernels/vq_lut.h"
 #include "platform/thread_pool.h"
 
-#if defined(__x86_64__) && __has_include(<simde/x86/avx512.h>) && !defined(__AVX512F__)
+#if WASTE_X86_SIMD && __has_include(<simde/x86/avx512.h>) && !defined(__AVX512F__)
 #define WASTE_TEST_EMULATED_AVX512 1
 #define SIMDE_ENABLE_NATIVE_ALIASES
 // SIMDe's 64-byte vector types are returned by value without AVX-512: GCC

@@ -13,7 +13,7 @@
 //   operations per entry / per row, only side by side in vector lanes).
 #include "kernels/isa_kernels.h"
 
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
 
 #include <immintrin.h>
 
@@ -407,4 +407,4 @@ bool apply_vq_table_int8_x86(const VqTableShape& shape, bool packed6, const uint
 
 }  // namespace waste::kernels
 
-#endif  // __x86_64__
+#endif  // WASTE_X86_SIMD

@@ -22,7 +22,7 @@ const char* isa_name(Isa isa) {
 }
 
 Isa best_isa() {
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
     static const Isa isa = [] {
         __builtin_cpu_init();
         // the AVX-512 variant also uses AVX2, FMA and F16C (every AVX-512 CPU has them)
@@ -96,7 +96,7 @@ void matvec_rows_scalar(const format::LoadedTensor& w, const float* x, float* y,
 }  // namespace
 
 void matvec_rows(Isa isa, const format::LoadedTensor& w, const float* x, float* y, size_t row_begin, size_t row_end) {
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
     if (isa != Isa::scalar && matvec_rows_x86(isa, w, x, y, row_begin, row_end)) return;
 #endif
     matvec_rows_scalar(w, x, y, row_begin, row_end);

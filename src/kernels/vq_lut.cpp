@@ -104,7 +104,7 @@ void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_
 void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                          const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,
                          size_t row_begin, size_t row_end) {
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
     if (isa == Isa::avx512 && vq_int8_fast_path() &&
         apply_vq_table_int8_x86(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end))
         return;
@@ -113,7 +113,7 @@ void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const
 }
 
 bool vq_int8_fast_path() {
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
     static const bool has = [] {
         __builtin_cpu_init();
         return best_isa() == Isa::avx512 && __builtin_cpu_supports("avx512vbmi");
@@ -125,7 +125,7 @@ bool vq_int8_fast_path() {
 }
 
 void build_vq_table(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table) {
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
     if (isa != Isa::scalar && build_vq_table_x86(isa, shape, books, x, table)) return;
 #endif
     build_vq_table_scalar(shape, books, x, table);
@@ -133,7 +133,7 @@ void build_vq_table(Isa isa, const VqTableShape& shape, const float* books, cons
 
 void apply_vq_table(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                     const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end) {
-#if defined(__x86_64__)
+#if WASTE_X86_SIMD
     if (isa != Isa::scalar &&
         apply_vq_table_x86(isa, shape, packed6, indices, scales_f16, table, y, row_begin, row_end))
         return;
