@@ -43,7 +43,6 @@ public:
         if (callback_ && !callback_(done, total_))
             fail(WASTE_ERR_CANCELLED, "synth cancelled after {} of {} bytes", done, total_);
     }
-    uint64_t total() const { return total_; }
 
 private:
     std::function<bool(uint64_t, uint64_t)> callback_;
