@@ -28,115 +28,120 @@ struct PresetDefinition {
     ordered_json (*config)();
 };
 
-ordered_json kimi_linear_common(int hidden, int layers, int intermediate, int moe_intermediate, int experts, int top_k,
-                                int heads, int nope, int rope, int v_head, int kv_lora, int vocab, int kda_heads,
-                                int kda_dim) {
+// The numbers that differ between presets.
+struct Dimensions {
+    int hidden, layers, intermediate, moe_intermediate, experts, top_k, shared_experts;
+    double routed_scaling;
+    int heads, qk_nope, qk_rope, v_head, kv_lora, vocab, kda_heads, kda_head_dim;
+    // K3 only
+    int latent = 0, q_lora = 0, attn_res_block = 0;
+};
+
+// The config.json keys both Kimi families share.
+ordered_json kimi_config(const char* model_type, const char* architecture, const Dimensions& d) {
     return ordered_json{
-        {"model_type", "kimi_linear"},
-        {"architectures", {"KimiLinearForCausalLM"}},
-        {"hidden_size", hidden},
-        {"num_hidden_layers", layers},
+        {"model_type", model_type},
+        {"architectures", {architecture}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
         {"first_k_dense_replace", 1},
-        {"intermediate_size", intermediate},
-        {"moe_intermediate_size", moe_intermediate},
-        {"num_experts", experts},
-        {"num_experts_per_token", top_k},
-        {"num_shared_experts", 1},
+        {"intermediate_size", d.intermediate},
+        {"moe_intermediate_size", d.moe_intermediate},
+        {"num_experts", d.experts},
+        {"num_experts_per_token", d.top_k},
+        {"num_shared_experts", d.shared_experts},
         {"moe_renormalize", true},
         {"moe_router_activation_func", "sigmoid"},
-        {"routed_scaling_factor", 2.0},
-        {"num_attention_heads", heads},
-        {"qk_nope_head_dim", nope},
-        {"qk_rope_head_dim", rope},
-        {"v_head_dim", v_head},
-        {"kv_lora_rank", kv_lora},
-        {"q_lora_rank", nullptr},
+        {"routed_scaling_factor", d.routed_scaling},
+        {"num_attention_heads", d.heads},
+        {"qk_nope_head_dim", d.qk_nope},
+        {"qk_rope_head_dim", d.qk_rope},
+        {"v_head_dim", d.v_head},
+        {"kv_lora_rank", d.kv_lora},
         {"mla_use_nope", true},
         {"rms_norm_eps", 1e-5},
-        {"vocab_size", vocab},
+        {"vocab_size", d.vocab},
         {"tie_word_embeddings", false},
         {"bos_token_id", 0},  // derived from the tokenizer
         {"eos_token_id", 0},
         {"linear_attn_config",
-         {{"head_dim", kda_dim}, {"num_heads", kda_heads}, {"short_conv_kernel_size", 4}, {"kda_layers", json::array()},
+         {{"head_dim", d.kda_head_dim},
+          {"num_heads", d.kda_heads},
+          {"short_conv_kernel_size", 4},
+          {"kda_layers", json::array()},  // derived from num_hidden_layers
           {"full_attn_layers", json::array()}}},
     };
 }
 
-ordered_json k3_common(int hidden, int layers, int intermediate, int moe_intermediate, int experts, int top_k,
-                       int shared, double scaling, int latent, int heads, int nope, int rope, int v_head, int kv_lora,
-                       int q_lora, int attn_res_block, int vocab, int kda_heads, int kda_dim) {
-    return ordered_json{
-        {"model_type", "kimi_k3"},
-        {"architectures", {"KimiK3ForCausalLM"}},
-        {"hidden_size", hidden},
-        {"num_hidden_layers", layers},
-        {"first_k_dense_replace", 1},
-        {"intermediate_size", intermediate},
-        {"moe_intermediate_size", moe_intermediate},
-        {"num_experts", experts},
-        {"num_experts_per_token", top_k},
-        {"num_shared_experts", shared},
-        {"n_group", 1},
-        {"topk_group", 1},
-        {"moe_renormalize", true},
-        {"moe_router_activation_func", "sigmoid"},
-        {"routed_scaling_factor", scaling},
-        {"routed_expert_hidden_size", latent},
-        {"latent_moe_use_norm", true},
-        {"num_attention_heads", heads},
-        {"qk_nope_head_dim", nope},
-        {"qk_rope_head_dim", rope},
-        {"v_head_dim", v_head},
-        {"kv_lora_rank", kv_lora},
-        {"q_lora_rank", q_lora},
-        {"mla_use_nope", true},
-        {"mla_use_output_gate", true},
-        {"hidden_act", "situ"},
-        {"activation_situ_beta", 4.0},
-        {"activation_situ_linear_beta", 25.0},
-        {"attn_res_block_size", attn_res_block},
-        {"rms_norm_eps", 1e-5},
-        {"vocab_size", vocab},
-        {"tie_word_embeddings", false},
-        {"bos_token_id", 0},  // derived from the tokenizer
-        {"eos_token_id", 0},
-        {"linear_attn_config",
-         {{"head_dim", kda_dim},
-          {"num_heads", kda_heads},
-          {"short_conv_kernel_size", 4},
-          {"kda_layers", json::array()},
-          {"full_attn_layers", json::array()},
-          {"gate_lower_bound", -5.0},
-          {"use_full_rank_gate", true}}},
-        // K3 is a multimodal release: its text config is flattened here and
-        // the outer wrapper kept under _outer (container-v0 §2).
-        {"_outer",
-         {{"architectures", {"KimiK3ForConditionalGeneration"}},
-          {"model_type", "kimi_k3"},
-          {"media_placeholder_token_id", 0}}},  // derived: <|media_pad|>
-    };
+ordered_json kimi_linear_config(const Dimensions& d) {
+    ordered_json c = kimi_config("kimi_linear", "KimiLinearForCausalLM", d);
+    c["q_lora_rank"] = nullptr;
+    return c;
+}
+
+// Every K3 text feature (models.md §3, §6, §8) on top of the shared keys.
+ordered_json k3_config(const Dimensions& d) {
+    ordered_json c = kimi_config("kimi_k3", "KimiK3ForCausalLM", d);
+    c["n_group"] = 1;
+    c["topk_group"] = 1;
+    c["routed_expert_hidden_size"] = d.latent;
+    c["latent_moe_use_norm"] = true;
+    c["q_lora_rank"] = d.q_lora;
+    c["mla_use_output_gate"] = true;
+    c["hidden_act"] = "situ";
+    c["activation_situ_beta"] = 4.0;
+    c["activation_situ_linear_beta"] = 25.0;
+    c["attn_res_block_size"] = d.attn_res_block;
+    c["linear_attn_config"]["gate_lower_bound"] = -5.0;
+    c["linear_attn_config"]["use_full_rank_gate"] = true;
+    // K3 is a multimodal release: its text config is flattened here and the
+    // outer wrapper kept under _outer (container-v0 §2).
+    c["_outer"] = {{"architectures", {"KimiK3ForConditionalGeneration"}},
+                   {"model_type", "kimi_k3"},
+                   {"media_placeholder_token_id", 0}};  // derived: <|media_pad|>
+    return c;
 }
 
 const PresetDefinition preset_definitions[] = {
     {"tiny", "Kimi-Linear-like, ~1 MB: hidden 128, 4 layers (KDA 1,2,4; MLA 3), 8 experts top-2, vocab 316 with a tokenizer",
      "kimi_linear", "", 10, MlaPattern::third_of_four, false,
-     [] { return kimi_linear_common(128, 4, 256, 64, 8, 2, 4, 16, 8, 16, 32, 316, 4, 32); }},
+     [] {
+         return kimi_linear_config({.hidden = 128, .layers = 4, .intermediate = 256, .moe_intermediate = 64,
+                                    .experts = 8, .top_k = 2, .shared_experts = 1, .routed_scaling = 2.0, .heads = 4,
+                                    .qk_nope = 16, .qk_rope = 8, .v_head = 16, .kv_lora = 32, .vocab = 316,
+                                    .kda_heads = 4, .kda_head_dim = 32});
+     }},
     {"tiny-k3",
      "every K3 text feature, ~1 MB: language_model. prefix, latent MoE, AttnRes, SiTU, q_lora + gated MLA, "
      "full-rank KDA gate, bounded decay, 2 shared experts, 16 experts top-4",
      "kimi_k3", "language_model.", 10, MlaPattern::third_of_four, true,
-     [] { return k3_common(128, 4, 256, 64, 16, 4, 2, 1.5, 64, 4, 16, 8, 16, 32, 48, 2, 316, 4, 32); }},
+     [] {
+         // routed_scaling 1.5, not K3's 1.0: a reader that ignores the factor must show it here.
+         return k3_config({.hidden = 128, .layers = 4, .intermediate = 256, .moe_intermediate = 64, .experts = 16,
+                           .top_k = 4, .shared_experts = 2, .routed_scaling = 1.5, .heads = 4, .qk_nope = 16,
+                           .qk_rope = 8, .v_head = 16, .kv_lora = 32, .vocab = 316, .kda_heads = 4,
+                           .kda_head_dim = 32, .latent = 64, .q_lora = 48, .attn_res_block = 2});
+     }},
     {"mid", "the benchmark shape, ~0.5 GB: hidden 1024, 12 layers (MLA 4,8,12), 64 experts top-8, vocab 32768",
      "kimi_linear", "", 256, MlaPattern::every_fourth_and_last, false,
-     [] { return kimi_linear_common(1024, 12, 2048, 512, 64, 8, 8, 64, 32, 64, 128, 32768, 8, 128); }},
+     [] {
+         return kimi_linear_config({.hidden = 1024, .layers = 12, .intermediate = 2048, .moe_intermediate = 512,
+                                    .experts = 64, .top_k = 8, .shared_experts = 1, .routed_scaling = 2.0, .heads = 8,
+                                    .qk_nope = 64, .qk_rope = 32, .v_head = 64, .kv_lora = 128, .vocab = 32768,
+                                    .kda_heads = 8, .kda_head_dim = 128});
+     }},
     {"k3",
      "Kimi K3's real dimensions (~1 TB): hidden 7168, 93 layers, 896 experts top-16, latent 3584; shrink with "
      "overrides, e.g. num_hidden_layers",
      "kimi_k3", "language_model.", 256, MlaPattern::every_fourth_and_last, true,
      [] {
-         return k3_common(7168, 93, 18432, 3072, 896, 16, 2, 1.0, 3584, 96, 128, 64, 128, 512, 1536, 12, 163840, 96,
-                          128);
+         // models.md §8; the dense layer's intermediate_size is not stated there:
+         // 18432 (DeepSeek-V3/K2's) puts the resident trunk at 27.1 GiB, near upstream's 27.28 GB.
+         return k3_config({.hidden = 7168, .layers = 93, .intermediate = 18432, .moe_intermediate = 3072,
+                           .experts = 896, .top_k = 16, .shared_experts = 2, .routed_scaling = 1.0, .heads = 96,
+                           .qk_nope = 128, .qk_rope = 64, .v_head = 128, .kv_lora = 512, .vocab = 163840,
+                           .kda_heads = 96, .kda_head_dim = 128, .latent = 3584, .q_lora = 1536,
+                           .attn_res_block = 12});
      }},
 };
 
