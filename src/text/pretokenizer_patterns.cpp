@@ -28,6 +28,16 @@
 //   PCRE2 (10.40 on) it is Script_Extensions, which adds the CJK punctuation
 //   "、。" and more (found by the tiktoken oracle: "。[" is one piece there).
 //   So it is spelled `\p{sc:Han}`.
+//
+// Known difference: the Unicode version. PCRE2 10.42 (Debian 12) has Unicode
+// 14.0 tables; the tiktoken npm 1.0.22 build has 16.0. The 9,458 code points
+// assigned in 15.0-16.0 (CJK Ext. H/I, Kawi, Kaktovik numerals, Garay, ...)
+// are unassigned (Cn) here, so text containing them can split differently.
+// Probes against the oracle: every code point in letter, digit, space and
+// doubled contexts with the real o200k/cl100k ranks differed only at
+// U+1D2C0-1D2D3; the 52,951 code points PCRE2 calls unassigned below U+20000
+// and in U+2A000-323FF, with a rank file that exposes piece boundaries,
+// differed at exactly those 9,458.
 #include "text/pretokenizer.h"
 
 namespace waste::text {
