@@ -55,7 +55,10 @@ std::vector<double> number_list(const json& value, const char* name) {
 runtime::SyntheticTraceOptions synthetic_options(const json& spec) {
     if (!spec.is_object()) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "simulate: \"synthetic\" must be an object");
     runtime::SyntheticTraceOptions o;
-    for (const auto& [name, value] : spec.items()) {
+    for (const auto& item : spec.items()) {
+        // named copies, not a structured binding: clang 14 cannot capture a binding in the lambda below
+        const std::string name = item.key();
+        const json& value = item.value();
         if (!value.is_number()) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "simulate: synthetic.{} must be a number", name);
         const double x = value.get<double>();
         auto count = [&](uint32_t& field) {
