@@ -1,0 +1,753 @@
+#include "convert/converter.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "convert/kimi_layout.h"
+#include "convert/tokenizer_files.h"
+#include "convert/vq_fit.h"
+#include "format/container_writer.h"
+#include "format/expert_record.h"
+#include "format/trunk_codec.h"
+#include "platform/aligned_buffer.h"
+#include "platform/crc32.h"
+#include "platform/error.h"
+#include "platform/output_file.h"
+#include "platform/thread_pool.h"
+#include "synth/synth_random.h"
+
+namespace waste::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using ordered_json = nlohmann::ordered_json;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int ledger_version = 1;
+constexpr const char* work_dir_name = ".waste-convert";
+constexpr uint64_t trunk_block_bytes = uint64_t{8} << 20;  // f32 rows read and quantised at a time
+constexpr uint32_t trunk_group = 128;                        // Q*G group of a default conversion (container-v0 §3)
+constexpr size_t part_buffer_bytes = size_t{4} << 20;
+
+std::string read_text_file(const fs::path& path, uint64_t max_bytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(WASTE_ERR_IO, "cannot open {}: {}", path.string(), std::strerror(errno));
+    std::string text;
+    char buffer[65536];
+    for (;;) {
+        const ssize_t got = ::read(fd, buffer, sizeof buffer);
+        if (got < 0) {
+            ::close(fd);
+            fail(WASTE_ERR_IO, "cannot read {}: {}", path.string(), std::strerror(errno));
+        }
+        if (got == 0) break;
+        text.append(buffer, static_cast<size_t>(got));
+        if (text.size() > max_bytes) {
+            ::close(fd);
+            fail(WASTE_ERR_FORMAT, "{}: larger than {} bytes", path.string(), max_bytes);
+        }
+    }
+    ::close(fd);
+    return text;
+}
+
+// Reads a whole (small) file into memory: parts, banks' records one at a time.
+class ReadBack {
+public:
+    explicit ReadBack(const fs::path& path) : path_(path) {
+        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0) fail(WASTE_ERR_IO, "cannot reopen {} to verify it: {}", path.string(), std::strerror(errno));
+    }
+    ~ReadBack() { ::close(fd_); }
+    void read(uint64_t offset, void* out, size_t bytes) const {
+        auto* at = static_cast<uint8_t*>(out);
+        while (bytes > 0) {
+            const ssize_t got = ::pread(fd_, at, bytes, static_cast<off_t>(offset));
+            if (got <= 0) fail(WASTE_ERR_IO, "{}: short read at {} while verifying", path_.string(), offset);
+            at += got;
+            offset += static_cast<uint64_t>(got);
+            bytes -= static_cast<size_t>(got);
+        }
+    }
+
+private:
+    fs::path path_;
+    int fd_ = -1;
+};
+
+format::ExpertQuant resolve_quant(const ConvertOptions& o) {
+    std::string name = o.quant;
+    if (name == "VQ3R" && o.stages == 2) name = "VQ2R";  // --stages 2 alone asks for the 2-stage format
+    format::ExpertQuant q = format::standard_expert_quant(name);
+    if (o.stages != 0) q.stages = o.stages;
+    if (o.entries != 0) q.entries = o.entries;
+    if (q.stages < 1 || q.stages > 8) fail(WASTE_ERR_INVALID_ARGUMENT, "convert: --stages {} is not in 1..8", q.stages);
+    if (q.fmt == format::ExpertFormat::vq4p && (q.stages != 4 || q.entries != 64))
+        fail(WASTE_ERR_INVALID_ARGUMENT, "convert: VQ4P is 4 stages of 64 entries, got {} of {}", q.stages, q.entries);
+    if (q.fmt == format::ExpertFormat::vq2r && q.stages != 2)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "convert: VQ2R is 2 stages, got {}", q.stages);
+    if (q.entries < 1 || q.entries > (1 << q.index_bits))
+        fail(WASTE_ERR_INVALID_ARGUMENT, "convert: --entries {} is not in 1..{}", q.entries, 1 << q.index_bits);
+    q.bits_per_weight = static_cast<double>(q.stages * q.index_bits) / q.vec_dim;
+    return q;
+}
+
+ordered_json quant_json(const format::ExpertQuant& q) {  // the key order ContainerWriter writes
+    ordered_json entry;
+    entry["fmt"] = q.fmt_name;
+    entry["stages"] = q.stages;
+    entry["vec_dim"] = q.vec_dim;
+    entry["entries"] = q.entries;
+    entry["index_block"] = q.index_block;
+    if (q.index_bits != 8) entry["index_bits"] = q.index_bits;
+    if (q.bits_per_weight == std::floor(q.bits_per_weight)) entry["bits_per_weight"] = static_cast<int64_t>(q.bits_per_weight);
+    else entry["bits_per_weight"] = q.bits_per_weight;
+    return entry;
+}
+
+// The container config: the release's config.json verbatim, or for a
+// multimodal release its text_config flattened with the wrapper under _outer
+// (container-v0 §2).
+ordered_json container_config(const ordered_json& release) {
+    if (!release.contains("text_config")) return release;
+    const ordered_json& text = release["text_config"];
+    if (!text.is_object()) fail(WASTE_ERR_FORMAT, "config.json: text_config is not an object");
+    ordered_json flat = text;
+    ordered_json outer = release;
+    outer.erase("text_config");
+    flat["_outer"] = std::move(outer);
+    return flat;
+}
+
+uint64_t fnv1a(std::string_view text) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+}
+
+struct UnitRecord {   // a finished unit, as the ledger holds it
+    json entry;
+};
+
+class Ledger {
+public:
+    Ledger(fs::path work, std::string fingerprint) : path_(work / "ledger.json"), fingerprint_(std::move(fingerprint)) {}
+
+    // Loads a ledger of the same conversion; false if there is none or it is another's.
+    bool load() {
+        std::error_code error;
+        if (!fs::exists(path_, error)) return false;
+        const json parsed = json::parse(read_text_file(path_, uint64_t{256} << 20), nullptr, false);
+        if (parsed.is_discarded() || !parsed.is_object() || parsed.value("version", 0) != ledger_version ||
+            parsed.value("fingerprint", std::string()) != fingerprint_)
+            return false;
+        data_ = parsed;
+        return true;
+    }
+    void reset() {
+        data_ = json{{"version", ledger_version}, {"fingerprint", fingerprint_}, {"units", json::object()},
+                     {"reclaimed", json::array()}, {"complete", false}};
+    }
+    bool has_unit(const std::string& id) const { return data_["units"].contains(id); }
+    const json& unit(const std::string& id) const { return data_["units"][id]; }
+    void add_unit(const std::string& id, json entry) {
+        data_["units"][id] = std::move(entry);
+        save();
+    }
+    bool reclaimed(const std::string& shard) const {
+        for (const json& s : data_["reclaimed"])
+            if (s == shard) return true;
+        return false;
+    }
+    void add_reclaimed(const std::string& shard) {
+        data_["reclaimed"].push_back(shard);
+        save();
+    }
+    bool complete() const { return data_.value("complete", false); }
+    void set_complete(json summary) {
+        data_["complete"] = true;
+        data_["summary"] = std::move(summary);
+        save();
+    }
+    const json& data() const { return data_; }
+
+private:
+    void save() {
+        platform::write_small_file(path_.string(), data_.dump(1) + "\n");
+        platform::sync_directory(path_.parent_path().string());
+    }
+    fs::path path_;
+    std::string fingerprint_;
+    json data_;
+};
+
+bool is_container_file(const std::string& name) {
+    for (const char* known : {"manifest.json", "trunk.bin", "codebooks.bin", "tokenizer.model", "specials.json",
+                              "chat.json", "chat_template.jinja", "vision.json", "usage.waste"})
+        if (name == known) return true;
+    if (!name.starts_with("experts-L") || !name.ends_with(".bin")) return false;
+    const std::string digits = name.substr(9, name.size() - 13);
+    return !digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Removes the manifest (un-committing the container) and then every container
+// file and leftover .tmp; other files in the directory are left alone.
+void clear_container(const fs::path& out, bool keep_banks) {
+    std::error_code error;
+    if (fs::exists(out / "manifest.json", error)) {
+        fs::remove(out / "manifest.json", error);
+        if (error) fail(WASTE_ERR_IO, "cannot remove {}: {}", (out / "manifest.json").string(), error.message());
+        platform::sync_directory(out.string());
+    }
+    for (const fs::directory_entry& entry : fs::directory_iterator(out, error)) {
+        std::string name = entry.path().filename().string();
+        const bool tmp = name.ends_with(".tmp");
+        if (tmp) name.resize(name.size() - 4);
+        if (!is_container_file(name)) continue;
+        if (keep_banks && !tmp && name.starts_with("experts-L")) continue;
+        fs::remove(entry.path(), error);
+    }
+}
+
+// A unit's trunk tensors, written to a part file: payload then scales per
+// tensor, back to back (the same bytes trunk.bin will hold).
+json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const fs::path& part_path,
+                      const std::function<void(uint64_t)>& advance) {
+    platform::OutputFileOptions file_options;
+    file_options.buffer_bytes = part_buffer_bytes;
+    file_options.buffers = 2;
+    file_options.want_direct = false;
+    platform::OutputFile part(part_path.string(), file_options);
+    json entries = json::array();
+    std::vector<float> values;
+    for (const TrunkItem& item : unit.trunk) {
+        const format::TrunkFormat fmt = format::converter_trunk_format(item.name, item.shape);
+        format::TrunkTensor t;
+        t.name = item.name;
+        t.fmt = fmt;
+        t.shape = item.shape;
+        t.group = trunk_group;
+        t.offset = part.size();
+        t.bytes = format::trunk_tensor_bytes(fmt, item.shape, trunk_group);
+        format::derive_trunk_layout(t, "convert: " + item.name);
+        t.scale_offset = t.offset + t.payload_bytes;
+        const uint64_t rows_per_block = std::max<uint64_t>(1, trunk_block_bytes / (t.cols * 4));
+        std::vector<uint8_t> scales;
+        uint32_t crc = 0;
+        for (uint64_t row = 0; row < t.rows; row += rows_per_block) {
+            const uint64_t rows = std::min(rows_per_block, t.rows - row);
+            values.resize(rows * t.cols);
+            source.read_rows(item.name, row, rows, values);
+            for (size_t i = 0; i < values.size(); ++i)
+                if (!std::isfinite(values[i]))
+                    fail(WASTE_ERR_FORMAT, "checkpoint: tensor {} has a non-finite value at row {}, column {}",
+                         item.name, row + i / t.cols, i % t.cols);
+            const std::vector<uint8_t> encoded = format::quantize_tensor(fmt, trunk_group, rows, t.cols, values);
+            const uint64_t payload = rows * t.row_stride;
+            for (size_t i = payload; i + 1 < encoded.size(); i += 2)
+                if ((encoded[i + 1] & 0x7C) == 0x7C)
+                    fail(WASTE_ERR_FORMAT, "checkpoint: tensor {}: a group absmax near row {} is beyond f16's range",
+                         item.name, row + (i - payload) / 2 / std::max<uint64_t>(1, t.groups_per_row));
+            part.write({encoded.data(), payload});
+            crc = platform::crc32(encoded.data(), payload, crc);
+            scales.insert(scales.end(), encoded.begin() + static_cast<ptrdiff_t>(payload), encoded.end());
+            advance(payload + (encoded.size() - payload));
+        }
+        part.write(scales);
+        crc = platform::crc32(scales.data(), scales.size(), crc);
+        WASTE_CHECK(part.size() == t.offset + t.bytes);
+        json entry = {{"name", t.name}, {"fmt", static_cast<int>(fmt)}, {"off", t.offset}, {"shape", t.shape},
+                      {"bytes", t.bytes}, {"crc32", crc}};
+        if (fmt != format::TrunkFormat::f32) {
+            entry["group"] = t.group;
+            entry["scale_off"] = t.scale_offset;
+        }
+        entries.push_back(std::move(entry));
+    }
+    part.commit();
+    // Verify: the bytes on disk are the bytes encoded.
+    const ReadBack back(part_path);
+    std::vector<uint8_t> buffer;
+    for (const json& entry : entries) {
+        const uint64_t bytes = entry["bytes"].get<uint64_t>();
+        uint32_t crc = 0;
+        for (uint64_t done = 0; done < bytes;) {
+            const uint64_t n = std::min<uint64_t>(bytes - done, trunk_block_bytes);
+            buffer.resize(n);
+            back.read(entry["off"].get<uint64_t>() + done, buffer.data(), n);
+            crc = platform::crc32(buffer.data(), n, crc);
+            done += n;
+        }
+        if (crc != entry["crc32"].get<uint32_t>())
+            fail(WASTE_ERR_IO, "{}: tensor {} read back differently from what was written", part_path.string(),
+                 entry["name"].get<std::string>());
+    }
+    return json{{"part", part_path.filename().string()}, {"bytes", part.size()}, {"trunk", std::move(entries)}};
+}
+
+// The matrices of expert e: gate, up, down as [rows][cols] f32.
+struct ExpertWeights {
+    std::array<std::vector<float>, 3> m;
+};
+
+void read_expert(const WeightSource& source, const ConvertUnit& unit, const format::ExpertLayout& layout, int e,
+                 ExpertWeights& w) {
+    const format::VqMatrixShape* shapes[3] = {&layout.gate, &layout.up, &layout.down};
+    for (int k = 0; k < 3; ++k) {
+        w.m[static_cast<size_t>(k)].resize(static_cast<size_t>(shapes[k]->rows) * shapes[k]->cols);
+        source.read_rows(unit.experts[static_cast<size_t>(e)][static_cast<size_t>(k)], 0, shapes[k]->rows,
+                         w.m[static_cast<size_t>(k)]);
+    }
+}
+
+// The training vectors of one layer, per kind: a seeded sample of experts,
+// and of each a seeded sample of its normalised row vectors.
+std::array<std::vector<float>, 3> sample_training_vectors(const WeightSource& source, const ConvertUnit& unit,
+                                                          const format::ExpertLayout& layout,
+                                                          const ConvertOptions& options, int experts) {
+    synth::Random random(synth::stream_seed(options.seed, "sample experts", static_cast<uint64_t>(unit.layer)));
+    std::vector<int> ids(static_cast<size_t>(experts));
+    std::iota(ids.begin(), ids.end(), 0);
+    const int take = std::min(experts, std::max(1, options.sample_experts));
+    for (int i = 0; i < take; ++i)
+        std::swap(ids[static_cast<size_t>(i)], ids[static_cast<size_t>(i) + random.next() % static_cast<uint64_t>(experts - i)]);
+    ids.resize(static_cast<size_t>(take));
+    std::sort(ids.begin(), ids.end());
+
+    const format::VqMatrixShape* shapes[3] = {&layout.gate, &layout.up, &layout.down};
+    std::array<std::vector<float>, 3> out;
+    ExpertWeights w;
+    std::vector<float> normalised;
+    for (size_t n = 0; n < ids.size(); ++n) {
+        read_expert(source, unit, layout, ids[n], w);
+        for (int k = 0; k < 3; ++k) {
+            const uint32_t rows = shapes[k]->rows, cols = shapes[k]->cols;
+            normalised.resize(static_cast<size_t>(rows) * cols);
+            for (uint32_t r = 0; r < rows; ++r)
+                normalise_row(&w.m[static_cast<size_t>(k)][static_cast<size_t>(r) * cols], cols, &normalised[static_cast<size_t>(r) * cols]);
+            const uint64_t vectors = static_cast<uint64_t>(rows) * cols / vq_dim;
+            const uint64_t quota = std::min<uint64_t>(vectors, std::max<uint64_t>(1, options.train_vectors / ids.size()));
+            // A seeded subset of the vectors (partial Fisher-Yates over their indices).
+            std::vector<uint32_t> order(vectors);
+            std::iota(order.begin(), order.end(), 0u);
+            synth::Random pick(synth::stream_seed(options.seed, "sample vectors",
+                                                  static_cast<uint64_t>(unit.layer) * 3 + static_cast<uint64_t>(k),
+                                                  static_cast<uint64_t>(ids[n])));
+            for (uint64_t i = 0; i < quota; ++i)
+                std::swap(order[i], order[i + pick.next() % (vectors - i)]);
+            std::sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(quota));
+            std::vector<float>& dst = out[static_cast<size_t>(k)];
+            for (uint64_t i = 0; i < quota; ++i)
+                dst.insert(dst.end(), normalised.begin() + static_cast<ptrdiff_t>(order[i]) * vq_dim,
+                           normalised.begin() + static_cast<ptrdiff_t>(order[i] + 1) * vq_dim);
+        }
+    }
+    return out;
+}
+
+void seal_expert_record(uint8_t* record, const format::ExpertLayout& l, int layer, int expert, uint32_t codebook_base) {
+    std::memset(record + l.payload_end, 0, l.record_bytes - l.payload_end);
+    format::ExpertRecordHeader h;
+    h.magic = format::expert_record_magic;
+    h.layer = static_cast<uint16_t>(layer);
+    h.expert = static_cast<uint16_t>(expert);
+    h.fmt = l.record_fmt;
+    h.codebook_id = static_cast<uint16_t>(codebook_base);
+    h.blocks = static_cast<uint32_t>(l.record_bytes / format::direct_io_block);
+    h.gate_off = l.gate_off;
+    h.up_off = l.up_off;
+    h.down_off = l.down_off;
+    h.scales_off = l.scales_off;
+    h.crc32 = platform::crc32(record + format::expert_header_bytes, l.payload_end - format::expert_header_bytes);
+    format::encode_expert_header(h, record);
+}
+
+double relative(const MatrixError& e) { return e.weight2 > 0 ? std::sqrt(e.error2 / e.weight2) : 0.0; }
+
+struct Job {
+    const WeightSource& source;
+    const ConvertPlan& plan;
+    const format::ExpertQuant& quant;
+    const format::ExpertLayout& layout;
+    const ConvertOptions& options;
+    fs::path out, work;
+    platform::ThreadPool& pool;
+    uint64_t total = 0, done = 0;
+
+    void advance(uint64_t bytes) {
+        done += bytes;
+        if (options.progress && !options.progress(done, total))
+            fail(WASTE_ERR_CANCELLED, "convert cancelled after {} of {} bytes", done, total);
+    }
+
+    uint32_t codebook_base(int layer) const {
+        return static_cast<uint32_t>((layer - plan.model.first_dense) * 3 * quant.stages);
+    }
+
+    // Codebooks and bank of one MoE layer; returns its ledger fields.
+    json convert_layer_experts(const ConvertUnit& unit) {
+        const auto started = Clock::now();
+        const int layer = unit.layer, experts = plan.model.experts;
+        std::array<std::vector<float>, 3> training = sample_training_vectors(source, unit, layout, options, experts);
+        std::array<StageBooks, 3> books;
+        KmeansOptions kmeans_options;
+        kmeans_options.iterations = options.iterations;
+        for (int k = 0; k < 3; ++k) {
+            kmeans_options.seed = synth::stream_seed(options.seed, "codebook", static_cast<uint64_t>(layer), static_cast<uint64_t>(k));
+            books[static_cast<size_t>(k)] =
+                fit_residual_books(std::move(training[static_cast<size_t>(k)]), quant.stages, quant.entries, kmeans_options, pool);
+        }
+        const double fit_seconds = std::chrono::duration<double>(Clock::now() - started).count();
+        // Codebook records of this layer, ids base + kind*S + stage.
+        const uint32_t base = codebook_base(layer);
+        std::string records;
+        for (int k = 0; k < 3; ++k)
+            for (int s = 0; s < quant.stages; ++s) {
+                const uint32_t id = base + static_cast<uint32_t>(k * quant.stages + s);
+                uint8_t header[16] = {};
+                const uint32_t magic = format::codebook_magic, entries = static_cast<uint32_t>(quant.entries);
+                const uint16_t id16 = static_cast<uint16_t>(id & 0xFFFF);
+                std::memcpy(header, &magic, 4);
+                std::memcpy(header + 4, &id16, 2);
+                header[6] = 4;  // what writers put (container-v0 §4)
+                header[7] = static_cast<uint8_t>(quant.vec_dim);
+                std::memcpy(header + 8, &entries, 4);
+                records.append(reinterpret_cast<const char*>(header), 16);
+                const std::vector<uint16_t>& c = books[static_cast<size_t>(k)].f16[static_cast<size_t>(s)];
+                records.append(reinterpret_cast<const char*>(c.data()), c.size() * 2);
+            }
+        const std::string books_part = fmt::format("codebooks-L{}.part", layer);
+        platform::write_small_file((work / books_part).string(), records);
+        advance(records.size());
+
+        // The bank, one expert in memory at a time.
+        const std::string bank_name = fmt::format("experts-L{}.bin", layer);
+        platform::OutputFileOptions file_options;
+        file_options.buffer_bytes = std::max<size_t>(size_t{4} << 20, (layout.record_bytes + 4095) / 4096 * 4096);
+        platform::OutputFile bank((out / bank_name).string(), file_options);
+        platform::AlignedBuffer record(layout.record_bytes);
+        ExpertWeights w;
+        std::array<MatrixError, 3> errors;
+        const format::VqMatrixShape* shapes[3] = {&layout.gate, &layout.up, &layout.down};
+        const uint32_t offsets[3] = {layout.gate_off, layout.up_off, layout.down_off};
+        const char* kind_names[3] = {"gate", "up", "down"};
+        for (int e = 0; e < experts; ++e) {
+            read_expert(source, unit, layout, e, w);
+            uint8_t* r = record.data();
+            uint32_t scale_row = 0;
+            for (int k = 0; k < 3; ++k) {
+                const std::string what = fmt::format("expert {} of layer {} ({}, {})", e, layer, kind_names[k],
+                                                     unit.experts[static_cast<size_t>(e)][static_cast<size_t>(k)]);
+                auto* scales = reinterpret_cast<uint16_t*>(r + layout.scales_off) + scale_row;
+                const MatrixError err = encode_matrix(w.m[static_cast<size_t>(k)].data(), shapes[k]->rows, shapes[k]->cols,
+                                                      books[static_cast<size_t>(k)], quant, r + offsets[k], scales, pool,
+                                                      what.c_str());
+                errors[static_cast<size_t>(k)].error2 += err.error2;
+                errors[static_cast<size_t>(k)].weight2 += err.weight2;
+                scale_row += shapes[k]->rows;
+            }
+            seal_expert_record(r, layout, layer, e, base);
+            bank.write(record.span());
+            advance(layout.record_bytes);
+        }
+        bank.commit();
+        // Verify what is on disk: every record's checks and CRC.
+        {
+            const ReadBack back(out / bank_name);
+            format::ExpertBank b;
+            b.layer = layer;
+            b.file = bank_name;
+            b.experts = static_cast<uint32_t>(experts);
+            b.codebook_base = base;
+            b.record_bytes = layout.record_bytes;
+            b.bytes = layout.record_bytes * static_cast<uint64_t>(experts);
+            const uint64_t books_needed = base + 3ull * quant.stages;
+            for (int e = 0; e < experts; ++e) {
+                back.read(static_cast<uint64_t>(e) * layout.record_bytes, record.data(), layout.record_bytes);
+                format::check_expert_record(record.span(), layer, e, b, quant, layout, books_needed);
+                format::verify_expert_checksum(record.span(), layer, e, layout);
+            }
+        }
+        MatrixError all;
+        for (const MatrixError& e : errors) {
+            all.error2 += e.error2;
+            all.weight2 += e.weight2;
+        }
+        const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+        return json{{"bank", bank_name},
+                    {"codebooks", books_part},
+                    {"codebook_base", base},
+                    {"experts", experts},
+                    {"error", relative(all)},
+                    {"error_gate", relative(errors[0])},
+                    {"error_up", relative(errors[1])},
+                    {"error_down", relative(errors[2])},
+                    {"fit_seconds", fit_seconds},
+                    {"seconds", seconds},
+                    {"seconds_per_expert", (seconds - fit_seconds) / experts}};
+    }
+};
+
+}  // namespace
+
+namespace {
+
+// Shards that hold only tensors of finished units (and nothing the plan
+// skips), not yet reclaimed.
+std::vector<std::string> reclaimable_shards(const WeightSource& source, const ConvertPlan& plan, const Ledger& ledger) {
+    std::map<std::string, std::string> unit_of;  // tensor -> unit id
+    for (const ConvertUnit& u : plan.units) {
+        for (const TrunkItem& t : u.trunk) unit_of[t.name] = u.id;
+        for (const auto& names : u.experts)
+            for (const std::string& n : names) unit_of[n] = u.id;
+    }
+    std::map<std::string, bool> done;  // shard -> every tensor finished
+    for (const std::string& shard : source.shards()) done[shard] = true;
+    for (const std::string& name : source.names()) {
+        const auto it = unit_of.find(name);
+        const bool finished = it != unit_of.end() && ledger.has_unit(it->second);
+        for (const std::string& shard : source.info(name).shards)
+            if (!finished) done[shard] = false;
+    }
+    std::vector<std::string> out;
+    for (const auto& [shard, finished] : done)
+        if (finished && !ledger.reclaimed(shard)) out.push_back(shard);
+    return out;
+}
+
+}  // namespace
+
+json convert_source(const WeightSource& source, const ordered_json& release_config, const std::string& source_dir,
+                    const std::string& out_dir, const ConvertOptions& options) {
+    const auto started = Clock::now();
+    // ---- everything is read and checked before a byte is written.
+    const ordered_json config = container_config(release_config);
+    const ConvertPlan plan = plan_kimi_conversion(json::parse(config.dump()), source);
+    const format::ModelConfig& model = plan.model;
+    const bool has_moe = model.first_dense < model.layers;
+    const format::ExpertQuant quant = resolve_quant(options);
+    const format::ExpertLayout layout = has_moe ? format::expert_layout(model, quant) : format::ExpertLayout{};
+    const TokenizerFiles tokenizer =
+        source_dir.empty() ? TokenizerFiles{} : read_tokenizer_files(source_dir, model.vocab);
+
+    json fingerprint = {{"config", config.dump()},
+                        {"quant", quant_json(quant)},
+                        {"seed", options.seed},
+                        {"sample_experts", options.sample_experts},
+                        {"train_vectors", options.train_vectors},
+                        {"iterations", options.iterations}};
+    json tensors = json::array();
+    for (const ConvertUnit& u : plan.units) {
+        for (const TrunkItem& t : u.trunk) tensors.push_back({t.name, source.info(t.name).storage});
+        if (!u.experts.empty())
+            tensors.push_back({u.experts.front()[0], source.info(u.experts.front()[0]).storage, u.experts.size()});
+    }
+    fingerprint["tensors"] = std::move(tensors);
+    for (const auto* file : {&tokenizer.rank_file, &tokenizer.specials_json, &tokenizer.chat_json, &tokenizer.chat_template})
+        fingerprint["tokenizer"].push_back(*file ? fnv1a(**file) : 0);
+    const std::string fingerprint_text = fmt::format("{:016x}", fnv1a(fingerprint.dump()));
+
+    const fs::path out(out_dir), work = fs::path(out_dir) / work_dir_name;
+    std::error_code error;
+    fs::create_directories(work, error);
+    if (error) fail(WASTE_ERR_IO, "cannot create {}: {}", work.string(), error.message());
+    Ledger ledger(work, fingerprint_text);
+    bool resuming = ledger.load();
+    if (resuming && ledger.complete()) {
+        if (fs::exists(out / "manifest.json", error)) {
+            json summary = ledger.data()["summary"];
+            summary["already_complete"] = true;
+            return summary;
+        }
+        resuming = false;  // its parts are gone: convert again
+    }
+    if (!resuming) {
+        // Another conversion's (or no) ledger: start clean.
+        clear_container(out, /*keep_banks=*/false);
+        for (const fs::directory_entry& entry : fs::directory_iterator(work, error)) fs::remove(entry.path(), error);
+        ledger.reset();
+        platform::write_small_file((work / "ledger.json").string(), ledger.data().dump(1) + "\n");
+    } else {
+        clear_container(out, /*keep_banks=*/true);  // un-commit; finished banks stay
+    }
+
+    platform::ThreadPool pool(options.jobs);
+    Job job{source, plan, quant, layout, options, out, work, pool};
+    for (const ConvertUnit& u : plan.units) {
+        for (const TrunkItem& t : u.trunk)
+            job.total += format::trunk_tensor_bytes(format::converter_trunk_format(t.name, t.shape), t.shape, trunk_group);
+        if (u.moe) job.total += 3ull * quant.stages * quant.codebook_record_bytes() + layout.record_bytes * model.experts;
+    }
+
+    json layers = json::array();
+    int resumed_units = 0;
+    std::vector<std::string> reclaimed_now;
+    for (size_t index = 0; index < plan.units.size(); ++index) {
+        const ConvertUnit& unit = plan.units[index];
+        if (ledger.has_unit(unit.id)) {
+            const json& entry = ledger.unit(unit.id);
+            ++resumed_units;
+            uint64_t bytes = entry["trunk_part"]["bytes"].get<uint64_t>();
+            if (unit.moe) bytes += 3ull * quant.stages * quant.codebook_record_bytes() + layout.record_bytes * model.experts;
+            job.advance(bytes);
+            if (unit.moe) layers.push_back(entry["experts"]);
+            if (options.event) options.event(json{{"unit", unit.id}, {"layer", unit.layer}, {"resumed", true}});
+            continue;
+        }
+        const auto unit_started = Clock::now();
+        json entry;
+        entry["trunk_part"] = write_trunk_part(source, unit, work / fmt::format("trunk-{:04}.part", index),
+                                               [&](uint64_t bytes) { job.advance(bytes); });
+        if (unit.moe) {
+            json experts = job.convert_layer_experts(unit);
+            experts["layer"] = unit.layer;
+            entry["experts"] = experts;
+            layers.push_back(experts);
+        }
+        platform::sync_directory(out.string());
+        platform::sync_directory(work.string());
+        ledger.add_unit(unit.id, entry);
+        json event = {{"unit", unit.id}, {"layer", unit.layer}, {"resumed", false},
+                      {"seconds", std::chrono::duration<double>(Clock::now() - unit_started).count()},
+                      {"done", job.done}, {"total", job.total}};
+        if (unit.moe) {
+            event["error"] = entry["experts"]["error"];
+            event["seconds_per_expert"] = entry["experts"]["seconds_per_expert"];
+        }
+        if (options.event) options.event(event);
+
+        if (options.reclaim != Reclaim::off) {
+            for (const std::string& shard : reclaimable_shards(source, plan, ledger)) {
+                const fs::path path = fs::path(source_dir) / shard;
+                if (options.reclaim == Reclaim::on) {
+                    ledger.add_reclaimed(shard);  // recorded before the delete
+                    fs::remove(path, error);
+                    if (error) fail(WASTE_ERR_IO, "reclaim: cannot delete {}: {}", path.string(), error.message());
+                    reclaimed_now.push_back(shard);
+                }
+                if (options.event)
+                    options.event(json{{"reclaim", shard}, {"deleted", options.reclaim == Reclaim::on}});
+            }
+        }
+    }
+
+    // ---- assemble: trunk.bin and codebooks.bin from the parts, the small files, then the manifest.
+    ordered_json trunk = ordered_json::array();
+    {
+        platform::OutputFileOptions file_options;
+        file_options.want_direct = false;
+        platform::OutputFile trunk_file((out / "trunk.bin").string(), file_options);
+        std::vector<uint8_t> buffer;
+        for (size_t index = 0; index < plan.units.size(); ++index) {
+            const json& part = ledger.unit(plan.units[index].id)["trunk_part"];
+            const uint64_t base = trunk_file.size(), bytes = part["bytes"].get<uint64_t>();
+            const fs::path path = work / part["part"].get<std::string>();
+            const ReadBack back(path);
+            for (uint64_t done = 0; done < bytes;) {
+                const uint64_t n = std::min<uint64_t>(bytes - done, trunk_block_bytes);
+                buffer.resize(n);
+                back.read(done, buffer.data(), n);
+                trunk_file.write(buffer);
+                done += n;
+            }
+            for (const json& t : part["trunk"]) {
+                ordered_json entry;
+                entry["name"] = t["name"];
+                entry["fmt"] = t["fmt"];
+                entry["off"] = base + t["off"].get<uint64_t>();
+                entry["shape"] = t["shape"];
+                if (t.contains("group")) {
+                    entry["group"] = t["group"];
+                    entry["scale_off"] = base + t["scale_off"].get<uint64_t>();
+                }
+                entry["bytes"] = t["bytes"];
+                trunk.push_back(std::move(entry));
+            }
+        }
+        trunk_file.commit();
+    }
+    const uint64_t trunk_bytes = fs::file_size(out / "trunk.bin");
+    uint32_t codebook_records = 0;
+    ordered_json bank_index = ordered_json::object();
+    if (has_moe) {
+        std::string books;
+        for (int layer = model.first_dense; layer < model.layers; ++layer) {
+            const json& experts = ledger.unit(fmt::format("layer {}", layer))["experts"];
+            books += read_text_file(work / experts["codebooks"].get<std::string>(), uint64_t{1} << 30);
+            bank_index[std::to_string(layer)] = ordered_json{{"file", experts["bank"]},
+                                                             {"experts", model.experts},
+                                                             {"bytes", layout.record_bytes * model.experts},
+                                                             {"codebook_base", experts["codebook_base"]}};
+        }
+        platform::write_small_file((out / "codebooks.bin").string(), books);
+        codebook_records = static_cast<uint32_t>(books.size() / quant.codebook_record_bytes());
+    }
+    if (tokenizer.rank_file) platform::write_small_file((out / "tokenizer.model").string(), *tokenizer.rank_file);
+    if (tokenizer.specials_json) platform::write_small_file((out / "specials.json").string(), *tokenizer.specials_json);
+    if (tokenizer.chat_json) platform::write_small_file((out / "chat.json").string(), *tokenizer.chat_json);
+    if (tokenizer.chat_template) platform::write_small_file((out / "chat_template.jinja").string(), *tokenizer.chat_template);
+
+    ordered_json manifest;
+    manifest["format_version"] = 0;
+    manifest["arch"] = plan.arch;
+    manifest["tensor_prefix"] = plan.tensor_prefix;
+    manifest["config"] = config;
+    if (has_moe) manifest["expert_quant"] = quant_json(quant);
+    manifest["layers"] = bank_index;
+    manifest["trunk"] = trunk;
+    const std::string text = manifest.dump(1) + "\n";
+    try {  // the reader's own rules, before committing
+        const format::Manifest check = format::parse_manifest(text);
+        format::check_trunk_extents(check, trunk_bytes);
+        if (!check.banks.empty()) format::check_codebook_bases(check, codebook_records);
+    } catch (const Error& e) {
+        fail(WASTE_ERR_INTERNAL, "convert: the container would not be readable: {}", e.what());
+    }
+    platform::sync_directory(out.string());
+    platform::write_small_file((out / "manifest.json").string(), text);
+    platform::sync_directory(out.string());
+
+    double error_sum = 0, seconds_per_expert_sum = 0;
+    for (const json& l : layers) {
+        error_sum += l["error"].get<double>();
+        seconds_per_expert_sum += l["seconds_per_expert"].get<double>();
+    }
+    json summary = {{"out", out_dir},
+                    {"arch", plan.arch},
+                    {"tensor_prefix", plan.tensor_prefix},
+                    {"expert_quant", quant_json(quant)},
+                    {"trunk_tensors", trunk.size()},
+                    {"trunk_bytes", trunk_bytes},
+                    {"layers", layers},
+                    {"mean_error", layers.empty() ? 0.0 : error_sum / static_cast<double>(layers.size())},
+                    {"max_error", 0.0},
+                    {"mean_seconds_per_expert", layers.empty() ? 0.0 : seconds_per_expert_sum / static_cast<double>(layers.size())},
+                    {"skipped", plan.skipped},
+                    {"tokenizer", tokenizer.rank_file.has_value()},
+                    {"chat", tokenizer.chat_source},
+                    {"resumed_units", resumed_units},
+                    {"reclaimed", ledger.data()["reclaimed"]},
+                    {"seconds", std::chrono::duration<double>(Clock::now() - started).count()}};
+    double max_error = 0;
+    for (const json& l : layers) max_error = std::max(max_error, l["error"].get<double>());
+    summary["max_error"] = max_error;
+    ledger.set_complete(summary);
+    // The parts are no longer needed once the manifest is committed.
+    for (const fs::directory_entry& entry : fs::directory_iterator(work, error))
+        if (entry.path().extension() == ".part") fs::remove(entry.path(), error);
+    return summary;
+}
+
+}  // namespace waste::convert

@@ -1,0 +1,63 @@
+// converter.h — `waste convert`: a Kimi-family checkpoint to a v0 container.
+//
+// Streams the checkpoint unit by unit (kimi_layout.h): trunk tensors by the
+// converter's format rule (container-v0 §3: F32 for 1-D and < 65,536
+// values, Q8G for embed_tokens/lm_head, Q4G otherwise), and for each MoE
+// layer its 3*S codebooks fitted on a seeded sample of experts and its bank,
+// every expert encoded with them. Memory holds one expert (plus the fitting
+// sample and one block of trunk rows), whatever the model's size.
+//
+// Resumable: each finished unit is recorded in OUT/.waste-convert/ledger.json
+// (written tmp + fsync + rename) after its files are fsynced and read back;
+// a rerun with the same source and options skips what the ledger lists and
+// redoes the rest, and the result is byte-identical to an uninterrupted run.
+// Trunk tensors of a unit go to a part file that is joined into trunk.bin at
+// the end, codebooks likewise; banks are written in place. manifest.json is
+// written last (the commit point).
+//
+// Deliberately not here: reading safetensors (checkpoint.h), the tensor list
+// (kimi_layout.h), k-means and encoding (vq_fit.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/weight_source.h"
+
+namespace waste::convert {
+
+enum class Reclaim { off, dry, on };
+
+struct ConvertOptions {
+    std::string quant = "VQ3R";   // VQ3R, VQ2R or VQ4P
+    int stages = 0;               // 0: the format's (3, 2, 4)
+    int entries = 0;              // 0: the format's (256, 256, 64)
+    unsigned jobs = 0;            // threads; 0 = one per core
+    uint64_t seed = 1;            // k-means seeding and the fitting sample
+    int sample_experts = 16;      // experts of a layer the codebooks are fitted on
+    uint64_t train_vectors = 1u << 16;  // normalised 8-vectors per (layer, kind) for k-means
+    int iterations = 12;          // Lloyd iterations per stage at most
+    Reclaim reclaim = Reclaim::off;
+    // done / total work in bytes of output; false cancels (WASTE_ERR_CANCELLED).
+    std::function<bool(uint64_t done, uint64_t total)> progress;
+    // One JSON object per finished unit ({"unit", "layer", "seconds", "error", ...}),
+    // and one per reclaimed (or, dry, reclaimable) shard.
+    std::function<void(const nlohmann::json& event)> event;
+};
+
+// Converts. Throws waste::Error; on failure nothing is published (no
+// manifest.json), and what was finished stays recorded for a rerun.
+// Returns the summary: per-layer weight error, totals, skipped tensors.
+nlohmann::json convert_checkpoint(const std::string& source_dir, const std::string& out_dir,
+                                  const ConvertOptions& options);
+
+// The same over an already-open source (tests): config_json is the release's
+// config.json; tokenizer files are read from source_dir when it is not empty.
+nlohmann::json convert_source(const WeightSource& source, const nlohmann::ordered_json& config_json,
+                              const std::string& source_dir, const std::string& out_dir,
+                              const ConvertOptions& options);
+
+}  // namespace waste::convert

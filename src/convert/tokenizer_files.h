@@ -1,0 +1,33 @@
+// tokenizer_files.h — the container's tokenizer.model, specials.json,
+// chat.json and chat_template.jinja from a release's tokenizer files.
+//
+// tiktoken.model is copied verbatim (it is already the tiktoken rank file of
+// container-v0 §6) after a check that every line is "base64 rank". Specials
+// follow Kimi's tokenizer: every id from the number of ranks up to
+// vocab_size - 1 is special, named by tokenizer_config.json's
+// added_tokens_decoder or, when unnamed, <|reserved_token_ID|> (models.md §9).
+// chat.json is the release's own when it ships one; otherwise it is derived
+// when the specials show a markup the project knows (K3's XTML, or the
+// <|im_*|> markup of Kimi-Linear and K2), and absent when not.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace waste::convert {
+
+struct TokenizerFiles {
+    std::optional<std::string> rank_file;      // tokenizer.model
+    std::optional<std::string> specials_json;  // specials.json
+    std::optional<std::string> chat_json;      // chat.json
+    std::optional<std::string> chat_template;  // chat_template.jinja
+    int64_t ranks = 0;
+    std::string chat_source;                   // "release", "xtml", "im", or "none"
+};
+
+// Reads and checks them from source_dir; vocab is config.vocab_size. Throws
+// WASTE_ERR_FORMAT naming the file and line for a malformed one.
+TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab);
+
+}  // namespace waste::convert
