@@ -566,6 +566,47 @@ TEST(Checkpoint, EncodedWeightsDecodeRowsAndEdges) {
     EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 126 * cols));
 }
 
+TEST(Checkpoint, AlternativeLayouts) {
+    // gpt-oss-style MXFP4 (other-families §8): stacked experts, `X_blocks`
+    // [E, out, G, 16] + `X_scales` [E, out, G] -> logical X [E, out, G*32].
+    waste_test::TempDir dir;
+    std::string blocks(2 * 3 * 2 * 16, '\0'), scales(2 * 3 * 2, '\0');
+    for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<char>(i * 29 + 3);
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<char>(120 + i);
+    // INT4 without `_shape` (in = 8 * words), f32 scales; FP8 with bf16 scale_inv.
+    std::string words(2 * 2 * 4, '\0');
+    for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<char>(i * 71 + 5);
+    const std::vector<float> int4_scales = {0.5f, -2.0f};
+    write_checkpoint(dir / "c", {{"experts.gate_up_proj_blocks", "U8", {2, 3, 2, 16}, blocks},
+                                 {"experts.gate_up_proj_scales", "U8", {2, 3, 2}, scales},
+                                 {"q.weight_packed", "I32", {2, 2}, words},
+                                 {"q.weight_scale", "F32", {2, 1}, std::string(reinterpret_cast<const char*>(int4_scales.data()), 8)},
+                                 {"f.weight", "F8_E4M3", {1, 2}, std::string("\x38\xb8", 2)},
+                                 {"f.weight_scale_inv", "BF16", {1, 1}, bf16_bytes({0.25f})}});
+    const Checkpoint ck = Checkpoint::open(dir / "c");
+    EXPECT_EQ(ck.names(), (std::vector<std::string>{"experts.gate_up_proj", "f.weight", "q.weight"}));
+    const TensorInfo& mx = ck.info("experts.gate_up_proj");
+    EXPECT_EQ(mx.encoding, WeightEncoding::mxfp4);
+    EXPECT_EQ(mx.shape, (std::vector<int64_t>{2, 3, 64}));
+    const std::vector<float> v = ck.read_f32("experts.gate_up_proj");
+    for (size_t row = 0; row < 6; ++row)
+        for (size_t i = 0; i < 64; ++i) {
+            const uint8_t byte = static_cast<uint8_t>(blocks[row * 32 + i / 2]);
+            const int nibble = i % 2 ? byte >> 4 : byte & 15;
+            const int e = static_cast<uint8_t>(scales[row * 2 + i / 32]);
+            ASSERT_TRUE(same_float(v[row * 64 + i], static_cast<float>(fp4_table[nibble] * std::ldexp(1.0, e - 127))));
+        }
+    EXPECT_EQ(ck.info("q.weight").shape, (std::vector<int64_t>{2, 16}));
+    const std::vector<float> q = ck.read_f32("q.weight");
+    for (size_t r = 0; r < 2; ++r)
+        for (size_t i = 0; i < 16; ++i) {
+            uint32_t w;
+            std::memcpy(&w, words.data() + (r * 2 + i / 8) * 4, 4);
+            ASSERT_EQ(q[r * 16 + i], (static_cast<int>((w >> (4 * (i % 8))) & 15) - 8) * int4_scales[r]);
+        }
+    EXPECT_EQ(ck.read_f32("f.weight"), (std::vector<float>{0.25f, -0.25f}));
+}
+
 // =============================================================================
 // round trip against the PyTorch reference's synthetic HF checkpoints
 
