@@ -38,8 +38,10 @@
 #include "format/f16.h"
 #include "format/trunk_codec.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/trunk_matmul.h"
 #include "kernels/trunk_matvec.h"
 #include "kernels/vq_lut.h"
+#include "kernels/vq_matmul.h"
 #include "platform/thread_pool.h"
 
 #if WASTE_X86_SIMD && __has_include(<simde/x86/avx512.h>) && !defined(__AVX512F__)
@@ -216,6 +218,14 @@ TEST(Kernels, ReportsVariants) {
 
 // ---------------------------------------------------------------- trunk matvec
 
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float sigma = 1.0f) {
+    std::normal_distribution<float> normal(0.0f, sigma);
+    std::vector<float> out(n);
+    for (float& v : out) v = normal(rng);
+    return out;
+}
+
+
 struct Trunk {
     format::TrunkTensor info;
     std::vector<uint8_t> bytes;
@@ -304,6 +314,55 @@ TEST(Kernels, TrunkMatvecMatchesScalar) {
     }
 }
 
+// The chunk matmul (prefill) of every native variant against the scalar
+// reference, on the matvec cases at several chunk sizes (token counts that
+// leave each micro-kernel's token and row tails), with the matvec's tolerance
+// per (token, row); any split of the rows gives the same bits.
+TEST(Kernels, TrunkMatmulMatchesScalar) {
+    const std::vector<TrunkCase> cases = {
+        {TrunkFormat::f32, 128, 37, 1000}, {TrunkFormat::f32, 128, 5, 7},    {TrunkFormat::q8g, 128, 37, 1000},
+        {TrunkFormat::q8g, 32, 21, 301},   {TrunkFormat::q8g, 24, 5, 100},   {TrunkFormat::q4g, 128, 37, 1000},
+        {TrunkFormat::q4g, 128, 3, 5},     {TrunkFormat::q4g, 64, 23, 1030}, {TrunkFormat::q4g, 8, 9, 77},
+        {TrunkFormat::q3g, 128, 37, 1000}, {TrunkFormat::q3g, 32, 19, 333},  {TrunkFormat::q3g, 8, 7, 61},
+    };
+    std::mt19937 rng(4321);
+    for (const TrunkCase& c : cases) {
+        const Trunk trunk = make_trunk(c.fmt, c.group, c.rows, c.cols, rng);
+        const format::LoadedTensor w = trunk.tensor();
+        for (size_t tokens : {size_t{2}, size_t{3}, size_t{7}}) {
+            const size_t ldx = c.cols + 3, ldy = c.rows + 2;
+            std::vector<float> x = random_floats(tokens * ldx, rng);
+            for (size_t t = 0; t < tokens; ++t)  // past cols: never read (NaN would show)
+                for (size_t i = c.cols; i < ldx; ++i) x[t * ldx + i] = NAN;
+            std::vector<float> ref(tokens * ldy, -7.0f);
+            matmul_rows(Isa::scalar, w, x.data(), ldx, tokens, ref.data(), ldy, 0, c.rows);
+            for (Isa isa : {Isa::avx2, Isa::avx512}) {
+                if (static_cast<int>(isa) > static_cast<int>(best_isa())) continue;
+                SCOPED_TRACE(std::string(isa_name(isa)) + " " + format::trunk_format_name(c.fmt) + " group " +
+                             std::to_string(c.group) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+                             " tokens " + std::to_string(tokens));
+                std::vector<float> y(tokens * ldy, -7.0f);
+                matmul_rows(isa, w, x.data(), ldx, tokens, y.data(), ldy, 0, c.rows);
+                for (size_t t = 0; t < tokens; ++t) {
+                    const std::vector<double> mag =
+                        magnitudes(w, std::vector<float>(x.begin() + t * ldx, x.begin() + t * ldx + c.cols));
+                    for (size_t r = 0; r < c.rows; ++r)
+                        ASSERT_LE(std::fabs(static_cast<double>(y[t * ldy + r]) - ref[t * ldy + r]), 1e-5 * mag[r] + 1e-30)
+                            << "token " << t << " row " << r;
+                    for (size_t r = c.rows; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], -7.0f) << "written past the rows";
+                }
+                for (size_t split : {size_t{1}, size_t{3}, size_t{5}, c.rows / 2, c.rows - 1}) {
+                    if (split == 0 || split >= c.rows) continue;
+                    std::vector<float> parts(tokens * ldy, -7.0f);
+                    matmul_rows(isa, w, x.data(), ldx, tokens, parts.data(), ldy, 0, split);
+                    matmul_rows(isa, w, x.data(), ldx, tokens, parts.data(), ldy, split, c.rows);
+                    ASSERT_EQ(0, std::memcmp(parts.data(), y.data(), 4 * tokens * ldy)) << "split " << split;
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- VQ tables
 
 struct VqCase {
@@ -319,13 +378,6 @@ const std::vector<VqCase> vq_cases = {
     {"S5", 4, 5, 256, 8, false, 70},     {"S8", 3, 8, 16, 4, false, 65},     {"odd", 5, 3, 100, 5, false, 33},
     {"D16", 3, 2, 7, 16, false, 1},      {"VQ4P-1row", 3, 4, 64, 8, true, 1},
 };
-
-std::vector<float> random_floats(size_t n, std::mt19937& rng, float sigma = 1.0f) {
-    std::normal_distribution<float> normal(0.0f, sigma);
-    std::vector<float> out(n);
-    for (float& v : out) v = normal(rng);
-    return out;
-}
 
 TEST(Kernels, VqBuildMatchesScalarBits) {
     std::mt19937 rng(99);
@@ -457,6 +509,68 @@ TEST(Kernels, VqExpertMatchesDequantised) {
             variant.build(shape, books.data(), x.data(), table.data());
             variant.apply(shape, c.packed6, indices.data(), scales.data(), table.data(), y.data(), 0, c.rows);
             for (size_t r = 0; r < c.rows; ++r) ASSERT_LE(std::fabs(y[r] - want[r]), 1e-5 * mag[r] + 1e-30) << "row " << r;
+        }
+    }
+}
+
+// The chunk (prefill) form of the expert matrix: the scalar reference and
+// every native variant against an f64 evaluation of the dequantised matrix,
+// per (token, row) within 1e-5 of Σ|w·x| (f32 sums in other orders; a wrong
+// index or a dropped stage moves a row by far more); splits of the rows give
+// the same bits.
+TEST(Kernels, VqMatmulMatchesDequantised) {
+    std::mt19937 rng(31);
+    for (const VqCase& c : vq_cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const std::vector<float> books = random_floats(static_cast<size_t>(c.stages) * c.entries * c.vec_dim, rng, 0.05f);
+        const std::vector<uint8_t> indices = random_indices(c, rng);
+        const std::vector<uint8_t> scales = random_scales(c.rows, rng);
+        const size_t bytes = c.packed6 ? 3 : c.stages, cols = static_cast<size_t>(c.positions) * c.vec_dim;
+        for (size_t tokens : {size_t{1}, size_t{2}, size_t{7}, size_t{13}}) {
+            const size_t ldx = cols + 5, ldy = c.rows + 3;
+            std::vector<float> x = random_floats(tokens * ldx, rng);
+            std::vector<double> want(tokens * c.rows, 0.0), mag(tokens * c.rows, 0.0);
+            for (size_t r = 0; r < c.rows; ++r) {
+                uint16_t bits;
+                std::memcpy(&bits, scales.data() + 2 * r, 2);
+                const double scale = format::f16_to_f32(bits);
+                for (int v = 0; v < c.positions; ++v) {
+                    const uint8_t* p = indices.data() + (((r / 64) * c.positions + v) * 64 + r % 64) * bytes;
+                    for (int s = 0; s < c.stages; ++s) {
+                        unsigned e = p[s % bytes];
+                        if (c.packed6) e = ((p[0] | p[1] << 8 | p[2] << 16) >> (6 * s)) & 63;
+                        for (int j = 0; j < c.vec_dim; ++j) {
+                            const double w = scale * books[(static_cast<size_t>(s) * c.entries + e) * c.vec_dim + j];
+                            for (size_t t = 0; t < tokens; ++t) {
+                                want[t * c.rows + r] += w * x[t * ldx + v * c.vec_dim + j];
+                                mag[t * c.rows + r] += std::fabs(w * x[t * ldx + v * c.vec_dim + j]);
+                            }
+                        }
+                    }
+                }
+            }
+            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+                if (static_cast<int>(isa) > static_cast<int>(best_isa())) continue;
+                SCOPED_TRACE(std::string(isa_name(isa)) + " " + c.name + " tokens " + std::to_string(tokens));
+                std::vector<float> y(tokens * ldy, -7.0f);
+                vq_matmul_rows(isa, shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
+                               y.data(), ldy, 0, c.rows);
+                for (size_t t = 0; t < tokens; ++t) {
+                    for (size_t r = 0; r < c.rows; ++r)
+                        ASSERT_LE(std::fabs(y[t * ldy + r] - want[t * c.rows + r]), 1e-5 * mag[t * c.rows + r] + 1e-30)
+                            << "token " << t << " row " << r;
+                    for (size_t r = c.rows; r < ldy; ++r) ASSERT_EQ(y[t * ldy + r], -7.0f) << "written past the rows";
+                }
+                for (size_t split : {size_t{1}, size_t{5}, size_t{64}, c.rows / 2}) {
+                    if (split == 0 || split >= c.rows) continue;
+                    std::vector<float> parts(tokens * ldy, -7.0f);
+                    vq_matmul_rows(isa, shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
+                                   parts.data(), ldy, 0, split);
+                    vq_matmul_rows(isa, shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
+                                   parts.data(), ldy, split, c.rows);
+                    ASSERT_EQ(0, std::memcmp(parts.data(), y.data(), 4 * tokens * ldy)) << "split " << split;
+                }
+            }
         }
     }
 }

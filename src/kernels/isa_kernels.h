@@ -27,6 +27,15 @@ inline TrunkView trunk_view(const format::LoadedTensor& w) {
 
 bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, float* y, size_t row_begin,
                      size_t row_end);
+// VQ expert matrix times a chunk of tokens (kernels/vq_matmul.h).
+bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                        const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                        size_t row_end);
+// Trunk matmul over a chunk of tokens (kernels/trunk_matmul.h); `tile` holds
+// matmul_tile_floats_x86(w) floats (the caller's, one per thread).
+size_t matmul_tile_floats_x86(const format::LoadedTensor& w);
+bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
+                     size_t row_begin, size_t row_end, float* tile);
 bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table);
 bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                         const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end);

@@ -10,7 +10,10 @@
 // Precision (tests/kernels_test.cpp checks each against the scalar reference):
 // * trunk matvec: another summation order and FMA — within 1e-5 of Σ|w·x|;
 // * VQ table build and apply: the scalar reference's bits exactly (the same
-//   operations per entry / per row, only side by side in vector lanes).
+//   operations per entry / per row, only side by side in vector lanes or
+//   rows in flight);
+// * trunk matmul and VQ matmul (prefill chunks): another summation order and
+//   FMA — within 1e-5 of Σ|w·x|. The AVX2 bodies also serve AVX-512 CPUs.
 #include "kernels/isa_kernels.h"
 
 #if WASTE_X86_SIMD
@@ -147,6 +150,177 @@ inline void trunk_range(const TrunkView& t, const float* x, float* y, size_t row
     for (; r < row_end; ++r) trunk_rows<F, 1>(t, x, y, r);
 }
 
+// ---- VQ matmul (prefill, kernels/vq_matmul.h): a position's 8 weights are
+// summed from the stage codebooks into one vector, then multiply-added with
+// TB tokens; R rows share each token's loads.
+template <bool P6>
+inline __m256 vq_weights(const uint8_t* p, const float* books, size_t stages, size_t book_floats) {
+    unsigned word = 0;
+    if constexpr (P6) word = p[0] | static_cast<unsigned>(p[1]) << 8 | static_cast<unsigned>(p[2]) << 16;
+    __m256 w = _mm256_setzero_ps();
+    for (size_t s = 0; s < stages; ++s) {
+        const unsigned e = P6 ? (word >> (6 * s)) & 63u : p[s];
+        w = _mm256_add_ps(w, _mm256_loadu_ps(books + s * book_floats + e * 8));
+    }
+    return w;
+}
+
+template <bool P6, int R, int TB>
+inline void vq_tile(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
+                    const float* x, size_t ldx, float* y, size_t ldy, size_t r0, size_t t0) {
+    const size_t positions = shape.positions, stages = shape.stages, book_floats = static_cast<size_t>(shape.entries) * 8;
+    const size_t bytes = P6 ? 3 : stages;
+    const uint8_t* p[R];
+    for (int k = 0; k < R; ++k) p[k] = indices + ((r0 + k) / 64 * positions * 64 + (r0 + k) % 64) * bytes;
+    __m256 acc[R][TB];
+    for (int k = 0; k < R; ++k)
+        for (int j = 0; j < TB; ++j) acc[k][j] = _mm256_setzero_ps();
+    for (size_t v = 0; v < positions; ++v) {
+        __m256 w[R];
+        for (int k = 0; k < R; ++k) w[k] = vq_weights<P6>(p[k] + v * 64 * bytes, books, stages, book_floats);
+        for (int j = 0; j < TB; ++j) {
+            const __m256 xv = _mm256_loadu_ps(x + (t0 + j) * ldx + v * 8);
+            for (int k = 0; k < R; ++k) acc[k][j] = _mm256_fmadd_ps(w[k], xv, acc[k][j]);
+        }
+    }
+    for (int k = 0; k < R; ++k) {
+        uint16_t bits;
+        std::memcpy(&bits, scales_f16 + 2 * (r0 + k), 2);
+        const float scale = format::f16_to_f32(bits);
+        for (int j = 0; j < TB; ++j) y[(t0 + j) * ldy + r0 + k] = scale * hsum(acc[k][j]);
+    }
+}
+
+template <bool P6, int R>
+inline void vq_tile_tokens(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
+                           const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t r0) {
+    size_t t = 0;
+    for (; t + 6 <= tokens; t += 6) vq_tile<P6, R, 6>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t);
+    switch (tokens - t) {
+        case 5: vq_tile<P6, R, 5>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
+        case 4: vq_tile<P6, R, 4>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
+        case 3: vq_tile<P6, R, 3>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
+        case 2: vq_tile<P6, R, 2>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
+        case 1: vq_tile<P6, R, 1>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
+        default: break;
+    }
+}
+
+template <bool P6>
+void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
+                     const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
+    size_t r = row_begin;
+    for (; r + 2 <= row_end; r += 2) vq_tile_tokens<P6, 2>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, r);
+    if (r < row_end) vq_tile_tokens<P6, 1>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, r);
+}
+
+bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                    const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                    size_t row_end) {
+    if (shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
+    if (packed6) vq_matmul_range<true>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+    else vq_matmul_range<false>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+    return true;
+}
+
+// ---- trunk matmul (prefill): Y[t][r] = Σ_c W[r][c] X[t][c]
+//
+// Rows are dequantised a few at a time into an f32 tile (w = scale·q: an f16
+// scale times a small integer is exact in f32), and every token of the chunk
+// is dotted with the tile from L1: R rows × TB tokens of 8-lane
+// accumulators. Each (token, row) is summed in one fixed order (8 lanes
+// along the columns, then a horizontal sum) whatever R, TB or the thread
+// split, so thread counts never change a bit.
+constexpr size_t tile_rows = 4;
+
+template <TrunkFormat F>
+inline void decode_row(const TrunkView& t, size_t r, float* out) {
+    const uint8_t* row = t.payload + r * t.row_stride;
+    const size_t cols = t.cols;
+    if constexpr (F == TrunkFormat::f32) {
+        std::memcpy(out, row, cols * sizeof(float));
+    } else {
+        for (size_t g = 0; g < t.groups_per_row; ++g) {
+            const size_t begin = g * t.group, n = std::min(t.group, cols - begin);
+            uint16_t bits;
+            std::memcpy(&bits, t.scales + (r * t.groups_per_row + g) * 2, 2);
+            const __m256 scale = _mm256_set1_ps(format::f16_to_f32(bits));
+            // whole vectors, the last one reading past n exactly as the
+            // matvec does (its lanes meet a masked x)
+            for (size_t i = 0; i < n; i += 8) _mm256_storeu_ps(out + begin + i, _mm256_mul_ps(decode8<F>(row, begin + i), scale));
+        }
+    }
+}
+
+template <int R, int TB>
+inline void tile_dot(const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, float* y, size_t ldy,
+                     size_t r0, size_t t0) {
+    __m256 acc[R][TB];
+    for (int k = 0; k < R; ++k)
+        for (int j = 0; j < TB; ++j) acc[k][j] = _mm256_setzero_ps();
+    size_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+        __m256 xv[TB];
+        for (int j = 0; j < TB; ++j) xv[j] = _mm256_loadu_ps(x + (t0 + j) * ldx + c);
+        for (int k = 0; k < R; ++k) {
+            const __m256 w = _mm256_loadu_ps(tile + k * ld_tile + c);
+            for (int j = 0; j < TB; ++j) acc[k][j] = _mm256_fmadd_ps(w, xv[j], acc[k][j]);
+        }
+    }
+    if (c < cols) {
+        const __m256i m = lanes_below(cols - c);
+        __m256 xv[TB];
+        for (int j = 0; j < TB; ++j) xv[j] = _mm256_maskload_ps(x + (t0 + j) * ldx + c, m);
+        for (int k = 0; k < R; ++k) {
+            // the tile's tail lanes hold decoded padding: masked too, so a
+            // zero x lane never meets a NaN
+            const __m256 w = _mm256_maskload_ps(tile + k * ld_tile + c, m);
+            for (int j = 0; j < TB; ++j) acc[k][j] = _mm256_fmadd_ps(w, xv[j], acc[k][j]);
+        }
+    }
+    for (int k = 0; k < R; ++k)
+        for (int j = 0; j < TB; ++j) y[(t0 + j) * ldy + r0 + k] = hsum(acc[k][j]);
+}
+
+template <int R>
+inline void tile_tokens(const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, size_t tokens, float* y,
+                        size_t ldy, size_t r0) {
+    size_t t = 0;
+    for (; t + 3 <= tokens; t += 3) tile_dot<R, 3>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t);
+    if (tokens - t == 2) tile_dot<R, 2>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t);
+    else if (tokens - t == 1) tile_dot<R, 1>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t);
+}
+
+template <TrunkFormat F>
+void matmul_range(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                  size_t row_end, float* tile) {
+    const size_t ld_tile = (t.cols + 7) / 8 * 8 + 8;
+    for (size_t r = row_begin; r < row_end; r += tile_rows) {
+        const size_t n = std::min(tile_rows, row_end - r);
+        for (size_t k = 0; k < n; ++k) decode_row<F>(t, r + k, tile + k * ld_tile);
+        switch (n) {
+            case 4: tile_tokens<4>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
+            case 3: tile_tokens<3>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
+            case 2: tile_tokens<2>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
+            default: tile_tokens<1>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
+        }
+    }
+}
+
+size_t matmul_tile_floats(const TrunkView& t) { return tile_rows * ((t.cols + 7) / 8 * 8 + 8); }
+
+bool matmul_rows(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                 size_t row_end, float* tile) {
+    if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
+    switch (t.fmt) {
+        case TrunkFormat::f32: matmul_range<TrunkFormat::f32>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::q8g: matmul_range<TrunkFormat::q8g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::q4g: matmul_range<TrunkFormat::q4g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::q3g: matmul_range<TrunkFormat::q3g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+    }
+    return false;
+}
+
 bool matvec_rows(const TrunkView& t, const float* x, float* y, size_t row_begin, size_t row_end) {
     if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
     switch (t.fmt) {
@@ -199,71 +373,55 @@ bool build_table(const VqTableShape& shape, const float* books, const float* x, 
 }
 
 // VQ table apply. K: 1..4 = stages with one index byte each; 6 = VQ4P (four
-// 6-bit indices in 3 bytes); 0 = any other stage count (slow index path).
-// row_words: 8 consecutive rows of one (block, position); lane r holds the
-// row's index bytes (≤ 4) as one little-endian word.
+// 6-bit indices in 3 bytes); 0 = any other stage count.
+//
+// Plain loads, not vpgatherdd: on Zen 3 (the development machine) an 8-lane
+// gather costs more than eight scalar loads, which the three load ports
+// issue side by side (tests/kernels_test.cpp KernelSpeed: ~1.5x). Eight rows
+// are kept in flight, each in its own register, so the adds of one row (a
+// serial chain, in the reference's order) overlap with the other seven.
 template <int K>
-inline __m256i row_words(const uint8_t* p) {
-    if constexpr (K == 1) {
-        return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-    } else if constexpr (K == 2) {
-        return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    } else if constexpr (K == 4) {
-        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    } else {
-        // 24 bytes: rows 0-3 from bytes 0..11, rows 4-7 from bytes 12..23
-        // (read as bytes 8..23, so nothing past the 8 rows is touched)
-        const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
-        const __m128i a = _mm_shuffle_epi8(lo, _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1));
-        const __m128i b = _mm_shuffle_epi8(hi, _mm_setr_epi8(4, 5, 6, -1, 7, 8, 9, -1, 10, 11, 12, -1, 13, 14, 15, -1));
-        return _mm256_set_m128i(b, a);
-    }
-}
-
-template <int K, int s>
-inline __m256i stage_index(__m256i words) {
+inline unsigned stage_index(const uint8_t* p, size_t s) {
     if constexpr (K == 6) {
-        if constexpr (s == 3) return _mm256_srli_epi32(words, 18);
-        else return _mm256_and_si256(_mm256_srli_epi32(words, 6 * s), _mm256_set1_epi32(63));
+        const unsigned word = p[0] | static_cast<unsigned>(p[1]) << 8 | static_cast<unsigned>(p[2]) << 16;
+        return (word >> (6 * s)) & 63u;
     } else {
-        if constexpr (s == K - 1) return _mm256_srli_epi32(words, 8 * s);
-        else return _mm256_and_si256(_mm256_srli_epi32(words, 8 * s), _mm256_set1_epi32(255));
+        return p[s];
     }
 }
 
-template <int K, int S, int s>
-inline void gather_stages(__m256 (&acc)[8], const __m256i (&words)[8], const __m256 (&m)[8], const float* t,
-                          size_t entries) {
-    if constexpr (s < S) {
-        for (int g = 0; g < 8; ++g)
-            acc[g] = _mm256_add_ps(
-                acc[g], _mm256_mask_i32gather_ps(_mm256_setzero_ps(), t + s * entries, stage_index<K, s>(words[g]), m[g], 4));
-        gather_stages<K, S, s + 1>(acc, words, m, t, entries);
+// R consecutive rows of one 64-row block over positions [v0, v1): partial
+// sums enter from y (v0 > 0) and leave to y, scaled once the last position
+// is in (one rounding, as in the scalar reference).
+template <int K, int R>
+inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
+                       size_t per_position, const float* table, size_t v0, size_t v1, bool last, const uint8_t* scales_f16,
+                       float* y, size_t r0) {
+    constexpr size_t S = K == 6 ? 4 : K;
+    const size_t n_stages = K == 0 ? stages : S;
+    float acc[R];
+    for (int k = 0; k < R; ++k) acc[k] = v0 == 0 ? 0.0f : y[r0 + k];
+    for (size_t v = v0; v < v1; ++v) {
+        const uint8_t* p = block_idx + (v * 64 + in_block) * bytes;
+        const float* t = table + v * per_position;
+        for (int k = 0; k < R; ++k)
+            for (size_t s = 0; s < n_stages; ++s) acc[k] += t[s * entries + stage_index<K>(p + k * bytes, s)];
     }
-}
-
-// y[r] = scale[r] · acc (one rounding, as in the scalar reference).
-inline void store_rows(const uint8_t* scales_f16, float* y, size_t r0, size_t lo, size_t hi, __m256 acc) {
-    if (lo == 0 && hi == 8) {
-        const __m256 scale = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales_f16 + 2 * r0)));
-        _mm256_storeu_ps(y + r0, _mm256_mul_ps(scale, acc));
-        return;
-    }
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, acc);
-    for (size_t l = lo; l < hi; ++l) {
+    for (int k = 0; k < R; ++k) {
+        if (!last) {
+            y[r0 + k] = acc[k];
+            continue;
+        }
         uint16_t bits;
-        std::memcpy(&bits, scales_f16 + 2 * (r0 + l), 2);
-        y[r0 + l] = format::f16_to_f32(bits) * lanes[l];
+        std::memcpy(&bits, scales_f16 + 2 * (r0 + k), 2);
+        y[r0 + k] = format::f16_to_f32(bits) * acc[k];
     }
 }
 
 // The table is walked in chunks of positions small enough to stay in L1
 // (gate/up tables of a large expert are megabytes); each chunk runs over
-// every 64-row block of the range: 8 vectors of 8 rows, each lane adding its
-// row's lookups in the reference order (position, then stage). Between chunks
-// a row's partial sum waits in y (stored and reloaded exactly).
+// every row of the range. Between chunks a row's partial sum waits in y
+// (stored and reloaded exactly).
 inline size_t chunk_positions(size_t per_position_floats) {
     return std::max<size_t>(1, 6144 / std::max<size_t>(1, per_position_floats));
 }
@@ -271,53 +429,26 @@ inline size_t chunk_positions(size_t per_position_floats) {
 template <int K>
 void apply_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* table,
                  float* y, size_t row_begin, size_t row_end) {
-    constexpr int S = K == 6 ? 4 : K;
     const size_t positions = shape.positions, entries = shape.entries, stages = shape.stages;
     const size_t bytes = K == 6 ? 3 : K == 0 ? stages : K;  // per (row, position)
     const size_t per_position = stages * entries;          // table floats
     const size_t chunk = chunk_positions(per_position);
     for (size_t v0 = 0; v0 < positions || v0 == 0; v0 += chunk) {
         const size_t v1 = std::min(positions, v0 + chunk);
+        const bool last = v1 == positions;
         for (size_t block = row_begin / 64; block * 64 < row_end; ++block) {
             const size_t base = block * 64;
-            __m256 m[8];
-            __m256 acc[8];
-            size_t lo[8], hi[8];
-            for (int g = 0; g < 8; ++g) {
-                const size_t first = base + 8 * g;
-                lo[g] = std::clamp(row_begin, first, first + 8) - first;
-                hi[g] = std::clamp(row_end, first, first + 8) - first;
-                const __m256i mask = _mm256_andnot_si256(lanes_below(lo[g]), lanes_below(hi[g]));
-                m[g] = _mm256_castsi256_ps(mask);
-                acc[g] = v0 == 0 ? _mm256_setzero_ps() : _mm256_maskload_ps(y + first, mask);
-            }
+            const size_t lo = std::max(row_begin, base), hi = std::min(row_end, base + 64);
             const uint8_t* block_idx = indices + block * positions * 64 * bytes;
-            for (size_t v = v0; v < v1; ++v) {
-                const uint8_t* p = block_idx + v * 64 * bytes;
-                const float* t = table + v * per_position;
-                if constexpr (K != 0) {
-                    __m256i words[8];
-                    for (int g = 0; g < 8; ++g) words[g] = row_words<K>(p + g * 8 * bytes);
-                    gather_stages<K, S, 0>(acc, words, m, t, entries);
-                } else {
-                    for (size_t s = 0; s < stages; ++s) {
-                        for (int g = 0; g < 8; ++g) {
-                            alignas(32) int32_t lane_idx[8];
-                            for (int l = 0; l < 8; ++l) lane_idx[l] = p[(g * 8 + l) * bytes + s];
-                            const __m256i idx = _mm256_load_si256(reinterpret_cast<const __m256i*>(lane_idx));
-                            acc[g] = _mm256_add_ps(acc[g],
-                                                   _mm256_mask_i32gather_ps(_mm256_setzero_ps(), t + s * entries, idx, m[g], 4));
-                        }
-                    }
-                }
-            }
-            for (int g = 0; g < 8; ++g) {
-                if (lo[g] >= hi[g]) continue;
-                if (v1 == positions) store_rows(scales_f16, y, base + 8 * g, lo[g], hi[g], acc[g]);
-                else _mm256_maskstore_ps(y + base + 8 * g, _mm256_castps_si256(m[g]), acc[g]);
-            }
+            size_t r = lo;
+            for (; r + 8 <= hi; r += 8)
+                apply_rows<K, 8>(block_idx, r - base, stages, entries, bytes, per_position, table, v0, v1, last, scales_f16,
+                                 y, r);
+            for (; r < hi; ++r)
+                apply_rows<K, 1>(block_idx, r - base, stages, entries, bytes, per_position, table, v0, v1, last, scales_f16,
+                                 y, r);
         }
-        if (v1 == positions) break;
+        if (last) break;
     }
 }
 
@@ -379,6 +510,23 @@ bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, flo
         case Isa::scalar: return false;
     }
     return false;
+}
+
+bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                        const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                        size_t row_end) {
+    // the AVX2 kernel also serves AVX-512 CPUs (no AVX-512 body yet)
+    if (isa == Isa::scalar) return false;
+    return avx2::vq_matmul_rows(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+}
+
+size_t matmul_tile_floats_x86(const format::LoadedTensor& w) { return avx2::matmul_tile_floats(trunk_view(w)); }
+
+bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
+                     size_t row_begin, size_t row_end, float* tile) {
+    // the AVX2 kernel also serves AVX-512 CPUs (no AVX-512 body yet)
+    if (isa == Isa::scalar) return false;
+    return avx2::matmul_rows(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
 }
 
 bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table) {

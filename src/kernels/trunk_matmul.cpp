@@ -3,29 +3,49 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/isa_kernels.h"
 #include "kernels/trunk_matvec.h"
 
 namespace waste::kernels {
 namespace {
 
-// One decoded row against every token. target_clones lets the compiler
-// vectorise this loop for the CPU it runs on (the summation order, and so the
-// last bits, may differ between ISAs; never between thread counts).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void dot_tokens(const float* row, size_t cols, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t r) {
-    for (size_t t = 0; t < tokens; ++t) {
-        const float* xt = x + t * ldx;
-        float acc = 0;
-        for (size_t i = 0; i < cols; ++i) acc += row[i] * xt[i];
-        y[t * ldy + r] = acc;
+// The scalar reference: one decoded row against every token.
+void matmul_rows_scalar(const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
+                        size_t row_begin, size_t row_end, float* row) {
+    const size_t cols = w.info->cols;
+    for (size_t r = row_begin; r < row_end; ++r) {
+        w.row(r, std::span<float>(row, cols));
+        for (size_t t = 0; t < tokens; ++t) {
+            const float* xt = x + t * ldx;
+            float acc = 0;
+            for (size_t i = 0; i < cols; ++i) acc += row[i] * xt[i];
+            y[t * ldy + r] = acc;
+        }
     }
+}
+
+// Per-thread scratch for the decoded tile, grown once: no allocation per call.
+float* tile_scratch(size_t floats) {
+    thread_local std::vector<float> tile;
+    if (tile.size() < floats) tile.resize(floats);
+    return tile.data();
 }
 
 }  // namespace
 
+void matmul_rows(Isa isa, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
+                 size_t row_begin, size_t row_end) {
+#if WASTE_X86_SIMD
+    if (isa != Isa::scalar &&
+        matmul_rows_x86(isa, w, x, ldx, tokens, y, ldy, row_begin, row_end, tile_scratch(matmul_tile_floats_x86(w))))
+        return;
+#endif
+    matmul_rows_scalar(w, x, ldx, tokens, y, ldy, row_begin, row_end, tile_scratch(w.info->cols));
+}
+
 void matmul(platform::ThreadPool& pool, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
             size_t ldy) {
-    const size_t rows = w.info->rows, cols = w.info->cols;
+    const size_t rows = w.info->rows;
     if (tokens == 1 && ldy >= rows) {
         matvec(pool, w, x, y);
         return;
@@ -36,13 +56,8 @@ void matmul(platform::ThreadPool& pool, const format::LoadedTensor& w, const flo
         std::copy(out.begin(), out.end(), y);
         return;
     }
-    pool.parallel_for(rows, [&](size_t begin, size_t end) {
-        std::vector<float> row(cols);
-        for (size_t r = begin; r < end; ++r) {
-            w.row(r, row);
-            dot_tokens(row.data(), cols, x, ldx, tokens, y, ldy, r);
-        }
-    }, 8);
+    const Isa isa = active_isa();
+    pool.parallel_for(rows, [&](size_t begin, size_t end) { matmul_rows(isa, w, x, ldx, tokens, y, ldy, begin, end); }, 8);
 }
 
 }  // namespace waste::kernels
