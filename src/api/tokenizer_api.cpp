@@ -9,6 +9,7 @@
 
 #include "api/api_support.h"
 #include "api/model_handle.h"
+#include "api/tokenizer_handle.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_loader.h"
@@ -16,9 +17,6 @@
 using waste::api::guarded;
 using waste::api::to_c_string;
 
-struct waste_tokenizer {
-    std::shared_ptr<const waste::text::Tokenizer> tokenizer;
-};
 
 struct waste_detokenizer {
     std::unique_ptr<waste::text::StreamDetokenizer> stream;

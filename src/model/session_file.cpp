@@ -1,0 +1,164 @@
+#include "model/session_file.h"
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "platform/error.h"
+#include "platform/output_file.h"
+
+namespace waste::model {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the session file is little-endian; add byte swaps");
+
+constexpr int shape_fields = 12;
+constexpr const char* field_names[shape_fields] = {"n_layers", "hidden",  "kda_heads",      "kda_dim",
+                                                   "conv_kernel", "n_heads", "qk_nope",   "qk_rope",
+                                                   "v_head",  "attn_res_block", "pos", "n_block_residuals"};
+constexpr int pos_field = 10, blocks_field = 11;
+
+std::array<int32_t, shape_fields> header_fields(const format::ModelConfig& c, const SessionState& s) {
+    return {c.layers,  c.hidden,   c.kda_heads, c.kda_head_dim,     c.conv_kernel,
+            c.heads,   c.qk_nope,  c.qk_rope,   c.v_head,           c.attn_res_block,
+            static_cast<int32_t>(s.position), static_cast<int32_t>(s.n_blocks)};
+}
+
+uint64_t layer_floats(const format::ModelConfig& c, const LayerState& layer, int index, uint32_t position) {
+    if (c.layer_kinds[index] == format::LayerKind::kda) return layer.kda.size() + layer.conv.size();
+    return static_cast<uint64_t>(position) * (c.kv_lora + c.qk_rope);
+}
+
+struct FileCloser {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+}  // namespace
+
+void save_session_state(const format::ModelConfig& c, const SessionState& s, const std::string& path) {
+    platform::OutputFileOptions options;
+    options.want_direct = false;  // a state file is read back soon; let the page cache keep it
+    options.buffer_bytes = size_t{1} << 20;
+    options.buffers = 2;
+    platform::OutputFile out(path, options);
+    auto write = [&](const void* data, size_t bytes) {
+        out.write(std::span<const uint8_t>(static_cast<const uint8_t*>(data), bytes));
+    };
+    const uint32_t magic[2] = {session_file_magic, session_file_version};
+    write(magic, sizeof magic);
+    const auto fields = header_fields(c, s);
+    write(fields.data(), sizeof(int32_t) * fields.size());
+    const uint32_t reserved[2] = {0, 0};
+    write(reserved, sizeof reserved);
+    for (int l = 0; l < c.layers; ++l) {
+        const LayerState& layer = s.layers[l];
+        if (c.layer_kinds[l] == format::LayerKind::kda) {
+            write(layer.kda.data(), sizeof(float) * layer.kda.size());
+            write(layer.conv.data(), sizeof(float) * layer.conv.size());
+        } else {
+            WASTE_CHECK(layer.n_kv == s.position);
+            const int32_t n_kv = static_cast<int32_t>(layer.n_kv);
+            write(&n_kv, sizeof n_kv);
+            write(layer.latent.data(), sizeof(float) * layer_floats(c, layer, l, s.position));
+        }
+    }
+    write(s.block_residuals.data(), sizeof(float) * static_cast<size_t>(s.n_blocks) * c.hidden);
+    write(s.residual.data(), sizeof(float) * s.residual.size());
+    out.commit();
+    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+    platform::sync_directory(parent.string());
+}
+
+void load_session_state(const format::ModelConfig& c, const std::string& path, SessionState& s) {
+    s.reset();
+    try {
+        std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+        if (!file) fail(WASTE_ERR_IO, "state file {}: cannot open: {}", path, std::strerror(errno));
+        std::error_code size_error;
+        const uint64_t file_bytes = std::filesystem::file_size(path, size_error);
+        if (size_error) fail(WASTE_ERR_IO, "state file {}: cannot stat: {}", path, size_error.message());
+        if (file_bytes < session_file_header_bytes)
+            fail(WASTE_ERR_CORRUPT, "state file {}: {} bytes, shorter than the {}-byte header", path, file_bytes,
+                 session_file_header_bytes);
+        uint8_t header[session_file_header_bytes];
+        if (std::fread(header, 1, sizeof header, file.get()) != sizeof header)
+            fail(WASTE_ERR_IO, "state file {}: cannot read the header", path);
+        uint32_t magic = 0, version = 0;
+        std::memcpy(&magic, header, 4);
+        std::memcpy(&version, header + 4, 4);
+        if (magic != session_file_magic)
+            fail(WASTE_ERR_FORMAT, "state file {}: magic 0x{:08x} is not 'WDAS' (0x{:08x}); not a session state file", path,
+                 magic, session_file_magic);
+        if (version != session_file_version)
+            fail(WASTE_ERR_FORMAT, "state file {}: version {}, this build reads version {}", path, version,
+                 session_file_version);
+        std::array<int32_t, shape_fields> got{};
+        std::memcpy(got.data(), header + 8, sizeof(int32_t) * shape_fields);
+        const auto want = header_fields(c, s);
+        for (int i = 0; i < shape_fields; ++i)
+            if (i != pos_field && i != blocks_field && got[i] != want[i])
+                fail(WASTE_ERR_FORMAT, "state file {}: saved from a model with {} {}, this model has {} {}", path,
+                     field_names[i], got[i], field_names[i], want[i]);
+        const int32_t position = got[pos_field], blocks = got[blocks_field];
+        if (position < 0 || static_cast<uint32_t>(position) > s.context_length)
+            fail(WASTE_ERR_FORMAT, "state file {}: pos {} is outside [0, {}] (this session's context length; open with a larger --ctx)",
+                 path, position, s.context_length);
+        const size_t max_blocks = c.hidden ? s.block_residuals.size() / c.hidden : 0;
+        if (blocks < 0 || static_cast<size_t>(blocks) > max_blocks)
+            fail(WASTE_ERR_FORMAT, "state file {}: n_block_residuals {} is outside [0, {}] for this model", path, blocks,
+                 max_blocks);
+        uint64_t expected = session_file_header_bytes;
+        for (int l = 0; l < c.layers; ++l) {
+            if (c.layer_kinds[l] == format::LayerKind::mla) expected += sizeof(int32_t);
+            expected += sizeof(float) * layer_floats(c, s.layers[l], l, static_cast<uint32_t>(position));
+        }
+        expected += sizeof(float) * (static_cast<uint64_t>(blocks) + 1) * c.hidden;
+        if (file_bytes != expected)
+            fail(WASTE_ERR_CORRUPT, "state file {}: {} bytes, but a state of {} tokens of this model is {} bytes ({})", path,
+                 file_bytes, position, expected, file_bytes < expected ? "truncated" : "trailing bytes");
+
+        auto read_floats = [&](float* into, size_t count, const char* what, int layer) {
+            const std::string where = layer >= 0 ? fmt::format("{} of layer {}", what, layer) : std::string(what);
+            if (std::fread(into, sizeof(float), count, file.get()) != count)
+                fail(WASTE_ERR_IO, "state file {}: short read in {}", path, where);
+            for (size_t i = 0; i < count; ++i)
+                if (!std::isfinite(into[i]))
+                    fail(WASTE_ERR_CORRUPT, "state file {}: {} holds a non-finite value at element {}", path, where, i);
+        };
+        for (int l = 0; l < c.layers; ++l) {
+            LayerState& layer = s.layers[l];
+            if (c.layer_kinds[l] == format::LayerKind::kda) {
+                read_floats(layer.kda.data(), layer.kda.size(), "the KDA state", l);
+                read_floats(layer.conv.data(), layer.conv.size(), "the conv state", l);
+            } else {
+                int32_t n_kv = 0;
+                if (std::fread(&n_kv, sizeof n_kv, 1, file.get()) != 1)
+                    fail(WASTE_ERR_IO, "state file {}: short read at n_kv of layer {}", path, l);
+                if (n_kv != position)
+                    fail(WASTE_ERR_CORRUPT, "state file {}: layer {} (MLA) has n_kv {}, must equal pos {}", path, l, n_kv,
+                         position);
+                read_floats(layer.latent.data(), layer_floats(c, layer, l, static_cast<uint32_t>(position)),
+                            "the latent cache", l);
+                layer.n_kv = static_cast<uint32_t>(n_kv);
+            }
+        }
+        read_floats(s.block_residuals.data(), static_cast<size_t>(blocks) * c.hidden, "the block residuals", -1);
+        read_floats(s.residual.data(), s.residual.size(), "the residual stream", -1);
+        s.n_blocks = static_cast<uint32_t>(blocks);
+        s.position = static_cast<uint32_t>(position);
+    } catch (...) {
+        s.reset();
+        throw;
+    }
+}
+
+}  // namespace waste::model
