@@ -1,0 +1,231 @@
+// cmd_chat.cpp — `waste chat MODEL`: a conversation on the terminal.
+//
+// Each line typed is a user turn (wrapped by the container's chat.json, or
+// as it is with --raw); the answer streams back. Commands: /reset, /save F,
+// /load F, /stats, /help, /quit. Ctrl-C stops the answer being generated
+// (or discards the line being typed) without quitting; Ctrl-D at the prompt
+// quits. Input is read with read(2) so that Ctrl-C interrupts it (SIGINT is
+// installed without SA_RESTART).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "generate_support.h"
+
+namespace waste_cli {
+namespace {
+
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_sigint(int) { interrupted.store(true); }
+
+int interrupt_requested() { return interrupted.load() ? 1 : 0; }
+
+enum class LineResult { line, interrupted, end };
+
+// One line from stdin without its newline. Ctrl-C while typing discards the line.
+LineResult read_line(std::string& line) {
+    line.clear();
+    for (;;) {
+        char c = 0;
+        const ssize_t got = ::read(STDIN_FILENO, &c, 1);
+        if (got == 1) {
+            if (c == '\n') return LineResult::line;
+            line.push_back(c);
+            continue;
+        }
+        if (got < 0 && errno == EINTR) {
+            if (interrupted.exchange(false)) return LineResult::interrupted;
+            continue;
+        }
+        return line.empty() ? LineResult::end : LineResult::line;  // EOF (Ctrl-D) or a read error
+    }
+}
+
+const char* help_text =
+    "Type a message and press Enter. Commands:\n"
+    "  /reset     forget the conversation (the system prompt is kept)\n"
+    "  /save F    save the conversation state to file F\n"
+    "  /load F    continue from a state saved with /save (same model)\n"
+    "  /stats     tokens held, expert cache hit rate, bytes read\n"
+    "  /help      this text\n"
+    "  /quit      leave (or Ctrl-D)\n"
+    "Ctrl-C stops an answer without leaving.\n";
+
+class ChatLoop {
+public:
+    ChatLoop(const GenerateArgs& args) : args_(args), g_(open_generator(args, true)) {
+        if (!g_.tokenizer) throw RuntimeFailure{args.model + " has no tokenizer.model: chat needs text (try waste run --ids)"};
+        if (!args.raw && !g_.chat) throw RuntimeFailure{g_.chat_missing};
+        if (args.raw && !args.system.empty()) throw CLI::ValidationError("--system", "--system needs the chat template; --raw skips it");
+        if (g_.chat) {
+            const char *prefix = nullptr, *suffix = nullptr;
+            waste_error error{};
+            if (waste_chat_template_role(g_.chat.get(), "assistant", &prefix, &suffix, &error) != WASTE_OK)
+                fail_with(error, "chat template");
+            answer_suffix_ = tokenize(g_, suffix, WASTE_TOKENIZE_MARKUP);
+            if (answer_suffix_.size() == 1) stop_tokens_ = answer_suffix_;
+        }
+        interactive_ = isatty(STDIN_FILENO);
+    }
+
+    void run() {
+        struct sigaction action {};
+        action.sa_handler = on_sigint;
+        sigemptyset(&action.sa_mask);
+        action.sa_flags = 0;  // no SA_RESTART: a Ctrl-C interrupts read()
+        sigaction(SIGINT, &action, nullptr);
+        if (interactive_ && !args_.quiet)
+            fmt::print(stderr, "waste chat — {} ({}). /help for commands, Ctrl-D to quit.\n", args_.model,
+                       g_.chat ? "chat template" : "raw");
+        std::string line;
+        for (;;) {
+            if (interactive_) {
+                fmt::print("> ");
+                std::fflush(stdout);
+            }
+            const LineResult got = read_line(line);
+            if (got == LineResult::end) break;
+            if (got == LineResult::interrupted) {
+                fmt::print("\n");
+                continue;
+            }
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            if (line.empty()) continue;
+            if (line[0] == '/') {
+                if (!command(line)) break;
+                continue;
+            }
+            answer(line);
+        }
+        if (interactive_) fmt::print("\n");
+        finish_stream(args_.stream, g_.model.get());
+    }
+
+private:
+    // Returns false to quit.
+    bool command(const std::string& line) {
+        const size_t space = line.find(' ');
+        const std::string name = line.substr(0, space);
+        std::string argument = space == std::string::npos ? "" : line.substr(space + 1);
+        while (!argument.empty() && argument.back() == ' ') argument.pop_back();
+        waste_error error{};
+        if (name == "/quit" || name == "/exit") return false;
+        if (name == "/help") {
+            fmt::print("{}", help_text);
+        } else if (name == "/reset") {
+            waste_session_reset(g_.session.get(), &error);
+            pending_.clear();
+            system_sent_ = false;
+            fmt::print("[conversation reset]\n");
+        } else if (name == "/save" || name == "/load") {
+            if (argument.empty()) {
+                fmt::print("usage: {} FILE\n", name);
+            } else if (name == "/save") {
+                // The closing markup of the last answer belongs to the state.
+                if (!pending_.empty() && waste_session_eval(g_.session.get(), pending_.data(), pending_.size(), &error) != WASTE_OK) {
+                    fmt::print("error: {}\n", error.message);
+                    return true;
+                }
+                pending_.clear();
+                if (waste_state_save(g_.session.get(), argument.c_str(), &error) != WASTE_OK) fmt::print("error: cannot save: {}\n", error.message);
+                else fmt::print("[saved {} tokens to {}]\n", waste_session_position(g_.session.get()), argument);
+            } else {
+                pending_.clear();
+                if (waste_state_load(g_.session.get(), argument.c_str(), &error) != WASTE_OK) {
+                    system_sent_ = false;
+                    fmt::print("error: cannot load: {}\n[the conversation was reset]\n", error.message);
+                } else {
+                    system_sent_ = true;  // the saved state holds its own system turn
+                    fmt::print("[loaded {} tokens from {}]\n", waste_session_position(g_.session.get()), argument);
+                }
+            }
+        } else if (name == "/stats") {
+            waste_session_stats stats{};
+            waste_session_stats_get(g_.session.get(), &stats, &error);
+            const uint64_t lookups = stats.expert_hits + stats.expert_misses;
+            fmt::print("[{} of {} context tokens held | {} tokens evaluated | experts {} hit / {} miss = {:.1f}% | {:.1f} MB read | {:.2f} s reading, {:.2f} s computing]\n",
+                       waste_session_position(g_.session.get()) + pending_.size(), waste_session_context_length(g_.session.get()),
+                       stats.tokens, stats.expert_hits, stats.expert_misses, lookups ? 100.0 * stats.expert_hits / lookups : 0.0,
+                       stats.bytes_read / 1e6, stats.io_seconds, stats.compute_seconds);
+        } else {
+            fmt::print("unknown command {} (/help lists them)\n", name);
+        }
+        std::fflush(stdout);
+        return true;
+    }
+
+    void answer(const std::string& text) {
+        std::vector<int32_t> turn = pending_;
+        waste_error error{};
+        if (g_.chat) {
+            std::vector<waste_chat_message> messages;
+            if (!system_sent_ && !args_.system.empty()) messages.push_back({"system", args_.system.data(), args_.system.size()});
+            messages.push_back({"user", text.data(), text.size()});
+            int32_t* ids = nullptr;
+            size_t count = 0;
+            if (waste_chat_tokenize(g_.chat.get(), g_.tokenizer.get(), messages.data(), messages.size(), 1, &ids, &count, &error) != WASTE_OK) {
+                fmt::print("error: {}\n", error.message);
+                return;
+            }
+            turn.insert(turn.end(), ids, ids + count);
+            waste_tokens_free(ids);
+        } else {
+            int32_t* ids = nullptr;
+            size_t count = 0;
+            if (waste_tokenizer_tokenize(g_.tokenizer.get(), text.data(), text.size(), 0, &ids, &count, &error) != WASTE_OK) {
+                fmt::print("error: {}\n", error.message);
+                return;
+            }
+            turn.insert(turn.end(), ids, ids + count);
+            waste_tokens_free(ids);
+        }
+        interrupted.store(false);
+        if (waste_session_eval(g_.session.get(), turn.data(), turn.size(), &error) != WASTE_OK) {
+            fmt::print("error: {}\n", error.message);
+            if (error.status == WASTE_ERR_CONTEXT_FULL) fmt::print("[/reset to start over, or restart with a larger --ctx]\n");
+            std::fflush(stdout);
+            return;
+        }
+        pending_.clear();
+        system_sent_ = true;
+        GenerationOutput out;
+        out.should_stop = interrupt_requested;
+        const auto start = std::chrono::steady_clock::now();
+        const waste_generate_result result = generate(g_, args_, out, stop_tokens_);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        fmt::print("\n");
+        if (result.stop_reason == WASTE_STOP_CALLBACK) fmt::print("[stopped]\n");
+        if (result.stop_reason == WASTE_STOP_CONTEXT) fmt::print("[the context is full: /reset to start over]\n");
+        std::fflush(stdout);
+        if (!args_.quiet) fmt::print(stderr, "{}\n", summary_line(out, seconds));
+        interrupted.store(false);
+        // Close the answer in the context unless the model closed it itself.
+        const bool closed = out.tokens.size() >= answer_suffix_.size() && !answer_suffix_.empty() &&
+                            std::equal(answer_suffix_.begin(), answer_suffix_.end(), out.tokens.end() - static_cast<long>(answer_suffix_.size()));
+        if (g_.chat && !closed) pending_ = answer_suffix_;
+    }
+
+    const GenerateArgs& args_;
+    Generator g_;
+    std::vector<int32_t> answer_suffix_, stop_tokens_;
+    std::vector<int32_t> pending_;  // markup to evaluate before the next turn
+    bool system_sent_ = false;
+    bool interactive_ = false;
+};
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+    auto args = std::make_shared<GenerateArgs>();
+    CLI::App* chat = app.add_subcommand("chat", "Talk with a model: a line in, an answer out (/help inside)");
+    add_generate_options(chat, *args, 512);
+    chat->callback([args] { ChatLoop(*args).run(); });
+}
+
+}  // namespace waste_cli

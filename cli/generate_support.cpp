@@ -1,0 +1,196 @@
+#include "generate_support.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+namespace waste_cli {
+
+void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tokens) {
+    command->add_option("MODEL", args.model, "Container directory")->required();
+    command->add_option("-n,--tokens", args.tokens, "Most tokens to generate (per answer in chat)")
+        ->default_val(default_tokens)
+        ->check(CLI::Range(0, 1 << 24));
+    command->add_option("--temp", args.temperature, "Sampling temperature (0 = greedy)")->default_val(0.0)->check(CLI::Range(0.0, 100.0));
+    command->add_option("--top-k", args.top_k, "Keep the k most likely tokens (0 = off)")->default_val(0);
+    command->add_option("--top-p", args.top_p, "Keep the most likely tokens up to this probability (1 = off)")
+        ->default_val(1.0)
+        ->check(CLI::Range(0.0, 1.0));
+    command->add_option("--min-p", args.min_p, "Drop tokens less likely than min-p x the most likely (0 = off)")
+        ->default_val(0.0)
+        ->check(CLI::Range(0.0, 1.0));
+    command->add_option("--seed", args.seed, "Sampling seed (the same seed gives the same text)")->default_val(0);
+    command->add_option("--stop", args.stops, "Stop when the text contains this string (repeatable)")->expected(1)->take_all();
+    command->add_option("--system", args.system, "System prompt (a system turn from chat.json)")->default_str("none");
+    command->add_flag("--raw", args.raw, "No chat template: the text goes to the model as it is");
+    command->add_flag("--ignore-eos", args.ignore_eos, "Do not stop at the model's end-of-sequence token");
+    command->add_option("--budget", args.budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
+    command->add_option("--ctx", args.context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
+    command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
+    command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
+    command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
+    command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
+    command->add_flag("-q,--quiet", args.quiet, "Only the generated text: no status or summary line");
+    add_stream_options(command, args.stream);
+}
+
+Generator open_generator(const GenerateArgs& args, bool want_chat) {
+    waste_sampler_options sampler_options;
+    waste_sampler_options_init(&sampler_options);
+    sampler_options.temperature = args.temperature;
+    sampler_options.top_k = args.top_k;
+    sampler_options.top_p = args.top_p;
+    sampler_options.min_p = args.min_p;
+    sampler_options.seed = args.seed;
+    Generator g;
+    waste_error error{};
+    waste_sampler* sampler = nullptr;
+    if (waste_sampler_create(&sampler_options, &sampler, &error) != WASTE_OK) throw CLI::ValidationError("sampling", error.message);
+    g.sampler.reset(sampler);
+    for (const auto& stop : args.stops)
+        if (stop.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
+
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = args.context;
+    options.threads = args.threads;
+    options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
+    if (args.verify) options.flags |= WASTE_OPEN_VERIFY_CHECKSUMS;
+    if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &error) != WASTE_OK)
+        throw CLI::ValidationError("--policy", error.message);
+    apply_open_options(args.stream, options);
+    g.model = open_model(args.model, options);
+    report_open(args.stream, g.model.get());
+    waste_session* session = nullptr;
+    if (waste_session_create(g.model.get(), &session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
+    g.session.reset(session);
+    apply_session_options(args.stream, session);
+    if (waste_session_set_prefill_chunk(session, args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
+    waste_tokenizer* tokenizer = nullptr;
+    if (waste_model_tokenizer(g.model.get(), nullptr, &tokenizer, &error) == WASTE_OK) g.tokenizer.reset(tokenizer);
+    else if (error.status != WASTE_ERR_UNSUPPORTED) fail_with(error, "cannot load the tokenizer of " + args.model);
+    if (want_chat && !args.raw) {
+        waste_chat_template* chat = nullptr;
+        if (waste_model_chat_template(g.model.get(), &chat, &error) == WASTE_OK) g.chat.reset(chat);
+        else if (error.status == WASTE_ERR_UNSUPPORTED) g.chat_missing = error.message;
+        else fail_with(error, "cannot read the chat template");
+    }
+    return g;
+}
+
+std::vector<int32_t> tokenize(const Generator& g, const std::string& text, uint32_t flags) {
+    if (!g.tokenizer)
+        throw RuntimeFailure{"this container has no tokenizer.model, so it takes token ids only: use --ids \"1 2 3\""};
+    int32_t* ids = nullptr;
+    size_t count = 0;
+    waste_error error{};
+    if (waste_tokenizer_tokenize(g.tokenizer.get(), text.data(), text.size(), flags, &ids, &count, &error) != WASTE_OK)
+        fail_with(error, "cannot tokenize the prompt");
+    std::vector<int32_t> out(ids, ids + count);
+    waste_tokens_free(ids);
+    return out;
+}
+
+const char* stop_reason_name(uint32_t reason) {
+    switch (reason) {
+        case WASTE_STOP_LENGTH: return "length";
+        case WASTE_STOP_EOS: return "eos";
+        case WASTE_STOP_TOKEN: return "stop_token";
+        case WASTE_STOP_STRING: return "stop_string";
+        case WASTE_STOP_CALLBACK: return "interrupted";
+        case WASTE_STOP_CONTEXT: return "context_full";
+        default: return "unknown";
+    }
+}
+
+namespace {
+
+struct Delta {
+    uint64_t hits = 0, misses = 0, bytes = 0;
+};
+
+Delta stats_since(const GenerationOutput& out) {
+    waste_session_stats now{};
+    waste_session_stats_get(out.session, &now, nullptr);
+    return Delta{now.expert_hits - out.start.expert_hits, now.expert_misses - out.start.expert_misses,
+                 now.bytes_read - out.start.bytes_read};
+}
+
+void draw_status(GenerationOutput& out) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - out.last_status < std::chrono::milliseconds(100)) return;
+    out.last_status = now;
+    const double seconds = std::chrono::duration<double>(now - out.started).count();
+    const Delta d = stats_since(out);
+    const uint64_t lookups = d.hits + d.misses;
+    fmt::print(stderr, "\r\033[K[{} tokens, {:.2f} tok/s | experts {:.1f}% hit | {:.1f} MB read]", out.tokens.size(),
+               seconds > 0 ? out.tokens.size() / seconds : 0.0, lookups ? 100.0 * d.hits / lookups : 0.0, d.bytes / 1e6);
+    std::fflush(stderr);
+}
+
+int on_step(const waste_generated* step, void* user) {
+    auto& out = *static_cast<GenerationOutput*>(user);
+    if (step->token >= 0) {
+        out.tokens.push_back(step->token);
+        out.logprobs.push_back(step->logprob);
+    }
+    out.text.append(step->text, step->text_length);
+    if (out.print_text) {
+        if (out.ids_only && step->token >= 0) fmt::print("{} ", step->token);
+        else if (step->text_length) std::fwrite(step->text, 1, step->text_length, stdout);
+        std::fflush(stdout);
+    }
+    if (out.status_line) draw_status(out);
+    if (out.should_stop && out.should_stop()) {
+        out.stop_requested_by_signal = true;
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+waste_generate_result generate(const Generator& g, const GenerateArgs& args, GenerationOutput& out,
+                               const std::vector<int32_t>& extra_stop_tokens) {
+    std::vector<const char*> stops;
+    for (const auto& stop : args.stops) stops.push_back(stop.c_str());
+    if (!g.tokenizer && !stops.empty())
+        throw RuntimeFailure{"--stop needs text, and this container has no tokenizer.model"};
+    waste_generate_options options;
+    waste_generate_options_init(&options);
+    options.max_tokens = static_cast<uint32_t>(args.tokens);
+    options.flags = args.ignore_eos ? WASTE_GENERATE_IGNORE_EOS : 0;
+    options.tokenizer = g.tokenizer.get();
+    options.stop_strings = stops.data();
+    options.stop_string_count = stops.size();
+    options.stop_tokens = extra_stop_tokens.data();
+    options.stop_token_count = extra_stop_tokens.size();
+    out.ids_only = !g.tokenizer;
+    out.session = g.session.get();
+    waste_session_stats_get(out.session, &out.start, nullptr);
+    out.started = out.last_status = std::chrono::steady_clock::now();
+    waste_generate_result result{};
+    waste_error error{};
+    const waste_status status = waste_session_generate(g.session.get(), g.sampler.get(), &options, on_step, &out, &result, &error);
+    if (out.status_line) {
+        fmt::print(stderr, "\r\033[K");
+        std::fflush(stderr);
+    }
+    if (status != WASTE_OK) {
+        if (out.print_text) fmt::print("\n");
+        fail_with(error, "generation failed");
+    }
+    return result;
+}
+
+std::string summary_line(const GenerationOutput& out, double seconds) {
+    const Delta d = stats_since(out);
+    const uint64_t lookups = d.hits + d.misses;
+    return fmt::format("[{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {:.1f}% | {:.2f} GB read]", out.tokens.size(),
+                       seconds, out.tokens.size() > 1 && seconds > 0 ? (out.tokens.size() - 1) / seconds : 0.0, d.hits, d.misses,
+                       lookups ? 100.0 * d.hits / lookups : 0.0, d.bytes / 1e9);
+}
+
+}  // namespace waste_cli

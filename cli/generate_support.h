@@ -1,0 +1,99 @@
+// generate_support.h — what `waste run` and `waste chat` share: their
+// options, opening the model with a session, tokenizer and sampler, the
+// streaming printer with its status and summary lines.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli_common.h"
+#include "stream_options.h"
+#include "waste/waste.h"
+
+namespace waste_cli {
+
+struct GenerateArgs {
+    std::string model;
+    std::string budget;
+    uint32_t context = 4096;
+    unsigned threads = 0;
+    bool verify = false;
+    std::string policy = "default";
+    uint32_t chunk = 64;
+    StreamArgs stream;
+    int tokens = 256;
+    double temperature = 0;
+    uint32_t top_k = 0;
+    double top_p = 1;
+    double min_p = 0;
+    uint64_t seed = 0;
+    std::vector<std::string> stops;
+    std::string system;
+    bool raw = false;
+    bool ignore_eos = false;
+    bool quiet = false;
+};
+
+// The options both commands take (each lists its own default in --help).
+void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tokens);
+
+struct SessionCloser {
+    void operator()(waste_session* session) const { waste_session_free(session); }
+};
+struct TokenizerCloser {
+    void operator()(waste_tokenizer* tokenizer) const { waste_tokenizer_free(tokenizer); }
+};
+struct SamplerCloser {
+    void operator()(waste_sampler* sampler) const { waste_sampler_free(sampler); }
+};
+struct ChatCloser {
+    void operator()(waste_chat_template* chat) const { waste_chat_template_free(chat); }
+};
+
+struct Generator {
+    ModelHandle model;
+    std::unique_ptr<waste_session, SessionCloser> session;
+    std::unique_ptr<waste_tokenizer, TokenizerCloser> tokenizer;  // null: the container has none
+    std::unique_ptr<waste_sampler, SamplerCloser> sampler;
+    std::unique_ptr<waste_chat_template, ChatCloser> chat;        // null: none, or --raw
+    std::string chat_missing;                                     // why chat is null, when not --raw
+};
+
+// Opens everything; a bad sampling option is a usage error (CLI::ValidationError).
+Generator open_generator(const GenerateArgs& args, bool want_chat);
+
+std::vector<int32_t> tokenize(const Generator& g, const std::string& text, uint32_t flags);
+
+// Prints a generation as it streams: text (or ids when there is no
+// tokenizer) on stdout; on a terminal, a status line on stderr.
+struct GenerationOutput {
+    bool print_text = true;
+    bool status_line = false;
+    bool ids_only = false;   // no tokenizer: print ids
+    bool stop_requested_by_signal = false;
+    std::vector<int32_t> tokens;
+    std::vector<float> logprobs;
+    std::string text;
+    waste_session* session = nullptr;
+    waste_session_stats start{};
+    std::chrono::steady_clock::time_point started;
+    std::chrono::steady_clock::time_point last_status;
+    int (*should_stop)() = nullptr;  // polled per token (Ctrl-C in chat)
+};
+
+// Runs waste_session_generate with args' stops and limits.
+waste_generate_result generate(const Generator& g, const GenerateArgs& args, GenerationOutput& out,
+                               const std::vector<int32_t>& extra_stop_tokens = {});
+
+// "[N tokens, S s, T tok/s | experts H hit / M miss = P% | X GB read]"
+std::string summary_line(const GenerationOutput& out, double seconds);
+const char* stop_reason_name(uint32_t reason);
+
+void add_chat_command(CLI::App& app);  // cmd_chat.cpp
+
+}  // namespace waste_cli

@@ -1,0 +1,272 @@
+"""End-to-end tests of `waste run` and `waste chat`: the built binary on a
+synthetic container (waste synth tiny: tokenizer and chat.json), the
+upstream tiny-tok fixture (tokenizer, no chat.json) and tiny (no tokenizer).
+
+The chat REPL runs on a real pseudo-terminal (python's pty): typed lines,
+/save, /load, /reset, /stats, Ctrl-C (the terminal's interrupt character,
+which the kernel turns into SIGINT) and Ctrl-D.
+
+The binary: WASTE_CLI, else build/release/waste; its absence is a failure.
+Outputs are compared exactly: the engine is deterministic for a given seed.
+"""
+
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+try:
+    from ._paths import FIXTURES, REPO_ROOT
+except ImportError:
+    from _paths import FIXTURES, REPO_ROOT
+
+CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
+TIMEOUT = 120  # seconds per command; generous because the test machine is shared
+
+
+def waste(*args, stdin=None, check=None):
+    proc = subprocess.run([CLI, *args], input=stdin, capture_output=True, timeout=TIMEOUT)
+    if check is not None and proc.returncode != check:
+        raise AssertionError(f"waste {' '.join(args)} exited {proc.returncode}, wanted {check}:\n"
+                             f"{proc.stdout.decode(errors='replace')}\n{proc.stderr.decode(errors='replace')}")
+    return proc
+
+
+class Terminal:
+    """A command on a pseudo-terminal: type into it, read what it shows."""
+
+    def __init__(self, args):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execv(CLI, [CLI, *args])
+        self.seen = b""
+
+    def type(self, data):
+        os.write(self.fd, data)
+
+    def read_until(self, marker, timeout=TIMEOUT):
+        """Reads until marker appears after what was consumed; returns the text before it."""
+        deadline = time.time() + timeout
+        while marker not in self.seen:
+            left = deadline - time.time()
+            if left <= 0:
+                raise AssertionError(f"no {marker!r} within {timeout} s; the terminal shows:\n"
+                                     f"{self.seen[-2000:].decode(errors='replace')}")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    raise AssertionError(f"the command ended before {marker!r}:\n{self.seen[-2000:].decode(errors='replace')}")
+                self.seen += chunk
+        before, _, self.seen = self.seen.partition(marker)
+        return before
+
+    def wait(self, timeout=TIMEOUT):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            # drain output so the child never blocks on a full terminal
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if ready:
+                try:
+                    self.seen += os.read(self.fd, 65536)
+                except OSError:
+                    pass
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        raise AssertionError("the command did not end")
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
+        cls.tmp = tempfile.mkdtemp(prefix="waste-cli-test-")
+        cls.model = os.path.join(cls.tmp, "tiny.waste")
+        waste("synth", cls.model, "--preset", "tiny", "--seed", "7", check=0)
+        cls.plain = os.path.join(FIXTURES, "tiny-tok.waste")     # a tokenizer, no chat.json
+        cls.no_tokenizer = os.path.join(FIXTURES, "tiny.waste")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_json(self, *args, stdin=None):
+        proc = waste("run", self.model, *args, "--json", stdin=stdin, check=0)
+        return json.loads(proc.stdout)
+
+    # ------------------------------------------------------------------ run
+
+    def test_text_prompt_streams_the_json_text(self):
+        result = self.run_json("Once upon a time", "-n", "12", "--ignore-eos")
+        self.assertEqual(len(result["tokens"]), 12)
+        proc = waste("run", self.model, "Once upon a time", "-n", "12", "--ignore-eos", "-q", check=0)
+        self.assertEqual(proc.stdout.decode("utf-8", errors="replace"), result["text"] + "\n")
+        self.assertEqual(proc.stderr, b"", "-q prints no status or summary")
+        summary = waste("run", self.model, "Once upon a time", "-n", "12", "--ignore-eos", check=0).stderr.decode()
+        self.assertRegex(summary, r"\[12 tokens, [0-9.]+ s, [0-9.]+ tok/s \| experts \d+ hit / \d+ miss = [0-9.]+% \| [0-9.]+ GB read\]")
+
+    def test_stdin_dash_and_file_give_the_same_prompt(self):
+        want = self.run_json("The cat sat", "-n", "6")
+        piped = self.run_json("-n", "6", stdin=b"The cat sat")
+        dashed = self.run_json("-", "-n", "6", stdin=b"The cat sat")
+        path = os.path.join(self.tmp, "prompt.txt")
+        with open(path, "wb") as f:
+            f.write(b"The cat sat")
+        from_file = self.run_json("--file", path, "-n", "6")
+        for other in (piped, dashed, from_file):
+            self.assertEqual(other["tokens"], want["tokens"])
+            self.assertEqual(other["prompt_tokens"], want["prompt_tokens"])
+
+    def test_json_shape(self):
+        result = self.run_json("Hello", "-n", "5", "--ignore-eos")
+        for key, kind in {"text": str, "tokens": list, "logprobs": list, "stop_reason": str, "prompt_tokens": int,
+                          "chat_template": bool, "prompt_seconds": (int, float), "tok_per_s": (int, float),
+                          "generate_seconds": (int, float), "expert_hits": int, "expert_misses": int,
+                          "expert_hit_rate": (int, float), "bytes_read": int, "io_seconds": (int, float)}.items():
+            self.assertIn(key, result)
+            self.assertIsInstance(result[key], kind, key)
+        self.assertTrue(result["chat_template"])
+        self.assertEqual(result["stop_reason"], "length")
+        self.assertEqual(len(result["logprobs"]), 5)
+        self.assertTrue(all(lp <= 0 for lp in result["logprobs"]))
+        raw = self.run_json("Hello", "-n", "5", "--raw", "--ignore-eos")
+        self.assertFalse(raw["chat_template"])
+        self.assertLess(raw["prompt_tokens"], result["prompt_tokens"], "the template adds markup tokens")
+
+    def test_seeded_sampling_repeats_and_differs_by_seed(self):
+        args = ("A story:", "-n", "24", "--ignore-eos", "--temp", "1.2", "--top-k", "40", "--top-p", "0.95", "--min-p", "0.01")
+        a = self.run_json(*args, "--seed", "5")
+        b = self.run_json(*args, "--seed", "5")
+        c = self.run_json(*args, "--seed", "6")
+        greedy = self.run_json("A story:", "-n", "24", "--ignore-eos")
+        self.assertEqual(a["tokens"], b["tokens"])
+        self.assertNotEqual(a["tokens"], c["tokens"])
+        self.assertNotEqual(a["tokens"], greedy["tokens"])
+
+    def test_stop_string_cuts_the_text_before_it(self):
+        full = self.run_json("Tell me", "-n", "40", "--ignore-eos")["text"]
+        # A two-character stop string at its first occurrence, after some text.
+        for k in range(3, len(full) - 2):
+            stop = full[k:k + 2]
+            if full.find(stop) == k and stop.isprintable() and not stop.startswith("-"):
+                break
+        else:
+            self.fail(f"no usable stop string in {full!r}")
+        cut = self.run_json("Tell me", "-n", "40", "--ignore-eos", "--stop", "\u2603never", "--stop", stop)
+        self.assertEqual(cut["stop_reason"], "stop_string")
+        self.assertEqual(cut["text"], full[:k])
+
+    def test_ids_prompt_and_container_without_tokenizer(self):
+        proc = waste("run", self.no_tokenizer, "--ids", "1 2 3", "-n", "4", "-q", check=0)
+        self.assertEqual(len(proc.stdout.split()), 4, proc.stdout)
+        proc = waste("run", self.no_tokenizer, "hello", "-n", "4", check=1)
+        self.assertIn(b"token ids only", proc.stderr)
+
+    def test_container_without_chat_json(self):
+        proc = waste("run", self.plain, "hello", "-n", "3", "--json", check=0)
+        self.assertFalse(json.loads(proc.stdout)["chat_template"])
+        proc = waste("chat", self.plain, stdin=b"hi\n", check=1)
+        self.assertIn(b"has no chat.json", proc.stderr)
+        proc = waste("chat", self.plain, "--raw", "-n", "3", "-q", stdin=b"hi\n", check=0)
+
+    def test_exit_codes(self):
+        for args in (["run"], ["run", self.model, "x", "--temp", "-1"], ["run", self.model, "x", "--top-p", "2"],
+                     ["run", self.model, "x", "--ids", "1"], ["run", self.model, "x", "--bogus"],
+                     ["run", self.model, "--ids", "1 x"], ["chat"], ["run", self.model, "x", "-n", "many"]):
+            proc = waste(*args)
+            self.assertEqual(proc.returncode, 2, f"{args}: {proc.stderr}")
+            self.assertIn(b"--help", proc.stderr + proc.stdout, f"{args}: a usage error points at --help")
+        missing = os.path.join(self.tmp, "absent.waste")
+        proc = waste("run", missing, "hello", check=1)
+        self.assertIn(missing.encode(), proc.stderr)
+        damaged = os.path.join(self.tmp, "damaged.waste")
+        shutil.copytree(self.model, damaged)
+        with open(os.path.join(damaged, "manifest.json"), "r+b") as f:
+            f.truncate(40)
+        proc = waste("run", damaged, "hello", check=1)
+        self.assertIn(b"manifest", proc.stderr)
+
+    def test_help_lists_every_option_with_its_default(self):
+        top = waste("--help", check=0).stdout.decode()
+        for command in ("run", "chat", "eval", "tokenize", "bench", "info", "plan", "synth"):
+            self.assertIn(command, top)
+        for command in ("run", "chat"):
+            text = waste(command, "--help", check=0).stdout.decode()
+            for option in ("--budget", "--ctx", "-n", "--temp", "--top-p", "--top-k", "--min-p", "--seed", "--stop",
+                           "--system", "--raw", "--threads", "--verify", "-q", "--learn"):
+                self.assertIn(option, text, f"{command} --help lacks {option}")
+            for option, default in (("--temp", "0"), ("--top-p", "1"), ("--top-k", "0"), ("--min-p", "0"), ("--seed", "0"),
+                                    ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "64")):
+                line = next(l for l in text.splitlines() if option + " " in l or l.strip().startswith(option))
+                self.assertRegex(line, r"=" + default + r"(\.0+)?(\s|$)", f"{command}: {line!r} shows no default")
+
+    # ----------------------------------------------------------------- chat
+
+    def chat_answers(self, lines, *args):
+        """Drives chat on a pty through lines; returns the text shown after each line."""
+        term = Terminal(["chat", self.model, "-q", "-n", "16", "--ignore-eos", *args])
+        term.read_until(b"> ")
+        shown = []
+        for line in lines:
+            term.type(line + b"\n")
+            shown.append(term.read_until(b"\r\n> "))
+        term.type(b"\x04")
+        self.assertEqual(term.wait(), 0)
+        return shown
+
+    def test_chat_save_load_reset_continue_identically(self):
+        state = os.path.join(self.tmp, "chat.wdas")
+        a = self.chat_answers([b"hello there", b"/save " + state.encode(), b"and then?", b"/stats", b"/reset", b"/help"])
+        self.assertIn(b"[saved", a[1])
+        self.assertIn(b"context tokens held", a[3])
+        self.assertIn(b"[conversation reset]", a[4])
+        self.assertIn(b"/load F", a[5])
+        b = self.chat_answers([b"/load " + state.encode(), b"and then?"])
+        self.assertIn(b"[loaded", b[0])
+        answer = lambda shown: shown.split(b"and then?\r\n", 1)[1]
+        self.assertEqual(answer(a[2]), answer(b[1]), "a loaded conversation continues exactly")
+        bad = os.path.join(self.tmp, "bad.wdas")
+        with open(bad, "wb") as f:
+            f.write(b"WDAS" + bytes(10))
+        c = self.chat_answers([b"/load " + bad.encode(), b"/stats"])
+        self.assertIn(b"cannot load", c[0])
+        self.assertIn(b"[0 of 4096 context tokens held", c[1])
+
+    def test_chat_ctrl_c_stops_the_answer_and_ctrl_d_quits(self):
+        term = Terminal(["chat", self.model, "-q", "-n", "1000000", "--ignore-eos", "--ctx", "60000"])
+        term.read_until(b"> ")
+        term.type(b"go on forever\n")
+        term.read_until(b"go on forever\r\n")
+        deadline = time.time() + TIMEOUT
+        while len(term.seen) < 40 and time.time() < deadline:   # the answer is streaming
+            ready, _, _ = select.select([term.fd], [], [], 1)
+            if ready:
+                term.seen += os.read(term.fd, 65536)
+        term.type(b"\x03")  # the terminal's VINTR: SIGINT to the chat
+        term.read_until(b"[stopped]")
+        term.read_until(b"> ")
+        term.type(b"/stats\n")
+        held = term.read_until(b"> ")
+        self.assertIn(b"context tokens held", held)
+        term.type(b"\x03")  # Ctrl-C at the prompt discards the line, does not quit
+        term.read_until(b"> ")
+        term.type(b"\x04")  # Ctrl-D quits
+        self.assertEqual(term.wait(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
