@@ -5,6 +5,9 @@
 // reference's hf_synth (bf16, FP8 block, MXFP4, INT4 experts), compared
 // bit-exact with that writer's own independent numpy decoders.
 //
+// DecodeSpeed.DISABLED_K3Expert is a measurement, not a test: run it with
+//   ./checkpoint_test --gtest_also_run_disabled_tests --gtest_filter='DecodeSpeed.*'
+//
 // Tolerance: none anywhere. Every decoded value is a product the IEEE rules
 // fix to one f32 (the python side computes the same products in f32 or
 // exactly), so "equal bits" is the only honest test.
@@ -15,8 +18,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <chrono>
+#include <cstdio>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "convert/checkpoint.h"
@@ -704,3 +710,59 @@ INSTANTIATE_TEST_SUITE_P(Formats, HfSynthRoundTrip,
                              std::replace(n.begin(), n.end(), '-', '_');
                              return n;
                          });
+
+// =============================================================================
+// speed: reading one K3 routed expert (gate/up 3072x3584, down 3584x3072) from
+// a checkpoint in each storage format, through Checkpoint::read_f32 (pread
+// from the page cache + decode + finiteness check). Median of 5, one line of
+// JSON per format.
+
+TEST(DecodeSpeed, DISABLED_K3Expert) {
+    waste_test::TempDir dir;
+    const int64_t I = 3072, lat = 3584;
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {{I, lat}, {I, lat}, {lat, I}};
+    std::mt19937 rng(1);
+    auto random_bytes = [&](size_t n, uint8_t mask, uint8_t add) {
+        std::string b(n, '\0');
+        for (char& c : b) c = static_cast<char>((rng() & mask) + add);
+        return b;
+    };
+    for (const std::string format : {"bf16", "fp8", "mxfp4", "int4"}) {
+        std::vector<RawTensor> t;
+        for (size_t k = 0; k < 3; ++k) {
+            const auto [o, i] = shapes[k];
+            const std::string w = fmt::format("w{}.weight", k);
+            if (format == "bf16") {
+                std::string b(static_cast<size_t>(o * i * 2), '\0');
+                for (size_t j = 0; j < b.size(); j += 2) {
+                    b[j] = static_cast<char>(rng());
+                    b[j + 1] = static_cast<char>(0x3C + (rng() & 1) + (rng() & 0x80));  // |w| ~ 2^-7..2^-5
+                }
+                t.push_back({w, "BF16", {o, i}, b});
+            } else if (format == "fp8") {
+                t.push_back({w, "F8_E4M3", {o, i}, random_bytes(o * i, 0xF7, 0)});  // 0x77 mask: never 0x7f/0xff
+                t.push_back({w + "_scale_inv", "F32", {(o + 127) / 128, (i + 127) / 128},
+                             std::string(static_cast<size_t>((o + 127) / 128 * ((i + 127) / 128) * 4), '\0')});
+            } else if (format == "mxfp4") {
+                t.push_back({w + "_packed", "U8", {o, i / 2}, random_bytes(o * i / 2, 0xFF, 0)});
+                t.push_back({w + "_scale", "U8", {o, i / 32}, random_bytes(o * i / 32, 7, 118)});
+            } else {
+                t.push_back({w + "_packed", "I32", {o, i / 8}, random_bytes(o * i / 2, 0xFF, 0)});
+                t.push_back({w + "_scale", "BF16", {o, i / 32}, bf16_bytes(std::vector<float>(o * i / 32, 0.01f))});
+            }
+        }
+        write_checkpoint(dir / format, t);
+        const Checkpoint ck = Checkpoint::open(dir / format);
+        std::vector<std::vector<float>> out;
+        for (const auto& [o, i] : shapes) out.emplace_back(static_cast<size_t>(o * i));
+        std::vector<double> ms;
+        for (int rep = 0; rep < 6; ++rep) {
+            const auto a = std::chrono::steady_clock::now();
+            for (size_t k = 0; k < 3; ++k) ck.read_f32(fmt::format("w{}.weight", k), out[k]);
+            if (rep > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        std::printf("{\"bench\":\"checkpoint_read_k3_expert\",\"format\":\"%s\",\"weights\":%lld,\"median_ms\":%.2f}\n",
+                    format.c_str(), static_cast<long long>(3 * I * lat), ms[ms.size() / 2]);
+    }
+}
