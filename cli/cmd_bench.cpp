@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "stream_options.h"
 
 namespace waste_cli {
 namespace {
@@ -29,6 +30,7 @@ struct BenchArgs {
     uint32_t seed = 1;
     bool warm = true;
     bool json_output = false;
+    StreamArgs stream;
 };
 
 double median(std::vector<double> values) {
@@ -56,7 +58,9 @@ void run_bench(const BenchArgs& args) {
     options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
     if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &error) != WASTE_OK)
         throw CLI::ValidationError("--policy", error.message);
+    apply_open_options(args.stream, options);
     ModelHandle model = open_model(args.model, options);
+    report_open(args.stream, model.get());
     const json info = call_json(waste_model_info_json, model.get(), "info");
     const json traffic = call_json(waste_model_token_traffic_json, model.get(), "traffic");
     uint64_t warmed = 0;
@@ -65,6 +69,7 @@ void run_bench(const BenchArgs& args) {
     waste_session* raw = nullptr;
     if (waste_session_create(model.get(), &raw, &error) != WASTE_OK) fail_with(error, "session");
     std::unique_ptr<waste_session, void (*)(waste_session*)> session(raw, waste_session_free);
+    apply_session_options(args.stream, session.get());
 
     const int vocab = info["vocab"].get<int>();
     std::mt19937 random(args.seed);
@@ -110,6 +115,7 @@ void run_bench(const BenchArgs& args) {
         breakdown[name] = decoded > 0 ? seconds.get<double>() * 1e3 / decoded : 0;
         profiled_total += seconds.get<double>();
     }
+    finish_stream(args.stream, model.get());
     const uint64_t hits = after.expert_hits - before.expert_hits, misses = after.expert_misses - before.expert_misses;
     const double bytes_per_token = traffic["total_bytes"].get<double>();
     json out;
@@ -128,12 +134,34 @@ void run_bench(const BenchArgs& args) {
     out["expert_hit_rate_last_run"] = hits + misses ? static_cast<double>(hits) / (hits + misses) : 0;
     out["bytes_read_last_run"] = after.bytes_read - before.bytes_read;
     out["io_seconds_last_run"] = after.io_seconds - before.io_seconds;
+    // the streaming view of the last run's decode, per token
+    const double n = args.tokens > 0 ? args.tokens : 1;
+    out["expert_io"] = info.value("expert_io", "");
+    out["expert_io_detail"] = info.value("expert_io_detail", "");
+    out["io_mode"] = info["io_mode"];
+    out["direct_io"] = info["direct_io"];
+    out["lookahead"] = args.stream.lookahead;
+    out["streaming_last_run"] = {
+        {"bytes_read_per_token", (after.bytes_read - before.bytes_read) / n},
+        {"io_wait_ms_per_token", (after.io_seconds - before.io_seconds) * 1e3 / n},
+        {"compute_ms_per_token", (after.compute_seconds - before.compute_seconds) * 1e3 / n},
+        {"prefetched_per_token", (after.prefetched - before.prefetched) / n},
+        {"prefetch_used_per_token", (after.prefetch_used - before.prefetch_used) / n},
+        {"prefetch_bytes_per_token", (after.prefetch_bytes - before.prefetch_bytes) / n},
+        {"misses_per_token", misses / n}};
     if (args.json_output) {
         fmt::print("{}\n", out.dump());
         return;
     }
     fmt::print("model        {} ({}), {} threads, {} expert records cached\n", args.model, info["arch"].get<std::string>(),
                args.threads ? std::to_string(args.threads) : "all", warmed);
+    fmt::print("expert reads {}; {}\n", info["io_mode"].get<std::string>(), info.value("expert_io_detail", ""));
+    const json& st = out["streaming_last_run"];
+    fmt::print("streaming    hit {:.1f}%, {:.2f} MB read/token ({:.2f} speculative), {:.2f} ms/token waiting on reads, "
+               "{:.2f} prefetched/token ({:.2f} used), lookahead {}\n",
+               100 * out["expert_hit_rate_last_run"].get<double>(), st["bytes_read_per_token"].get<double>() / 1e6,
+               st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>(),
+               st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(), args.stream.lookahead);
     fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens)\n", median(prefill_rates), prefill_rates.size(), args.prompt);
     fmt::print("decode       {:.2f} tok/s median of {} runs ({} tokens)\n", median(decode_rates), decode_rates.size(), args.tokens);
     fmt::print("per token    ");
@@ -160,6 +188,7 @@ void add_bench_command(CLI::App& app) {
     bench->add_option("--seed", args->seed, "Seed of the random prompt")->default_val(1);
     bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");
     bench->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
+    add_stream_options(bench, args->stream);
     bench->callback([args] { run_bench(*args); });
 }
 

@@ -70,8 +70,24 @@ typedef enum waste_open_flags {
     /* Check every expert record's CRC-32 when it is read (--verify). */
     WASTE_OPEN_VERIFY_CHECKSUMS = 1u << 1,
     /* Do not try direct I/O; read through the page cache (reported as such). */
-    WASTE_OPEN_BUFFERED_IO = 1u << 2
+    WASTE_OPEN_BUFFERED_IO = 1u << 2,
+    /* Wire the trunk in RAM (mlock). When RLIMIT_MEMLOCK refuses, the open
+     * still succeeds and waste_model_info_json says why in "trunk_mlock". */
+    WASTE_OPEN_MLOCK_TRUNK = 1u << 3,
+    /* Do not warm the expert cache from the learned hotlist (usage.waste)
+     * even when one exists. */
+    WASTE_OPEN_NO_HOTLIST = 1u << 4
 } waste_open_flags;
+
+/* How expert records are read. Placement only: every backend gives
+ * bit-identical output. The numbers are stable. */
+typedef enum waste_io_backend {
+    WASTE_IO_DEFAULT = 0,   /* io_uring where the kernel allows it, else pread */
+    WASTE_IO_URING = 1,     /* io_uring, cache slots registered as fixed buffers;
+                               WASTE_ERR_UNSUPPORTED when the kernel refuses   */
+    WASTE_IO_PREAD = 2,     /* a pool of 4 pread threads                        */
+    WASTE_IO_SYNC = 3       /* one synchronous read at a time, no lookahead     */
+} waste_io_backend;
 
 /* Which cached expert record to evict when a new one must be read. Placement
  * only: every policy gives bit-identical output, at different hit rates
@@ -92,6 +108,12 @@ typedef struct waste_open_options {
     uint32_t context_length;   /* tokens a session may hold; 0 = 4096            */
     uint32_t threads;          /* compute threads; 0 = one per core              */
     uint32_t cache_policy;     /* a waste_cache_policy; 0 = the default (REUSE)  */
+    uint32_t io_backend;       /* a waste_io_backend; 0 = the default            */
+    /* The learned hotlist: per-expert demand counts, read at open (the cache
+     * is warmed with the most used records first, unless
+     * WASTE_OPEN_NO_HOTLIST) and written by waste_model_save_usage.
+     * NULL = "usage.waste" in the container directory. */
+    const char* usage_path;
 } waste_open_options;
 
 /* Fills *options with the defaults (all zero today; call it anyway so that
@@ -130,6 +152,15 @@ WASTE_API waste_status waste_model_plan_json(const waste_model* model,
 typedef int (*waste_progress_fn)(uint64_t done, uint64_t total, void* user);
 WASTE_API waste_status waste_model_verify(const waste_model* model, waste_progress_fn progress,
                                           void* user, waste_error* error);
+
+/* Writes the learned hotlist (--learn): the demand count of every expert
+ * record since open, added to the counts of the file read at open, to the
+ * usage path (waste_open_options.usage_path, else usage.waste in the
+ * container directory). Atomic (a temporary file renamed). A directory that
+ * is not writable is WASTE_ERR_IO naming the path. The file: u32 magic
+ * "WUSE", u32 version 1, u32 layers, u32 experts, then u64 counts
+ * [layers][experts] (dense layers all zero), little-endian. */
+WASTE_API waste_status waste_model_save_usage(const waste_model* model, waste_error* error);
 
 /* ---------------------------------------------------------------- session */
 
@@ -187,18 +218,42 @@ WASTE_API waste_status waste_session_generate_greedy(waste_session* session, siz
                                                      waste_token_fn on_token, void* user,
                                                      waste_error* error);
 
-/* Cumulative counters of a session since creation. */
+/* Counters of a session: cumulative since creation (waste_session_stats_get)
+ * or of its most recent evaluation call, i.e. one decode token
+ * (waste_session_stats_last). Hits and misses count demand lookups only;
+ * router lookahead's speculative reads are counted apart. */
 typedef struct waste_session_stats {
     uint64_t tokens;          /* tokens evaluated                             */
-    uint64_t expert_hits;     /* expert records served from the cache         */
-    uint64_t expert_misses;   /* records read from disk                       */
-    uint64_t bytes_read;      /* bytes of expert records read                 */
-    double io_seconds;        /* time spent waiting on expert reads           */
+    uint64_t expert_hits;     /* demand lookups served from the cache (incl.
+                                 records a prefetch brought in)               */
+    uint64_t expert_misses;   /* demand lookups read from disk                */
+    uint64_t bytes_read;      /* bytes of expert records read: demand misses
+                                 and prefetches                               */
+    double io_seconds;        /* time blocked waiting on expert reads         */
     double compute_seconds;   /* the rest of the evaluation time              */
+    /* appended with expert streaming */
+    uint64_t prefetched;      /* speculative reads issued by router lookahead */
+    uint64_t prefetch_used;   /* demand hits on a prefetched record's first use */
+    uint64_t prefetch_bytes;  /* bytes of speculative reads (in bytes_read)   */
 } waste_session_stats;
 
 WASTE_API waste_status waste_session_stats_get(const waste_session* session, waste_session_stats* out_stats,
                                                waste_error* error);
+WASTE_API waste_status waste_session_stats_last(const waste_session* session, waste_session_stats* out_stats,
+                                                waste_error* error);
+
+/* Router lookahead in decode: after each layer's attention, the next MoE
+ * layer's router runs on the hidden state and its top `experts` are read
+ * ahead (speculatively: never evicting a pinned record, never changing the
+ * output). Default 6; 0 turns it off. Ignored with WASTE_IO_SYNC. */
+WASTE_API waste_status waste_session_set_lookahead(waste_session* session, uint32_t experts, waste_error* error);
+
+/* --dump-route: from now on, each evaluated token's routing is appended to
+ * the file at path (created or truncated) as one JSON line per token:
+ * {"tok": position, "phase": "prefill"|"decode", "layers": [{"layer": L,
+ * "experts": [ids], "weights": [w], "lookahead": [predicted ids]}, ...]}
+ * — readable as is by waste_simulate_trace_json. NULL stops and closes. */
+WASTE_API waste_status waste_session_set_route_dump(waste_session* session, const char* path, waste_error* error);
 
 /* Profiling: when on, each evaluation records where its time goes.
  * waste_session_profile_json returns {"tokens":N,"seconds":{"trunk_matvec":s,
@@ -292,6 +347,46 @@ WASTE_API waste_status waste_synth(const char* out_dir, const char* preset, uint
 
 /* The names of the synth presets, as a JSON array of {"name","summary"}. */
 WASTE_API waste_status waste_synth_presets_json(char** out_json, waste_error* error);
+
+/* ---------------------------------------------------------------- convert */
+
+/* An event of a long job, as one JSON object (see waste_convert). */
+typedef void (*waste_event_fn)(const char* event_json, void* user);
+
+/* Converts a Kimi-family Hugging Face checkpoint (config.json, safetensors
+ * shards with or without model.safetensors.index.json, tiktoken.model,
+ * tokenizer_config.json, chat.json) into a v0 container at out_dir.
+ * Every tensor's presence, shape and dtype is checked before anything is
+ * written; nothing is published (no manifest.json) unless the whole
+ * conversion succeeds. Resumable: a rerun after any interruption continues
+ * from the last finished layer and writes a byte-identical container.
+ *
+ * options_json: NULL or a JSON object, every member optional:
+ *   "quant": "VQ3R"|"VQ2R"|"VQ4P"   (default "VQ3R")
+ *   "stages": 2..4, "entries": 1..256 (defaults: the format's)
+ *   "jobs": threads (0 = one per core), "seed": k-means seed (default 1)
+ *   "sample_experts": experts per layer the codebooks are fitted on (16)
+ *   "train_vectors": 8-vectors per (layer, kind) for k-means (65536)
+ *   "iterations": Lloyd iterations per stage (12)
+ *   "reclaim": "off"|"dry"|"on"   delete source shards once converted
+ * progress(done, total, user): bytes of output; non-zero cancels.
+ * event(json, user): one object per finished unit ({"unit", "layer",
+ *   "seconds", "error", "seconds_per_expert", "resumed"}) and per reclaimed
+ *   shard ({"reclaim": file, "deleted": bool}).
+ * *out_summary_json (may be NULL): the summary (docs/CLI.md, "waste convert"). */
+WASTE_API waste_status waste_convert(const char* source_dir, const char* out_dir, const char* options_json,
+                                     waste_progress_fn progress, waste_event_fn event, void* user,
+                                     char** out_summary_json, waste_error* error);
+
+/* Checks a container against the checkpoint it came from: every expert
+ * record's checks and CRC-32, then each expert's dequantised weights against
+ * the source (relative error per layer) and each trunk tensor's. options_json:
+ * NULL or {"max_expert_error": x}. *out_report_json: {"ok", "layers", "trunk",
+ * "failures", "expert_limit"}. Failing comparisons are reported there, not as
+ * an error status; unreadable input is an error. */
+WASTE_API waste_status waste_verify_source(const char* model_dir, const char* source_dir, const char* options_json,
+                                           waste_progress_fn progress, void* user, char** out_report_json,
+                                           waste_error* error);
 
 /* -------------------------------------------------------------- tokenizer */
 
@@ -388,6 +483,155 @@ WASTE_API waste_status waste_detokenizer_push(waste_detokenizer* detokenizer, in
  * afresh. */
 WASTE_API waste_status waste_detokenizer_finish(waste_detokenizer* detokenizer, const char** out_bytes,
                                                 size_t* out_length, waste_error* error);
+
+/* --------------------------------------------------------------- sampling */
+
+/* Picks tokens from logits (docs/CLI.md, "Sampling"): greedy at temperature
+ * 0 (the argmax, ties to the lower id); otherwise p = softmax(logits / T),
+ * candidates ordered by logit (ties: lower id), then top-k keeps the first
+ * k, top-p the shortest prefix whose probability renormalised over the top-k
+ * survivors reaches top_p, min-p those with p >= min_p * max p; the
+ * survivors are renormalised and one is drawn with the sampler's own PRNG
+ * (splitmix64). The same options, seed and logits give the same tokens.
+ * A sampler carries its random state from call to call (and across a
+ * waste_state_save / waste_state_load of the session it samples for). */
+typedef struct waste_sampler waste_sampler;
+
+typedef struct waste_sampler_options {
+    double temperature;   /* 0 = greedy; at most 100                      */
+    uint32_t top_k;       /* 0 = off                                      */
+    double top_p;         /* (0, 1]; 1 = off                              */
+    double min_p;         /* [0, 1]; 0 = off                              */
+    uint64_t seed;
+} waste_sampler_options;
+
+/* Greedy: temperature 0, top_k 0, top_p 1, min_p 0, seed 0. */
+WASTE_API void waste_sampler_options_init(waste_sampler_options* options);
+/* An out-of-range option is WASTE_ERR_INVALID_ARGUMENT naming it. */
+WASTE_API waste_status waste_sampler_create(const waste_sampler_options* options, waste_sampler** out_sampler,
+                                            waste_error* error);
+WASTE_API void waste_sampler_free(waste_sampler* sampler);
+/* One token from vocab logits. *out_logprob (may be NULL) gets the model's
+ * log-probability of it: log-softmax of the raw logits, before temperature
+ * and truncation, so it is the same whatever the sampling options. */
+WASTE_API waste_status waste_sampler_sample(waste_sampler* sampler, const float* logits, size_t vocab,
+                                            int32_t* out_token, float* out_logprob, waste_error* error);
+
+/* ------------------------------------------------------------- generation */
+
+typedef enum waste_generate_flags {
+    /* Do not stop at the model's EOS token (config.eos_token_id). */
+    WASTE_GENERATE_IGNORE_EOS = 1u << 0
+} waste_generate_flags;
+
+typedef struct waste_generate_options {
+    uint32_t max_tokens;                /* most tokens to generate              */
+    uint32_t flags;                     /* a set of waste_generate_flags        */
+    /* Text: with a tokenizer, each token's text is streamed (an incomplete
+     * UTF-8 character is held until complete) and stop strings are
+     * matched; NULL gives ids only and allows no stop strings. */
+    const waste_tokenizer* tokenizer;
+    uint32_t detokenize_flags;          /* WASTE_TOKENIZE_MARKUP: specials as text */
+    const int32_t* stop_tokens;         /* stop when one of these is generated  */
+    size_t stop_token_count;
+    /* Stop when the text contains one of these (they may span tokens); the
+     * text up to it is delivered, the stop string and what follows are not.
+     * Only the bytes that could still begin a stop string are held back. */
+    const char* const* stop_strings;
+    size_t stop_string_count;
+} waste_generate_options;
+
+/* max_tokens 0, no tokenizer, no stops, flags 0. */
+WASTE_API void waste_generate_options_init(waste_generate_options* options);
+
+/* One step of a generation, given to the callback. text/text_length: the
+ * bytes that became ready with this token (may be 0 bytes, not
+ * NUL-terminated, valid during the call). The EOS or stop token that ends a
+ * generation contributes no text. A last call with token -1 delivers bytes
+ * still held when the generation ends (its return value is ignored). */
+typedef struct waste_generated {
+    int32_t token;
+    float logprob;        /* log-softmax of the raw logits (waste_sampler_sample) */
+    const char* text;
+    size_t text_length;
+} waste_generated;
+
+/* Return non-zero to stop after this token (Ctrl-C). */
+typedef int (*waste_generate_fn)(const waste_generated* step, void* user);
+
+typedef enum waste_stop_reason {
+    WASTE_STOP_LENGTH = 0,    /* max_tokens generated                           */
+    WASTE_STOP_EOS = 1,       /* the model's EOS token                          */
+    WASTE_STOP_TOKEN = 2,     /* one of stop_tokens (stop_index says which)     */
+    WASTE_STOP_STRING = 3,    /* one of stop_strings (stop_index says which)    */
+    WASTE_STOP_CALLBACK = 4,  /* the callback returned non-zero                 */
+    WASTE_STOP_CONTEXT = 5    /* the context is full; the token drawn was dropped */
+} waste_stop_reason;
+
+typedef struct waste_generate_result {
+    uint64_t tokens;          /* tokens generated (and now held by the session) */
+    uint32_t stop_reason;     /* a waste_stop_reason                             */
+    int32_t stop_index;       /* the stop token or string that matched, else -1  */
+} waste_generate_result;
+
+/* Generates after what the session holds (evaluate a prompt first), drawing
+ * each token with sampler (NULL = greedy). Every generated token, including
+ * an EOS or stop token, becomes part of the session, so a later eval or
+ * generate continues the conversation; the last one is evaluated lazily, by
+ * the next call that needs it (eval, generate, logits, waste_state_save).
+ * Stopping through the callback is not an error (WASTE_STOP_CALLBACK). */
+WASTE_API waste_status waste_session_generate(waste_session* session, waste_sampler* sampler,
+                                              const waste_generate_options* options, waste_generate_fn on_step,
+                                              void* user, waste_generate_result* out_result, waste_error* error);
+
+/* ------------------------------------------------------------------- chat */
+
+/* A chat template: the container's chat.json (container-v0.md §6),
+ * {"system": [prefix, suffix], "user": [..], "assistant": [..], "open": ".."}
+ * (further roles allowed). Immutable; owns its strings. */
+typedef struct waste_chat_template waste_chat_template;
+
+/* The model's chat.json; a container without one is WASTE_ERR_UNSUPPORTED
+ * ("... has no chat.json"). A malformed one is WASTE_ERR_FORMAT naming the key. */
+WASTE_API waste_status waste_model_chat_template(const waste_model* model, waste_chat_template** out_template,
+                                                 waste_error* error);
+/* The same from chat.json's text (length bytes); source names it in errors. */
+WASTE_API waste_status waste_chat_template_parse(const char* json, size_t length, const char* source,
+                                                 waste_chat_template** out_template, waste_error* error);
+WASTE_API void waste_chat_template_free(waste_chat_template* chat_template);
+/* A role's markup (pointers owned by the template); an unknown role is
+ * WASTE_ERR_INVALID_ARGUMENT listing the known ones. */
+WASTE_API waste_status waste_chat_template_role(const waste_chat_template* chat_template, const char* role,
+                                                const char** out_prefix, const char** out_suffix, waste_error* error);
+/* The markup that starts the assistant's answer. Never NULL. */
+WASTE_API const char* waste_chat_template_open(const waste_chat_template* chat_template);
+
+typedef struct waste_chat_message {
+    const char* role;         /* a key of chat.json: "system", "user", ...     */
+    const char* content;      /* UTF-8, content_length bytes                   */
+    size_t content_length;
+} waste_chat_message;
+
+/* The tokens of messages in order, each prefix + content + suffix, then the
+ * open markup when open_answer is non-zero. Markup is encoded in markup mode
+ * and content in plain mode, separately, so content can never produce a
+ * special token. *out_tokens is released with waste_tokens_free. */
+WASTE_API waste_status waste_chat_tokenize(const waste_chat_template* chat_template, const waste_tokenizer* tokenizer,
+                                           const waste_chat_message* messages, size_t count, int open_answer,
+                                           int32_t** out_tokens, size_t* out_count, waste_error* error);
+
+/* ---------------------------------------------------------- session state */
+
+/* The session's state to a file in the format of container-v0.md §7
+ * (temporary file, fsync, rename). The state holds no token history and no
+ * sampler: keep the waste_sampler to continue a sampled run identically. */
+WASTE_API waste_status waste_state_save(waste_session* session, const char* path, waste_error* error);
+/* Replaces the session's state with a saved one; the next token then comes
+ * out exactly as it would have from the saved session. A file from a model
+ * of another shape is WASTE_ERR_FORMAT naming the field; a truncated or
+ * damaged file WASTE_ERR_CORRUPT; either way the session is reset (never
+ * partly loaded). */
+WASTE_API waste_status waste_state_load(waste_session* session, const char* path, waste_error* error);
 
 #ifdef __cplusplus
 }

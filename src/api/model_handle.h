@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "format/container.h"
 #include "runtime/engine.h"
@@ -14,4 +16,11 @@ struct waste_model {
     waste_open_options options{};
     waste::runtime::MemoryPlan plan;
     std::unique_ptr<waste::runtime::Engine> engine;  // null when opened metadata-only
+    std::string usage_path;                  // the learned hotlist's file
+    std::vector<uint64_t> usage_at_open;     // its counts when read at open (else empty)
+    std::string hotlist_note;                // what happened to it, for info
+    uint64_t hotlist_warmed = 0;             // records it warmed
+    bool trunk_locked = false;
+    std::string mlock_note;                  // empty unless WASTE_OPEN_MLOCK_TRUNK
+    ~waste_model();
 };

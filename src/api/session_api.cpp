@@ -7,13 +7,10 @@
 
 #include "api/api_support.h"
 #include "api/model_handle.h"
+#include "api/session_handle.h"
 
 using waste::api::guarded;
 
-struct waste_session {
-    waste_model* model = nullptr;
-    std::unique_ptr<waste::runtime::Session> session;
-};
 
 extern "C" {
 
@@ -35,6 +32,7 @@ void waste_session_free(waste_session* session) { delete session; }
 waste_status waste_session_reset(waste_session* session, waste_error* error) {
     return guarded(error, [&] {
         if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_reset: session is required");
+        session->pending.clear();
         session->session->reset();
     });
 }
@@ -42,7 +40,15 @@ waste_status waste_session_reset(waste_session* session, waste_error* error) {
 waste_status waste_session_eval(waste_session* session, const int32_t* tokens, size_t count, waste_error* error) {
     return guarded(error, [&] {
         if (!session || (!tokens && count)) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval: session and tokens are required");
-        session->session->eval(tokens, count);
+        if (session->pending.empty()) {
+            session->session->eval(tokens, count);
+            return;
+        }
+        // The last generated token goes in with the new ones, one chunk.
+        std::vector<int32_t> joined(session->pending);
+        joined.insert(joined.end(), tokens, tokens + count);
+        session->session->eval(joined.data(), joined.size());  // throws before appending anything when full
+        session->pending.clear();
     });
 }
 
@@ -56,6 +62,7 @@ waste_status waste_session_eval_hidden(waste_session* session, const int32_t* to
         if (hidden_floats != needed)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval_hidden: hidden holds {} floats, needs {} ({} layers + 1, {} tokens, hidden {})",
                         hidden_floats, needed, c.layers, count, c.hidden);
+        session->flush_pending();
         session->session->eval(tokens, count, hidden);
     });
 }
@@ -71,13 +78,17 @@ waste_status waste_session_logits(const waste_session* session, const float** ou
                                   waste_error* error) {
     return guarded(error, [&] {
         if (!session || !out_logits || !out_vocab) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_logits: arguments are required");
+        // Logically const: the deferred evaluation of the last generated token.
+        const_cast<waste_session*>(session)->flush_pending();
         if (session->session->position() == 0) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_logits: no token evaluated yet");
         *out_logits = session->session->logits().data();
         *out_vocab = session->session->logits().size();
     });
 }
 
-uint32_t waste_session_position(const waste_session* session) { return session ? session->session->position() : 0; }
+uint32_t waste_session_position(const waste_session* session) {
+    return session ? session->session->position() + static_cast<uint32_t>(session->pending.size()) : 0;
+}
 
 uint32_t waste_session_context_length(const waste_session* session) {
     return session ? session->session->context_length() : 0;
@@ -89,6 +100,7 @@ waste_status waste_session_generate_greedy(waste_session* session, size_t max_to
         if (!session || !out_count || (!out_tokens && max_tokens))
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate_greedy: arguments are required");
         *out_count = 0;
+        session->flush_pending();
         auto& s = *session->session;
         if (s.position() == 0) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate_greedy: evaluate a prompt first");
         const int64_t eos = session->model->container->config().eos;
@@ -103,12 +115,52 @@ waste_status waste_session_generate_greedy(waste_session* session, size_t max_to
     });
 }
 
+namespace {
+
+waste_session_stats to_c_stats(const waste::runtime::TokenStats& st) {
+    waste_session_stats out{};
+    out.tokens = st.tokens;
+    out.expert_hits = st.expert_hits;
+    out.expert_misses = st.expert_misses;
+    out.bytes_read = st.bytes_read;
+    out.io_seconds = st.io_seconds;
+    out.compute_seconds = st.compute_seconds;
+    out.prefetched = st.prefetched;
+    out.prefetch_used = st.prefetch_used;
+    out.prefetch_bytes = st.prefetch_bytes;
+    return out;
+}
+
+}  // namespace
+
 waste_status waste_session_stats_get(const waste_session* session, waste_session_stats* out_stats, waste_error* error) {
     return guarded(error, [&] {
         if (!session || !out_stats) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_stats_get: arguments are required");
-        const auto& st = session->session->stats();
-        *out_stats = waste_session_stats{st.tokens, st.expert_hits, st.expert_misses, st.bytes_read, st.io_seconds,
-                                         st.compute_seconds};
+        *out_stats = to_c_stats(session->session->stats());
+    });
+}
+
+waste_status waste_session_stats_last(const waste_session* session, waste_session_stats* out_stats, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session || !out_stats) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_stats_last: arguments are required");
+        *out_stats = to_c_stats(session->session->last_stats());
+    });
+}
+
+waste_status waste_session_set_lookahead(waste_session* session, uint32_t experts, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_lookahead: session is required");
+        const auto& c = session->model->container->config();
+        if (experts > static_cast<uint32_t>(std::max(c.experts, 0)))
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_lookahead: {} experts is more than the model's {}", experts, c.experts);
+        session->session->set_lookahead(experts);
+    });
+}
+
+waste_status waste_session_set_route_dump(waste_session* session, const char* path, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_route_dump: session is required");
+        session->session->set_route_log(path ? std::make_unique<waste::runtime::RouteLog>(path) : nullptr);
     });
 }
 

@@ -14,7 +14,9 @@
 #include "format/container.h"
 #include "model/model_summary.h"
 #include "platform/memory_bandwidth.h"
+#include "platform/memory_lock.h"
 #include "runtime/memory_plan.h"
+#include "runtime/usage_hotlist.h"
 
 using nlohmann::json;
 using waste::api::guarded;
@@ -44,6 +46,11 @@ const char* waste_version(void) { return WASTE_VERSION; }
 
 void waste_string_free(char* string) { std::free(string); }
 
+waste_model::~waste_model() {
+    engine.reset();  // reads in flight finish before the container goes
+    if (trunk_locked) waste::platform::unlock_memory(container->trunk_storage().data(), container->trunk_storage().size());
+}
+
 void waste_open_options_init(waste_open_options* options) {
     if (options) *options = waste_open_options{};
 }
@@ -63,13 +70,36 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         const uint32_t context = model->options.context_length ? model->options.context_length : 4096;
         model->plan = waste::runtime::plan_memory(*model->container, context, model->options.budget_bytes,
                                                   waste::platform::query_memory_info());
+        if (model->options.io_backend > WASTE_IO_SYNC)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: io_backend {} is not a waste_io_backend", model->options.io_backend);
+        model->usage_path = model->options.usage_path ? model->options.usage_path
+                                                      : waste::runtime::default_usage_path(*model->container);
+        model->options.usage_path = nullptr;  // the caller's string is not kept
         if (!(model->options.flags & WASTE_OPEN_METADATA_ONLY)) {
             waste::runtime::require_budget(model->plan);
             model->container->load_trunk();
+            if (model->options.flags & WASTE_OPEN_MLOCK_TRUNK) {
+                const auto trunk = model->container->trunk_storage();
+                const auto lock = waste::platform::lock_memory(trunk.data(), trunk.size());
+                model->trunk_locked = lock.locked;
+                model->mlock_note = lock.note;
+            }
             waste::runtime::EngineOptions engine_options;
             engine_options.threads = model->options.threads;
             engine_options.cache_policy = waste::api::cache_policy_of(model->options.cache_policy);
+            engine_options.io = static_cast<waste::runtime::ExpertIo>(model->options.io_backend);
             model->engine = std::make_unique<waste::runtime::Engine>(*model->container, model->plan, engine_options);
+            if (model->container->has_experts()) {
+                auto usage = waste::runtime::read_usage_file(model->usage_path, model->container->config());
+                model->hotlist_note = usage.note;
+                if (usage.loaded) {
+                    model->usage_at_open = std::move(usage.counts);
+                    if (!(model->options.flags & WASTE_OPEN_NO_HOTLIST)) {
+                        const auto order = waste::runtime::hotlist_order(model->container->config(), model->usage_at_open);
+                        model->hotlist_warmed = model->engine->warm_cache(order);
+                    }
+                }
+            }
         }
         *out_model = model.release();
     });
@@ -109,6 +139,17 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
         info["direct_io"] = container.expert_io_mode() == waste::platform::IoMode::direct;
         info["io_mode"] = container.expert_io_reason();
         info["expert_cache_bytes"] = model->plan.cache_bytes;
+        if (model->engine) {
+            info["expert_io"] = waste::runtime::expert_io_name(model->engine->cache().io());
+            info["expert_io_detail"] = model->engine->cache().io_note();
+            info["expert_cache_records"] = model->engine->cache().slots();
+        }
+        if (model->options.flags & WASTE_OPEN_MLOCK_TRUNK) {
+            info["trunk_locked"] = model->trunk_locked;
+            info["trunk_mlock"] = model->mlock_note;
+        }
+        info["usage_path"] = model->usage_path;
+        if (!model->hotlist_note.empty()) info["hotlist"] = {{"note", model->hotlist_note}, {"records_warmed", model->hotlist_warmed}};
         *out_json = to_c_string(info.dump());
     });
 }
@@ -125,6 +166,8 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         out["trunk_bytes"] = plan.trunk_bytes;
         out["state_bytes"] = plan.state_bytes;
         out["scratch_bytes"] = plan.scratch_bytes;
+        out["io_bytes"] = plan.io_bytes;
+        out["runtime_bytes"] = plan.runtime_bytes;
         out["min_expert_cache"] = plan.min_cache_bytes;
         out["floor_bytes"] = plan.floor_bytes;
         out["working_set_bytes"] = plan.working_set_bytes;
@@ -158,6 +201,16 @@ waste_status waste_model_verify(const waste_model* model, waste_progress_fn prog
                     waste::fail(WASTE_ERR_CANCELLED, "verify cancelled after {} of {} records", done, total);
             }
         }
+    });
+}
+
+waste_status waste_model_save_usage(const waste_model* model, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_save_usage: model is required");
+        if (!model->engine) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_save_usage: the model was opened metadata-only");
+        std::vector<uint64_t> counts = model->engine->usage();
+        for (size_t i = 0; i < counts.size() && i < model->usage_at_open.size(); ++i) counts[i] += model->usage_at_open[i];
+        waste::runtime::write_usage_file(model->usage_path, model->container->config(), counts);
     });
 }
 

@@ -67,6 +67,8 @@ public:
     // Reads the text tensors into RAM; checks every f16 scale is finite.
     void load_trunk();
     bool trunk_loaded() const { return trunk_loaded_; }
+    // The loaded trunk's storage (for mlock).
+    std::span<const uint8_t> trunk_storage() const { return trunk_storage_.span(); }
     // A loaded text tensor by its name without the prefix ("model.norm.weight");
     // nullptr when absent.
     const LoadedTensor* tensor(const std::string& name_without_prefix) const;

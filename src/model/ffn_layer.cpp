@@ -100,9 +100,11 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             if (c.renormalize) weight = static_cast<float>(weight / (sum + 1e-20));
             weights[t * top_k + j] = weight * static_cast<float>(c.routed_scaling);
         }
-        if (ctx.routes)
-            (*ctx.routes)[t][layer] =
-                RouteChoice{chosen[t], std::vector<float>(weights.begin() + t * top_k, weights.begin() + (t + 1) * top_k)};
+        if (ctx.routes) {  // the lookahead prediction, if any, is already there
+            RouteChoice& route = (*ctx.routes)[t][layer];
+            route.experts = chosen[t];
+            route.weights.assign(weights.begin() + t * top_k, weights.begin() + (t + 1) * top_k);
+        }
     }
 
     router_scope.reset();
@@ -146,11 +148,13 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
 
     build_scope.reset();
 
-    // 4. each distinct expert of the chunk once, ascending; records pinned a
-    // group at a time (the cache guarantees max_pinned()); within a group the
-    // (token, slot) assignments are split over the threads. Every assignment
-    // writes its own slot_out row, and the rows are summed afterwards in slot
-    // order: the split never changes the bits.
+    // 4. each distinct expert of the chunk once. A group of up to
+    // max_pinned() distinct experts (ascending id) is requested at once, so
+    // all its reads are in flight together, and computed in arrival order:
+    // each batch of records that has landed is split over the threads by
+    // (token, slot) assignment. Every assignment writes its own slot_out row
+    // and the rows are summed afterwards in slot order, so neither arrival
+    // order nor the split changes a bit.
     std::vector<Assignment> assignments;
     for (size_t t = 0; t < tokens; ++t)
         for (size_t j = 0; j < top_k; ++j)
@@ -158,51 +162,64 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     std::sort(assignments.begin(), assignments.end(), [](const Assignment& a, const Assignment& b) {
         return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
     });
-    const size_t group_limit = std::max<size_t>(1, std::min(ctx.experts.max_pinned(), top_k));
     const bool packed6 = quant.index_bits == 6;
     const size_t slices = ctx.pool.size();
+    std::vector<int> group;                   // distinct experts of the group, ascending
+    std::vector<size_t> group_begin;          // [group.size() + 1]: each expert's run in assignments
+    std::vector<ExpertProvider::Ready> ready;
+    std::vector<std::pair<size_t, const uint8_t*>> batch;  // (assignment, record)
     size_t next = 0;
     while (next < assignments.size()) {
-        // the next group: up to group_limit distinct experts
-        size_t end = next, distinct = 0;
-        std::vector<const uint8_t*> records;
+        const size_t group_limit = std::max<size_t>(1, ctx.experts.max_pinned());
+        group.clear();
+        group_begin.clear();
+        size_t end = next;
         while (end < assignments.size()) {
             if (end == next || assignments[end].expert != assignments[end - 1].expert) {
-                if (distinct == group_limit) break;
-                ++distinct;
-                ProfileScope wait(ctx.profile, ProfileCategory::expert_wait);
-                records.push_back(ctx.experts.acquire(layer, assignments[end].expert).data());
+                if (group.size() == group_limit) break;
+                group.push_back(assignments[end].expert);
+                group_begin.push_back(end);
             }
             ++end;
         }
-        std::vector<const uint8_t*> record_of(end - next);
-        for (size_t i = next, r = 0; i < end; ++i) {
-            if (i > next && assignments[i].expert != assignments[i - 1].expert) ++r;
-            record_of[i - next] = records[r];
+        group_begin.push_back(end);
+        {
+            ProfileScope wait(ctx.profile, ProfileCategory::expert_wait);
+            ctx.experts.request(layer, group);
         }
-        const size_t count = end - next;
-        ProfileScope apply_scope(ctx.profile, ProfileCategory::lut_apply);  // includes each expert's down table
-        ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {
-            for (size_t slice = slice_begin; slice < slice_end; ++slice) {
-                float* g = ws.thread_gate[slice].data();
-                float* u = ws.thread_up[slice].data();
-                float* down_table = ws.thread_down_table[slice].data();
-                for (size_t i = count * slice / slices; i < count * (slice + 1) / slices; ++i) {
-                    const Assignment& a = assignments[next + i];
-                    const uint8_t* record = record_of[i];
-                    const uint8_t* scales = record + layout.scales_off;
-                    const float* gate_table = ws.gate_table.data() + a.token * ws.table_floats;
-                    const float* up_table = ws.up_table.data() + a.token * ws.table_floats;
-                    kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, gate_table, g, 0, inter);
-                    kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, up_table, u, 0, inter);
-                    for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
-                    kernels::build_vq_table(down_shape, down_books, g, down_table);
-                    float* result = ws.slot_out.data() + (a.token * top_k + a.slot) * lat;
-                    kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4 * inter, down_table,
-                                            result, 0, lat);
-                }
+        while (true) {
+            ready.clear();
+            {
+                ProfileScope wait(ctx.profile, ProfileCategory::expert_wait);
+                if (!ctx.experts.next_ready(&ready)) break;
             }
-        }, 1);
+            batch.clear();
+            for (const ExpertProvider::Ready& r : ready)
+                for (size_t i = group_begin[r.index]; i < group_begin[r.index + 1]; ++i) batch.emplace_back(i, r.record);
+            const size_t count = batch.size();
+            ProfileScope apply_scope(ctx.profile, ProfileCategory::lut_apply);  // includes each expert's down table
+            ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {
+                for (size_t slice = slice_begin; slice < slice_end; ++slice) {
+                    float* g = ws.thread_gate[slice].data();
+                    float* u = ws.thread_up[slice].data();
+                    float* down_table = ws.thread_down_table[slice].data();
+                    for (size_t i = count * slice / slices; i < count * (slice + 1) / slices; ++i) {
+                        const Assignment& a = assignments[batch[i].first];
+                        const uint8_t* record = batch[i].second;
+                        const uint8_t* scales = record + layout.scales_off;
+                        const float* gate_table = ws.gate_table.data() + a.token * ws.table_floats;
+                        const float* up_table = ws.up_table.data() + a.token * ws.table_floats;
+                        kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, gate_table, g, 0, inter);
+                        kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, up_table, u, 0, inter);
+                        for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
+                        kernels::build_vq_table(down_shape, down_books, g, down_table);
+                        float* result = ws.slot_out.data() + (a.token * top_k + a.slot) * lat;
+                        kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4 * inter, down_table,
+                                                result, 0, lat);
+                    }
+                }
+            }, 1);
+        }
         ctx.experts.release_layer(layer);
         next = end;
     }

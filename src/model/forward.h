@@ -24,20 +24,34 @@ namespace waste::model {
 
 constexpr int max_chunk_tokens = 64;  // upstream's prefill chunk (models.md §7)
 
-// Hands out checked expert records; release_layer() unpins them all.
+// Hands out checked expert records. The MoE step asks for a group of one
+// layer's distinct experts at once (request: reads start together), takes
+// them as they land (next_ready: at least one per call, arrival order) and
+// releases the layer when done. Router lookahead may prefetch a later
+// layer's likely experts (speculative: never changes which bytes are used).
 class ExpertProvider {
 public:
+    struct Ready {
+        size_t index = 0;               // position in the request
+        const uint8_t* record = nullptr;
+    };
     virtual ~ExpertProvider() = default;
-    virtual std::span<const uint8_t> acquire(int layer, int expert) = 0;
+    virtual void request(int layer, std::span<const int> experts) = 0;
+    // Appends the newly ready records to *out; false when all were handed out.
+    virtual bool next_ready(std::vector<Ready>* out) = 0;
     virtual void release_layer(int layer) = 0;
-    // How many records may be pinned at once (the cache's minimum).
+    // How many records a request may hold now (at least top_k).
     virtual size_t max_pinned() const = 0;
+    // Experts to prefetch per layer by router lookahead in decode (0 = off).
+    virtual size_t lookahead() const { return 0; }
+    virtual void prefetch(int /*layer*/, std::span<const int> /*experts*/) {}
 };
 
 // What the MoE chose for one token in one layer (for stats and route dumps).
 struct RouteChoice {
     std::vector<int> experts;     // selection order
     std::vector<float> weights;   // after renormalisation and scaling
+    std::vector<int> lookahead;   // predicted at the previous layer, best first (decode with lookahead)
 };
 
 // Scratch for one chunk, allocated once per session. Row-major, one row per
@@ -87,5 +101,11 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                float* out);
 void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, size_t tokens, float* out);
 void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, size_t tokens, float* out);
+
+// Router lookahead (decode): runs layer next_layer's router on the current
+// hidden state x [H] and prefetches its top ctx.experts.lookahead() experts
+// (ranked by biased score), recording the prediction in the route dump.
+// Uses row 1 of ws.normed and ws.router (free in a one-token chunk).
+void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x);
 
 }  // namespace waste::model

@@ -13,6 +13,7 @@ CacheIndex::CacheIndex(uint64_t slots, std::unique_ptr<CachePolicy> policy) : sl
     slot_key_.resize(slot_count_);
     occupied_.assign(slot_count_, 0);
     pinned_.assign(slot_count_, 0);
+    speculative_.assign(slot_count_, 0);
     free_slots_.reserve(slot_count_);
     for (uint64_t s = slot_count_; s-- > 0;) free_slots_.push_back(s);
 }
@@ -31,7 +32,12 @@ CacheLookup CacheIndex::lookup(int layer, int expert) {
         result.slot = found->second;
         result.hit = true;
         ++hits_;
-        policy_->on_hit(result.slot, k);
+        if (speculative_[result.slot]) {  // the prefetch already showed this access to the policy
+            speculative_[result.slot] = 0;
+            result.prefetched = true;
+        } else {
+            policy_->on_hit(result.slot, k);
+        }
         pin(result.slot);
         return result;
     }
@@ -39,6 +45,12 @@ CacheLookup CacheIndex::lookup(int layer, int expert) {
         fail(WASTE_ERR_BUDGET, "expert cache: no free slot for expert {} of layer {} (all {} slots pinned); raise --budget",
              expert, layer, slot_count_);
     ++misses_;
+    take_slot(k, &result);
+    return result;
+}
+
+void CacheIndex::take_slot(CacheKey k, CacheLookup* out) {
+    CacheLookup& result = *out;
     policy_->on_miss(k);
     if (!free_slots_.empty()) {
         result.slot = free_slots_.back();
@@ -54,9 +66,18 @@ CacheLookup CacheIndex::lookup(int layer, int expert) {
     slot_key_[result.slot] = k;
     occupied_[result.slot] = 1;
     slot_of_[k.packed()] = result.slot;
+    speculative_[result.slot] = 0;
     policy_->on_fill(result.slot, k);
     pin(result.slot);
-    return result;
+}
+
+bool CacheIndex::fill_speculative(int layer, int expert, uint64_t reserve, CacheLookup* result) {
+    const CacheKey k{layer, expert};
+    if (slot_of_.count(k.packed()) || available() <= reserve) return false;
+    *result = CacheLookup{};
+    take_slot(k, result);
+    speculative_[result->slot] = 1;
+    return true;
 }
 
 void CacheIndex::forget(uint64_t slot) {
@@ -65,11 +86,19 @@ void CacheIndex::forget(uint64_t slot) {
     policy_->on_remove(slot, slot_key_[slot]);
     slot_of_.erase(slot_key_[slot].packed());
     occupied_[slot] = 0;
+    speculative_[slot] = 0;
     if (pinned_[slot]) {
         pinned_[slot] = 0;
         std::erase(pinned_list_, slot);
     }
     free_slots_.push_back(slot);
+}
+
+void CacheIndex::unpin(uint64_t slot) {
+    WASTE_CHECK(slot < slot_count_);
+    if (!pinned_[slot]) return;
+    pinned_[slot] = 0;
+    std::erase(pinned_list_, slot);
 }
 
 void CacheIndex::unpin_all() {

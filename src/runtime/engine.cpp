@@ -7,32 +7,117 @@
 namespace waste::runtime {
 namespace {
 
-// Serves records from the engine's cache; a layer's records stay pinned
-// until the layer is done with them.
+// Serves records from the engine's cache and counts each demand lookup for
+// the learned hotlist. A layer's records stay pinned until the layer is done.
+// A lookahead prediction (made at layer L's post-attention state) is held
+// until layer L's own demand reads are submitted, so speculative reads queue
+// behind the reads the next computation waits for, and run during L's MoE
+// and L+1's attention.
 class CachedExperts final : public model::ExpertProvider {
 public:
-    explicit CachedExperts(ExpertCache& cache) : cache_(cache) {}
-    std::span<const uint8_t> acquire(int layer, int expert) override { return cache_.acquire(layer, expert); }
-    void release_layer(int) override { cache_.unpin_all(); }
-    size_t max_pinned() const override { return cache_.slots(); }
+    CachedExperts(ExpertCache& cache, std::vector<uint64_t>& usage, const format::ModelConfig& config, uint32_t lookahead)
+        : cache_(cache), usage_(usage), config_(config), experts_(config.experts), lookahead_(lookahead), top_k_(config.top_k) {}
+    void request(int layer, std::span<const int> experts) override {
+        for (int e : experts)
+            if (e >= 0 && e < experts_) ++usage_[static_cast<size_t>(layer) * experts_ + e];
+        if (pending_layer_ == layer) pending_layer_ = -1;  // a prediction for this very layer is moot now
+        cache_.request(layer, experts);
+        flush_prefetch(experts.size());
+    }
+    bool next_ready(std::vector<Ready>* out) override {
+        ready_.clear();
+        const bool any = cache_.next_ready(&ready_);
+        for (const ReadyRecord& r : ready_) out->push_back(Ready{r.index, r.record});
+        return any;
+    }
+    void release_layer(int layer) override {
+        cache_.release(layer);
+        flush_prefetch(0);
+    }
+    size_t max_pinned() const override { return cache_.available(); }
+    size_t lookahead() const override { return cache_.io() == ExpertIo::sync ? 0 : lookahead_; }
+    void prefetch(int layer, std::span<const int> experts) override {
+        flush_prefetch(0);  // an earlier prediction no demand request flushed
+        pending_layer_ = layer;
+        pending_.assign(experts.begin(), experts.end());
+        // after a dense layer there is no demand to queue behind: issue now
+        if (!config_.is_moe_layer(layer - 1)) flush_prefetch(0);
+    }
 
 private:
+    // After this layer releases its `held` records the next layer's demand
+    // needs top_k slots: the prefetch keeps that many available.
+    void flush_prefetch(size_t held) {
+        if (pending_layer_ < 0) return;
+        const uint64_t reserve = held >= static_cast<size_t>(top_k_) ? 0 : static_cast<uint64_t>(top_k_) - held;
+        cache_.prefetch(pending_layer_, pending_, reserve);
+        pending_layer_ = -1;
+        pending_.clear();
+    }
+
     ExpertCache& cache_;
+    std::vector<uint64_t>& usage_;
+    const format::ModelConfig& config_;
+    int experts_;
+    uint32_t lookahead_;
+    int top_k_;
+    int pending_layer_ = -1;
+    std::vector<int> pending_;
+    std::vector<ReadyRecord> ready_;
 };
+
+TokenStats delta(const ExpertCacheStats& after, const ExpertCacheStats& before) {
+    TokenStats d;
+    d.expert_hits = after.hits - before.hits;
+    d.expert_misses = after.misses - before.misses;
+    d.bytes_read = after.bytes_read - before.bytes_read;
+    d.io_seconds = after.read_seconds - before.read_seconds;
+    d.prefetched = after.prefetched - before.prefetched;
+    d.prefetch_used = after.prefetch_used - before.prefetch_used;
+    d.prefetch_bytes = after.prefetch_bytes - before.prefetch_bytes;
+    return d;
+}
 
 }  // namespace
 
+void TokenStats::add(const TokenStats& o) {
+    tokens += o.tokens;
+    expert_hits += o.expert_hits;
+    expert_misses += o.expert_misses;
+    bytes_read += o.bytes_read;
+    io_seconds += o.io_seconds;
+    compute_seconds += o.compute_seconds;
+    prefetched += o.prefetched;
+    prefetch_used += o.prefetch_used;
+    prefetch_bytes += o.prefetch_bytes;
+}
+
 Engine::Engine(const format::Container& container, const MemoryPlan& plan, const EngineOptions& options)
     : container_(container), weights_(model::bind_weights(container)), pool_(options.threads),
-      cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy) {}
+      cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy,
+             options.io, plan.io_depth),
+      usage_(container.has_experts() ? static_cast<size_t>(container.config().layers) * container.config().experts : 0, 0) {}
 
 uint64_t Engine::warm_cache() {
-    uint64_t loaded = 0;
+    std::vector<CacheKey> order;
     for (const auto& [layer, bank] : container_.manifest().banks)
-        for (uint32_t e = 0; e < bank.experts && loaded < cache_.slots(); ++e, ++loaded) {
-            cache_.acquire(layer, static_cast<int>(e));
-            cache_.unpin_all();
+        for (uint32_t e = 0; e < bank.experts && order.size() < cache_.slots(); ++e) order.push_back(CacheKey{layer, static_cast<int>(e)});
+    return warm_cache(order);
+}
+
+uint64_t Engine::warm_cache(std::span<const CacheKey> order) {
+    uint64_t loaded = 0;
+    for (const CacheKey& key : order) {
+        if (loaded >= cache_.slots()) break;
+        try {
+            cache_.acquire(key.layer, key.expert);
+            cache_.release(key.layer);
+        } catch (...) {
+            cache_.abandon();
+            throw;
         }
+        ++loaded;
+    }
     cache_.reset_stats();
     return loaded;
 }
@@ -52,13 +137,15 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden) {
         fail(WASTE_ERR_CONTEXT_FULL, "{} tokens after {} exceed the context length {}; reset the session or open with a larger --ctx",
              count, state_.position, state_.context_length);
     const format::ModelConfig& c = engine_.config();
-    CachedExperts experts(engine_.cache());
+    CachedExperts experts(engine_.cache(), engine_.usage(), c, lookahead_);
     std::vector<std::vector<model::RouteChoice>> routes;
+    const bool want_routes = route_sink_ || route_log_;
+    last_stats_ = TokenStats{};
     std::vector<float> chunk_hidden;
     model::ForwardContext ctx{engine_.container(), c, engine_.weights(), engine_.pool(), experts, workspace_,
                               kernels::GluActivation{c.activation == format::Activation::situ, static_cast<float>(c.situ_beta),
                                                      static_cast<float>(c.situ_linear_beta)},
-                              route_sink_ ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
+                              want_routes ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
     for (size_t done = 0; done < count;) {
         const size_t n = std::min(chunk_tokens_, count - done);
         if (hidden) {
@@ -74,19 +161,19 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden) {
         } catch (...) {
             if (profiling_) profile_.stop();
             // A chunk that failed half-way left the state inconsistent: the
-            // session starts over rather than continue from it.
-            engine_.cache().unpin_all();
+            // session starts over rather than continue from it. Reads still
+            // in flight are waited for and unchecked failures forgotten.
+            engine_.cache().abandon();
             state_.reset();
             throw;
         }
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        const ExpertCacheStats& after = engine_.cache().stats();
-        stats_.tokens += n;
-        stats_.expert_hits += after.hits - before.hits;
-        stats_.expert_misses += after.misses - before.misses;
-        stats_.bytes_read += after.bytes_read - before.bytes_read;
-        stats_.io_seconds += after.read_seconds - before.read_seconds;
-        stats_.compute_seconds += seconds - (after.read_seconds - before.read_seconds);
+        TokenStats chunk = delta(engine_.cache().stats(), before);
+        chunk.tokens = n;
+        chunk.compute_seconds = seconds - chunk.io_seconds;
+        stats_.add(chunk);
+        last_stats_.add(chunk);
+        if (route_log_) route_log_->write(c, state_.position - static_cast<uint32_t>(n), routes);
         if (route_sink_)
             for (auto& token_routes : routes) route_sink_->push_back(std::move(token_routes));
         if (hidden)  // chunk layout [slot][n][H] into the caller's [slot][count][H]

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "format/container.h"
@@ -16,18 +18,26 @@
 #include "platform/thread_pool.h"
 #include "runtime/expert_cache.h"
 #include "runtime/memory_plan.h"
+#include "runtime/route_log.h"
 
 namespace waste::runtime {
 
 struct EngineOptions {
     unsigned threads = 0;   // 0 = one per core
     CachePolicyKind cache_policy = default_cache_policy;
+    ExpertIo io = ExpertIo::automatic;
 };
+
+// Router lookahead's default: upstream measured 81% precision in the top 6
+// (docs/anchors.md).
+constexpr uint32_t default_lookahead = 6;
 
 struct TokenStats {
     uint64_t tokens = 0;
     uint64_t expert_hits = 0, expert_misses = 0, bytes_read = 0;
     double io_seconds = 0, compute_seconds = 0;
+    uint64_t prefetched = 0, prefetch_used = 0, prefetch_bytes = 0;
+    void add(const TokenStats& other);
 };
 
 class Engine {
@@ -43,12 +53,19 @@ public:
     // Reads experts into the cache, layer by layer, until it is full (or all
     // are in); returns how many records it holds.
     uint64_t warm_cache();
+    // Reads the given records into the cache, in order, until it is full;
+    // returns how many it holds (the learned hotlist warms this way).
+    uint64_t warm_cache(std::span<const CacheKey> order);
+    // Demand lookups per (MoE layer, expert) since open, for the hotlist:
+    // [moe layer ordinal][experts], ordinals as in container banks' order.
+    std::vector<uint64_t>& usage() { return usage_; }
 
 private:
     const format::Container& container_;
     model::ModelWeights weights_;
     platform::ThreadPool pool_;
     ExpertCache cache_;
+    std::vector<uint64_t> usage_;
 };
 
 class Session {
@@ -65,21 +82,37 @@ public:
     uint32_t context_length() const { return state_.context_length; }
     void reset();
     const TokenStats& stats() const { return stats_; }
+    // The counters of the most recent eval call (one decode token, or one
+    // prompt).
+    const TokenStats& last_stats() const { return last_stats_; }
+    // Router lookahead in decode: experts prefetched per MoE layer (0 = off).
+    void set_lookahead(uint32_t experts) { lookahead_ = experts; }
+    uint32_t lookahead() const { return lookahead_; }
     // When set, each token's routing is appended (one entry per layer).
     // Profiling: where the time of each evaluated chunk goes.
     void set_profiling(bool on) { profiling_ = on; }
     const model::Profile& profile() const { return profile_; }
     void record_routes(std::vector<std::vector<model::RouteChoice>>* sink) { route_sink_ = sink; }
+    // --dump-route: each evaluated token's routing to a JSON-lines file
+    // (runtime/route_log.h); null stops.
+    void set_route_log(std::unique_ptr<RouteLog> log) { route_log_ = std::move(log); }
+    // The session state file (model/session_file.h, session_persist.cpp).
+    // load_state recomputes the logits from the saved residual stream; a
+    // refused file leaves the session reset.
+    void save_state(const std::string& path) const;
+    void load_state(const std::string& path);
 
 private:
     Engine& engine_;
     model::SessionState state_;
     model::Workspace workspace_;
-    TokenStats stats_;
+    TokenStats stats_, last_stats_;
+    uint32_t lookahead_ = default_lookahead;
     size_t chunk_tokens_ = model::max_chunk_tokens;
     bool profiling_ = false;
     model::Profile profile_;
     std::vector<std::vector<model::RouteChoice>>* route_sink_ = nullptr;
+    std::unique_ptr<RouteLog> route_log_;
 };
 
 }  // namespace waste::runtime

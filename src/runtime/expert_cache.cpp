@@ -1,43 +1,277 @@
-// expert_cache.cpp — the slots' storage and the reads into them.
+// expert_cache.cpp — the slots' storage and the reads into them: demand
+// requests consumed in arrival order, speculative prefetches, the record
+// checks before first use, and the clean-up after a failure.
 #include "runtime/expert_cache.h"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cstring>
 
 #include "platform/error.h"
 
 namespace waste::runtime {
+namespace {
 
-ExpertCache::ExpertCache(const format::Container& container, uint64_t slots, CachePolicyKind policy)
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Reader threads of the pread backend: enough to keep an NVMe queue busy
+// with a layer's top-k in flight, few enough to cost nothing when idle.
+constexpr unsigned pread_threads = 4;
+// Thread stack pages a reader thread touches (for the plan; glibc reserves
+// 8 MiB of address space per thread but only touched pages are resident).
+constexpr uint64_t reader_thread_bytes = 64 << 10;
+
+}  // namespace
+
+ExpertIo parse_expert_io(std::string_view name) {
+    if (name == "auto" || name == "default") return ExpertIo::automatic;
+    if (name == "io_uring" || name == "uring") return ExpertIo::io_uring;
+    if (name == "pread") return ExpertIo::pread;
+    if (name == "sync") return ExpertIo::sync;
+    fail(WASTE_ERR_INVALID_ARGUMENT, "expert I/O \"{}\" is none of auto, io_uring, pread, sync", name);
+}
+
+const char* expert_io_name(ExpertIo io) {
+    switch (io) {
+        case ExpertIo::automatic: return "auto";
+        case ExpertIo::io_uring: return "io_uring";
+        case ExpertIo::pread: return "pread";
+        case ExpertIo::sync: return "sync";
+    }
+    return "?";
+}
+
+unsigned ExpertCache::default_depth(const format::ModelConfig& config) {
+    // a layer's top-k plus the next layer's lookahead in flight, with room
+    // for a prefill group; io_uring rings are powers of two
+    const unsigned wanted = std::max(8u, 4u * static_cast<unsigned>(std::max(config.top_k, 1)));
+    return std::min(256u, std::bit_ceil(wanted));
+}
+
+uint64_t ExpertCache::reader_bytes(unsigned depth) {
+    // io_uring: a 64-byte submission and two 16-byte completion entries per
+    // slot of the ring, plus the ring headers (a page each); pread: the
+    // threads' touched stacks. The larger of the two, so either fits.
+    const uint64_t ring = static_cast<uint64_t>(depth) * (64 + 2 * 16) + 3 * 4096;
+    return std::max<uint64_t>(ring, pread_threads * reader_thread_bytes);
+}
+
+ExpertCache::ExpertCache(const format::Container& container, uint64_t slots, CachePolicyKind policy, ExpertIo io,
+                         unsigned depth)
     : container_(container), record_bytes_(container.has_experts() ? container.expert_layout().record_bytes : 0),
-      slot_count_(container.has_experts() ? slots : 0), policy_(policy) {
-    if (!slot_count_) return;
+      slot_count_(container.has_experts() ? slots : 0), policy_(policy), io_(io) {
+    if (!slot_count_) {
+        io_note_ = "no experts";
+        return;
+    }
     storage_ = platform::AlignedBuffer(slot_count_ * record_bytes_);
     index_ = std::make_unique<CacheIndex>(slot_count_, policy);
+    state_.assign(slot_count_, SlotState::empty);
+    slot_key_.assign(slot_count_, CacheKey{});
+    read_error_.assign(slot_count_, 0);
+    speculative_.assign(slot_count_, 0);
+    if (depth == 0) depth = default_depth(container.config());
+    switch (io) {
+        case ExpertIo::sync: io_note_ = "synchronous reads"; break;
+        case ExpertIo::pread:
+            reader_ = platform::make_async_reader(platform::IoBackend::pread, depth, pread_threads);
+            io_note_ = fmt::format("pread, {} threads", pread_threads);
+            break;
+        case ExpertIo::io_uring:  // throws WASTE_ERR_UNSUPPORTED with the reason when the kernel refuses
+            reader_ = platform::make_async_reader(platform::IoBackend::io_uring, depth);
+            break;
+        case ExpertIo::automatic: {
+            std::string why;
+            reader_ = platform::make_default_reader(depth, &why);
+            if (reader_->backend() == platform::IoBackend::pread) io_note_ = why;
+            break;
+        }
+    }
+    if (reader_ && reader_->backend() == platform::IoBackend::io_uring) {
+        std::string why;
+        io_note_ = reader_->register_region(storage_.data(), storage_.size(), &why)
+                       ? "io_uring, cache slots registered as fixed buffers"
+                       : "io_uring, unregistered buffers (" + why + ")";
+    }
+}
+
+ExpertCache::~ExpertCache() {
+    // the kernel (or a reader thread) may still be writing into a slot
+    drain();
+}
+
+void ExpertCache::submit_read(uint64_t slot, int layer, int expert) {
+    state_[slot] = SlotState::loading;
+    slot_key_[slot] = CacheKey{layer, expert};
+    read_error_[slot] = 0;
+    const uint64_t offset = static_cast<uint64_t>(expert) * record_bytes_;
+    if (!reader_) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+            container_.bank_file(layer).read_at(offset, {slot_data(slot), record_bytes_});
+        } catch (const Error& error) {
+            state_[slot] = SlotState::empty;
+            index_->forget(slot);
+            fail(error.status(), "expert {} of layer {}: {}", expert, layer, error.what());
+        }
+        stats_.read_seconds += seconds_since(start);
+        stats_.bytes_read += record_bytes_;
+        if (speculative_[slot]) stats_.prefetch_bytes += record_bytes_;
+        state_[slot] = SlotState::unchecked;
+        return;
+    }
+    reader_->submit(platform::ReadRequest{container_.bank_file(layer).fd(), offset, slot_data(slot),
+                                          static_cast<uint32_t>(record_bytes_), slot});
+}
+
+void ExpertCache::complete(const platform::ReadCompletion& done) {
+    const uint64_t slot = done.tag;
+    WASTE_CHECK(slot < slot_count_ && state_[slot] == SlotState::loading);
+    const bool whole = done.error == 0 && done.bytes == record_bytes_;
+    if (whole) {
+        stats_.bytes_read += record_bytes_;
+        if (speculative_[slot]) stats_.prefetch_bytes += record_bytes_;
+        state_[slot] = SlotState::unchecked;
+        return;
+    }
+    read_error_[slot] = done.error ? done.error : -1;
+    state_[slot] = SlotState::empty;
+    const bool demanded = std::any_of(wanted_.begin(), wanted_.end(), [&](const Wanted& w) { return w.slot == slot && !w.handed; });
+    if (!demanded) {
+        // A prefetch that failed is simply not there: a demand will read it
+        // again (and report the error if the disk still refuses).
+        index_->forget(slot);
+        std::erase_if(prefetch_pins_, [&](const auto& pin) { return pin.second == slot; });
+    }
+}
+
+void ExpertCache::wait_one() {
+    const auto start = std::chrono::steady_clock::now();
+    platform::ReadCompletion done;
+    const bool got = reader_->wait(&done);
+    stats_.read_seconds += seconds_since(start);
+    WASTE_CHECK(got);
+    complete(done);
+}
+
+void ExpertCache::drain() {
+    if (!reader_) return;
+    platform::ReadCompletion done;
+    while (reader_->wait(&done)) complete(done);
+}
+
+void ExpertCache::request(int layer, std::span<const int> experts) {
+    if (!index_) fail(WASTE_ERR_BUDGET, "expert cache: no slot for layer {} (the cache has 0 slots)", layer);
+    WASTE_CHECK(handed_ == wanted_.size());
+    const format::ExpertBank& bank = container_.bank(layer);
+    wanted_.clear();
+    handed_ = 0;
+    request_layer_ = layer;
+    for (int expert : experts) {
+        if (expert < 0 || static_cast<uint32_t>(expert) >= bank.experts)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "expert {} of layer {} is out of range (experts {})", expert, layer, bank.experts);
+        const CacheLookup found = index_->lookup(layer, expert);
+        wanted_.push_back(Wanted{expert, found.slot, false});
+        if (found.hit) {
+            ++stats_.hits;
+            if (found.prefetched) ++stats_.prefetch_used;
+            continue;
+        }
+        ++stats_.misses;
+        speculative_[found.slot] = 0;
+        submit_read(found.slot, layer, expert);
+    }
+}
+
+bool ExpertCache::next_ready(std::vector<ReadyRecord>* out) {
+    while (handed_ < wanted_.size()) {
+        bool any = false;
+        for (size_t i = 0; i < wanted_.size(); ++i) {
+            Wanted& w = wanted_[i];
+            if (w.handed || state_[w.slot] == SlotState::loading) continue;
+            if (state_[w.slot] == SlotState::empty) {  // its read failed
+                const int error = read_error_[w.slot];
+                index_->forget(w.slot);
+                fail(WASTE_ERR_IO, "expert {} of layer {}: {} reading {}", w.expert, request_layer_,
+                     error > 0 ? std::strerror(error) : "short read (file truncated?)", container_.bank_file(request_layer_).path());
+            }
+            if (state_[w.slot] == SlotState::unchecked) {
+                try {
+                    container_.check_expert(request_layer_, w.expert, {slot_data(w.slot), record_bytes_});
+                } catch (...) {
+                    state_[w.slot] = SlotState::empty;
+                    index_->forget(w.slot);  // nothing may use these bytes
+                    throw;
+                }
+                state_[w.slot] = SlotState::checked;
+            }
+            w.handed = true;
+            ++handed_;
+            out->push_back(ReadyRecord{i, slot_data(w.slot)});
+            any = true;
+        }
+        if (any) return true;
+        wait_one();
+    }
+    return false;
+}
+
+void ExpertCache::prefetch(int layer, std::span<const int> experts, uint64_t reserve) {
+    if (!index_ || !reader_) return;
+    const format::ExpertBank& bank = container_.bank(layer);
+    for (int expert : experts) {
+        WASTE_CHECK(expert >= 0 && static_cast<uint32_t>(expert) < bank.experts);
+        CacheLookup found;
+        if (!index_->fill_speculative(layer, expert, reserve, &found)) continue;
+        ++stats_.prefetched;
+        speculative_[found.slot] = 1;
+        prefetch_pins_.emplace_back(layer, found.slot);
+        submit_read(found.slot, layer, expert);
+    }
+}
+
+void ExpertCache::release(int layer) {
+    if (!index_) return;
+    if (request_layer_ == layer) {
+        for (const Wanted& w : wanted_) index_->unpin(w.slot);
+        wanted_.clear();
+        handed_ = 0;
+        request_layer_ = -1;
+    }
+    std::vector<uint64_t> mine;
+    for (const auto& [pin_layer, slot] : prefetch_pins_)
+        if (pin_layer == layer) mine.push_back(slot);
+    for (uint64_t slot : mine) {
+        while (state_[slot] == SlotState::loading) wait_one();  // a failed one leaves prefetch_pins_
+        auto pin = std::find(prefetch_pins_.begin(), prefetch_pins_.end(), std::pair<int, uint64_t>{layer, slot});
+        if (pin == prefetch_pins_.end()) continue;
+        index_->unpin(slot);
+        prefetch_pins_.erase(pin);
+    }
+}
+
+void ExpertCache::abandon() {
+    if (!index_) return;
+    drain();
+    for (uint64_t slot = 0; slot < slot_count_; ++slot)
+        if (state_[slot] == SlotState::empty) index_->forget(slot);  // a failed read still filed (no-op on a free slot)
+    index_->unpin_all();
+    wanted_.clear();
+    handed_ = 0;
+    request_layer_ = -1;
+    prefetch_pins_.clear();
 }
 
 std::span<const uint8_t> ExpertCache::acquire(int layer, int expert) {
-    if (!index_) fail(WASTE_ERR_BUDGET, "expert cache: no slot for expert {} of layer {} (the cache has 0 slots)", expert, layer);
-    const CacheLookup found = index_->lookup(layer, expert);
-    std::span<uint8_t> buffer(storage_.data() + found.slot * record_bytes_, record_bytes_);
-    if (found.hit) {
-        ++stats_.hits;
-        return buffer;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    try {
-        container_.read_expert(layer, expert, buffer);
-    } catch (...) {
-        index_->forget(found.slot);  // the slot holds no valid record now
-        throw;
-    }
-    stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    stats_.bytes_read += record_bytes_;
-    ++stats_.misses;
-    return buffer;
-}
-
-void ExpertCache::unpin_all() {
-    if (index_) index_->unpin_all();
+    const int one[1] = {expert};
+    request(layer, one);
+    std::vector<ReadyRecord> ready;
+    next_ready(&ready);
+    WASTE_CHECK(ready.size() == 1);
+    return {ready[0].record, record_bytes_};
 }
 
 }  // namespace waste::runtime

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "platform/error.h"
+#include "runtime/expert_cache.h"
 
 namespace waste::runtime {
 
@@ -71,7 +72,13 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
     // in flight for the next layer, all pinned at once.
     plan.min_cache_bytes = 2 * static_cast<uint64_t>(c.top_k) * record;
     plan.working_set_bytes = static_cast<uint64_t>(c.top_k) * record * moe_layers;
-    plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.min_cache_bytes;
+    plan.io_depth = ExpertCache::default_depth(c);
+    plan.io_bytes = container.has_experts()
+                        ? ExpertCache::reader_bytes(plan.io_depth) + static_cast<uint64_t>(c.layers) * c.experts * sizeof(uint64_t)
+                        : 0;
+    plan.runtime_bytes = process_allowance_bytes + container.codebooks().size() * sizeof(float);
+    plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.io_bytes + plan.runtime_bytes +
+                       plan.min_cache_bytes;
 
     const uint64_t ceiling = memory.usable_bytes / 8 * 7;
     plan.recommended_bytes = plan.floor_bytes;
@@ -97,9 +104,9 @@ void require_budget(const MemoryPlan& plan) {
     if (!plan.budget_ok)
         fail(WASTE_ERR_BUDGET,
              "memory budget {} bytes is below this model's floor of {} bytes at context {} "
-             "(trunk {} + state {} + scratch {} + minimum expert cache {}); run `waste plan MODEL` to see the plan",
+             "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + minimum expert cache {}); run `waste plan MODEL` to see the plan",
              plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.trunk_bytes, plan.state_bytes,
-             plan.scratch_bytes, plan.min_cache_bytes);
+             plan.scratch_bytes, plan.io_bytes, plan.runtime_bytes, plan.min_cache_bytes);
 }
 
 }  // namespace waste::runtime

@@ -1,7 +1,15 @@
 // memory_plan.h — the RAM plan: what must be resident, and what is left for
 // the expert cache (docs/ARCHITECTURE.md, "Memory is a planned ceiling").
 //
-//   floor       = trunk + state(ctx) + scratch + minimum cache
+//   floor       = trunk + state(ctx) + scratch + I/O + runtime + minimum cache
+//   I/O         = the reader (io_uring ring or pread threads) and the
+//                 hotlist's usage counters; reads land in cache slots, so
+//                 there are no I/O buffers, and router lookahead prefetches
+//                 into cache slots too (always leaving top_k for demand)
+//   runtime     = the f32 codebooks, and a fixed allowance for the process
+//                 itself: code, shared libraries, thread stacks and
+//                 allocator slack, so that the budget bounds the peak RSS of
+//                 the whole process, not only the engine's allocations
 //   working set = one token's experts: top_k records in every MoE layer
 //   default     = floor + 3x working set, else 2x, else 1x, whichever first
 //                 fits under 7/8 of usable RAM; else the floor
@@ -24,6 +32,9 @@ struct MemoryPlan {
     uint64_t trunk_bytes = 0;
     uint64_t state_bytes = 0;
     uint64_t scratch_bytes = 0;
+    uint64_t io_bytes = 0;            // reader + usage counters
+    uint64_t runtime_bytes = 0;       // codebooks + process allowance
+    unsigned io_depth = 0;            // reads in flight at most
     uint64_t min_cache_bytes = 0;
     uint64_t floor_bytes = 0;
     uint64_t working_set_bytes = 0;   // one token's expert records
@@ -47,6 +58,13 @@ uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQu
 
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
                        const platform::MemoryInfo& memory);
+
+// The process's own resident memory before the engine allocates anything:
+// `waste --help` peaks at 10.7 MB (binary, libstdc++, PCRE2, liburing, fmt),
+// a compute or reader thread touches well under 64 KiB of stack; 16 MiB
+// leaves room for allocator slack. Measured on the development VM, GCC 12
+// -O3 (tests/streaming_test.cpp checks peak RSS against the budget).
+constexpr uint64_t process_allowance_bytes = 16ull << 20;
 
 // Throws WASTE_ERR_BUDGET when the plan's budget is below its floor.
 void require_budget(const MemoryPlan& plan);

@@ -1,0 +1,58 @@
+// stream_options.cpp — see stream_options.h.
+#include "stream_options.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+
+namespace waste_cli {
+
+void add_stream_options(CLI::App* command, StreamArgs& args) {
+    command->add_option("--io", args.io, "Expert reads: auto (io_uring, else pread), io_uring, pread, sync")
+        ->default_val("auto")
+        ->check(CLI::IsMember(std::vector<std::string>{"auto", "io_uring", "uring", "pread", "sync"}));
+    command->add_option("--lookahead", args.lookahead, "Experts prefetched per MoE layer by router lookahead in decode (0 = off)")
+        ->default_val(6)
+        ->check(CLI::Range(0, 1 << 16));
+    command->add_flag("--mlock", args.mlock, "Wire the trunk in RAM (a warning if RLIMIT_MEMLOCK refuses)");
+    command->add_flag("--learn", args.learn, "At the end, add this run's expert usage to the hotlist (--usage), which warms the cache at the next open");
+    command->add_option("--usage", args.usage, "The hotlist file (default: usage.waste in the container directory)");
+    command->add_flag("--no-hotlist", args.no_hotlist, "Do not warm the expert cache from the hotlist at open");
+    command->add_option("--dump-route", args.dump_route, "Write each token's routing as JSON lines (waste simulate reads it)");
+}
+
+void apply_open_options(const StreamArgs& args, waste_open_options& options) {
+    if (args.io == "io_uring" || args.io == "uring") options.io_backend = WASTE_IO_URING;
+    else if (args.io == "pread") options.io_backend = WASTE_IO_PREAD;
+    else if (args.io == "sync") options.io_backend = WASTE_IO_SYNC;
+    else options.io_backend = WASTE_IO_DEFAULT;
+    if (args.mlock) options.flags |= WASTE_OPEN_MLOCK_TRUNK;
+    if (args.no_hotlist) options.flags |= WASTE_OPEN_NO_HOTLIST;
+    options.usage_path = args.usage.empty() ? nullptr : args.usage.c_str();
+}
+
+void report_open(const StreamArgs& args, waste_model* model) {
+    if (!args.mlock) return;
+    char* text = nullptr;
+    waste_error error{};
+    if (waste_model_info_json(model, &text, &error) != WASTE_OK) fail_with(error, "info");
+    const auto info = nlohmann::json::parse(take_string(text));
+    if (!info.value("trunk_locked", false))
+        fmt::print(stderr, "warning: --mlock: {}\n", info.value("trunk_mlock", std::string("refused")));
+}
+
+void apply_session_options(const StreamArgs& args, waste_session* session) {
+    waste_error error{};
+    if (waste_session_set_lookahead(session, args.lookahead, &error) != WASTE_OK) fail_with(error, "--lookahead");
+    if (!args.dump_route.empty() && waste_session_set_route_dump(session, args.dump_route.c_str(), &error) != WASTE_OK)
+        fail_with(error, "--dump-route");
+}
+
+void finish_stream(const StreamArgs& args, waste_model* model) {
+    if (!args.learn) return;
+    waste_error error{};
+    if (waste_model_save_usage(model, &error) != WASTE_OK) fail_with(error, "--learn");
+}
+
+}  // namespace waste_cli

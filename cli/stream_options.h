@@ -1,0 +1,37 @@
+// stream_options.h — the expert-streaming options shared by run, eval and
+// bench: --io, --lookahead, --mlock, --learn/--usage/--no-hotlist and
+// --dump-route. Each command keeps a StreamArgs, registers the options,
+// and applies them to the open options and the session.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "waste/waste.h"
+
+namespace waste_cli {
+
+struct StreamArgs {
+    std::string io = "auto";
+    uint32_t lookahead = 6;
+    bool mlock = false;
+    bool learn = false;
+    bool no_hotlist = false;
+    std::string usage;        // empty: usage.waste in the container
+    std::string dump_route;   // empty: none
+};
+
+void add_stream_options(CLI::App* command, StreamArgs& args);
+// Sets io_backend, the mlock/no-hotlist flags and usage_path (which points
+// into args: keep args alive until the open returns).
+void apply_open_options(const StreamArgs& args, waste_open_options& options);
+// After the open: a warning on stderr when --mlock was refused.
+void report_open(const StreamArgs& args, waste_model* model);
+// Lookahead and the route dump on a new session.
+void apply_session_options(const StreamArgs& args, waste_session* session);
+// At the end of a command: --learn writes the hotlist.
+void finish_stream(const StreamArgs& args, waste_model* model);
+
+}  // namespace waste_cli
