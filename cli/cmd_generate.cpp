@@ -128,7 +128,8 @@ void run_generate(RunArgs& args) {
     out.print_text = !args.json_output;
     // A live status line only when it cannot garble the text: stdout elsewhere.
     out.status_line = terminal && !isatty(STDOUT_FILENO);
-    std::vector<int32_t> stop_tokens = answer_stop_tokens(g);
+    // Only an answer opened by the template ends at the template's closing markup.
+    const std::vector<int32_t> stop_tokens = templated ? answer_stop_tokens(g) : std::vector<int32_t>{};
     const waste_generate_result result = args.gen.tokens > 0 ? generate(g, args.gen, out, stop_tokens) : waste_generate_result{0, WASTE_STOP_LENGTH, -1};
     const auto end = std::chrono::steady_clock::now();
     finish_stream(args.gen.stream, g.model.get());
