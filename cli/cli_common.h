@@ -41,10 +41,15 @@ std::string take_string(char* json);
 // Registration of each command group (cmd_*.cpp).
 void add_model_commands(CLI::App& app);
 void add_synth_command(CLI::App& app);
-void add_run_commands(CLI::App& app);
+void add_run_commands(CLI::App& app);       // eval
+void add_generate_commands(CLI::App& app);  // run, chat
 void add_bench_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
 void add_diskbench_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
+
+// `waste verify MODEL --source SRC` (cmd_convert.cpp); throws RuntimeFailure when a check fails.
+void verify_against_source(const std::string& model, const std::string& source, double max_error, bool json_output);
 
 }  // namespace waste_cli

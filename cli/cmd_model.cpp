@@ -100,9 +100,21 @@ void add_model_commands(CLI::App& app) {
     });
 
     auto verify_args = std::make_shared<ModelArgs>();
-    CLI::App* verify = app.add_subcommand("verify", "Check the CRC-32 of every expert record");
+    auto verify_source = std::make_shared<std::string>();
+    auto verify_max_error = std::make_shared<double>(0.0);
+    CLI::App* verify = app.add_subcommand("verify", "Check the CRC-32 of every expert record (and, with --source, "
+                                                    "the weights against the checkpoint they came from)");
     verify->add_option("MODEL", verify_args->model, "Container directory")->required();
-    verify->callback([verify_args] {
+    verify->add_option("--source", *verify_source, "The checkpoint it was converted from: compare every expert and "
+                                                   "trunk tensor with it");
+    verify->add_option("--max-error", *verify_max_error, "With --source: the relative expert error a layer may have "
+                                                         "(default 0.35 at >= 3 bits/weight, 0.5 below)");
+    verify->add_flag("--json", verify_args->json_output, "With --source: print the report as JSON");
+    verify->callback([verify_args, verify_source, verify_max_error] {
+        if (!verify_source->empty()) {
+            verify_against_source(verify_args->model, *verify_source, *verify_max_error, verify_args->json_output);
+            return;
+        }
         waste_open_options options;
         waste_open_options_init(&options);
         options.flags = WASTE_OPEN_METADATA_ONLY | WASTE_OPEN_VERIFY_CHECKSUMS;

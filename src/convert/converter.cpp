@@ -266,7 +266,8 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const
             advance(payload + (encoded.size() - payload));
         }
         part.write(scales);
-        crc = platform::crc32(scales.data(), scales.size(), crc);
+        // Not for an empty vector: libdeflate_crc32 with a NULL buffer returns the initial value, not crc.
+        if (!scales.empty()) crc = platform::crc32(scales.data(), scales.size(), crc);
         WASTE_CHECK(part.size() == t.offset + t.bytes);
         json entry = {{"name", t.name}, {"fmt", static_cast<int>(fmt)}, {"off", t.offset}, {"shape", t.shape},
                       {"bytes", t.bytes}, {"crc32", crc}};
@@ -291,8 +292,8 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const
             done += n;
         }
         if (crc != entry["crc32"].get<uint32_t>())
-            fail(WASTE_ERR_IO, "{}: tensor {} read back differently from what was written", part_path.string(),
-                 entry["name"].get<std::string>());
+            fail(WASTE_ERR_IO, "{}: tensor {} read back differently from what was written (CRC-32 {:08x}, wrote {:08x})",
+                 part_path.string(), entry["name"].get<std::string>(), crc, entry["crc32"].get<uint32_t>());
     }
     return json{{"part", part_path.filename().string()}, {"bytes", part.size()}, {"trunk", std::move(entries)}};
 }
@@ -593,7 +594,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
 
     json layers = json::array();
     int resumed_units = 0;
-    std::vector<std::string> reclaimed_now;
+    std::set<std::string> reclaim_reported;  // dry: each shard is listed once
     for (size_t index = 0; index < plan.units.size(); ++index) {
         const ConvertUnit& unit = plan.units[index];
         if (ledger.has_unit(unit.id)) {
@@ -630,12 +631,13 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
 
         if (options.reclaim != Reclaim::off) {
             for (const std::string& shard : reclaimable_shards(source, plan, ledger)) {
+                if (!reclaim_reported.insert(shard).second) continue;
                 const fs::path path = fs::path(source_dir) / shard;
                 if (options.reclaim == Reclaim::on) {
                     ledger.add_reclaimed(shard);  // recorded before the delete
+                    source.release_shard(shard);
                     fs::remove(path, error);
                     if (error) fail(WASTE_ERR_IO, "reclaim: cannot delete {}: {}", path.string(), error.message());
-                    reclaimed_now.push_back(shard);
                 }
                 if (options.event)
                     options.event(json{{"reclaim", shard}, {"deleted", options.reclaim == Reclaim::on}});

@@ -34,6 +34,8 @@ public:
     virtual void read_rows(const std::string& name, uint64_t first, uint64_t count, std::span<float> out) const = 0;
     // Every shard file of the checkpoint (relative names).
     virtual std::vector<std::string> shards() const = 0;
+    // Closes whatever the source holds open on a shard about to be deleted.
+    virtual void release_shard(const std::string& shard) const { (void)shard; }
 };
 
 }  // namespace waste::convert

@@ -1,0 +1,562 @@
+// convert_test.cpp — the checkpoint converter (src/convert): nearest-centroid
+// search against a brute-force search, k-means and residual encoding,
+// determinism across --jobs, resume after interruptions, hostile checkpoints.
+//
+// Checkpoints are written here by a minimal safetensors writer (the format's
+// own definition: u64 header length, JSON header, raw little-endian data), so
+// the whole path — checkpoint reader, plan, encoder, writer — is exercised.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/converter.h"
+#include "convert/verify_source.h"
+#include "convert/vq_fit.h"
+#include "convert/vq_search.h"
+#include "format/container.h"
+#include "format/container_writer.h"
+#include "format/f16.h"
+#include "platform/error.h"
+#include "platform/thread_pool.h"
+#include "test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+using namespace waste::convert;
+
+std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, scale);  // values only feed the test, any library's stream will do
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+}
+
+// ---------------------------------------------------------------- search
+
+TEST(VqSearch, AgreesWithBruteForceAndAcrossPaths) {
+    for (int entries : {256, 64, 37, 1}) {
+        const std::vector<float> centroids = random_values(static_cast<size_t>(entries) * 8, 1u + entries, 1.0f);
+        const SearchBook book(centroids);
+        const size_t n = 3000;
+        std::vector<float> x = random_values(n * 8, 7u + entries, 1.0f);
+        for (int j = 0; j < 8; ++j) x[j] = centroids[static_cast<size_t>(j)];  // an exact hit
+        std::vector<uint8_t> scalar(n), fast(n);
+        nearest_centroids(book, x.data(), n, scalar.data(), SearchPath::scalar);
+        if (avx2_search_available()) {
+            nearest_centroids(book, x.data(), n, fast.data(), SearchPath::avx2);
+            EXPECT_EQ(scalar, fast) << entries << " entries: the AVX2 and scalar paths must pick the same centroid";
+        }
+        for (size_t i = 0; i < n; ++i) {
+            double best = INFINITY;
+            for (int e = 0; e < entries; ++e) {
+                double d = 0;
+                for (int j = 0; j < 8; ++j) {
+                    const double diff = static_cast<double>(x[i * 8 + j]) - centroids[static_cast<size_t>(e) * 8 + j];
+                    d += diff * diff;
+                }
+                best = std::min(best, d);
+            }
+            ASSERT_LT(scalar[i], entries);
+            double got = 0;
+            for (int j = 0; j < 8; ++j) {
+                const double diff = static_cast<double>(x[i * 8 + j]) - centroids[static_cast<size_t>(scalar[i]) * 8 + j];
+                got += diff * diff;
+            }
+            // The f32 |c|^2 - 2x.c form may break near-ties differently from
+            // the exact distance: allow f32 rounding of terms of size ~|x|^2+|c|^2 (~16 here).
+            EXPECT_LE(got, best + 1e-5) << "vector " << i << ", " << entries << " entries";
+        }
+        EXPECT_EQ(scalar[0], 0);
+    }
+}
+
+// ---------------------------------------------------------------- k-means
+
+TEST(VqFit, KmeansFindsSeparatedClustersAndIgnoresThreadCount) {
+    // 16 clusters far apart, 400 points each with small noise.
+    const std::vector<float> centres = random_values(16 * 8, 3, 10.0f);
+    std::vector<float> points;
+    const std::vector<float> noise = random_values(16 * 400 * 8, 4, 0.01f);
+    for (int i = 0; i < 16 * 400; ++i)
+        for (int j = 0; j < 8; ++j) points.push_back(centres[static_cast<size_t>(i % 16) * 8 + j] + noise[static_cast<size_t>(i) * 8 + j]);
+    KmeansOptions options;
+    options.iterations = 30;
+    options.seed = 5;
+    waste::platform::ThreadPool one(1), three(3);
+    const std::vector<float> a = kmeans(points, 16, options, one);
+    const std::vector<float> b = kmeans(points, 16, options, three);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4)) << "k-means must not depend on the thread count";
+    // Every true centre has a centroid within the noise (k-means++ seeding finds all 16).
+    for (int c = 0; c < 16; ++c) {
+        double best = INFINITY;
+        for (int e = 0; e < 16; ++e) {
+            double d = 0;
+            for (int j = 0; j < 8; ++j) d += std::pow(centres[static_cast<size_t>(c) * 8 + j] - a[static_cast<size_t>(e) * 8 + j], 2);
+            best = std::min(best, d);
+        }
+        EXPECT_LT(std::sqrt(best), 0.05) << "cluster " << c;
+    }
+}
+
+TEST(VqFit, EncodeDecodeRoundTripAndErrorFigures) {
+    waste::platform::ThreadPool pool(2);
+    for (const char* fmt_name : {"VQ3R", "VQ2R", "VQ4P"}) {
+        const waste::format::ExpertQuant quant = waste::format::standard_expert_quant(fmt_name);
+        const uint32_t rows = 100, cols = 64;  // 100 rows: a partial second row block
+        const std::vector<float> w = random_values(static_cast<size_t>(rows) * cols, 11, 0.02f);
+        std::vector<float> normalised(w.size());
+        for (uint32_t r = 0; r < rows; ++r) normalise_row(&w[r * cols], cols, &normalised[r * cols]);
+        KmeansOptions options;
+        const StageBooks books = fit_residual_books(normalised, quant.stages, quant.entries, options, pool);
+        ASSERT_EQ(books.f16.size(), static_cast<size_t>(quant.stages));
+        const size_t index_bytes = 2 * 64 * (cols / 8) * static_cast<size_t>(quant.index_bytes_per_position());
+        std::vector<uint8_t> indices(index_bytes, 0xAB);
+        std::vector<uint16_t> scales(rows);
+        const MatrixError err = encode_matrix(w.data(), rows, cols, books, quant, indices.data(), scales.data(), pool, "test");
+        // Padding rows (100..127) hold zero indices.
+        const size_t per = static_cast<size_t>(quant.index_bytes_per_position());
+        for (uint32_t v = 0; v < cols / 8; ++v)
+            for (uint32_t r = 100; r < 128; ++r)
+                for (size_t s = 0; s < per; ++s)
+                    EXPECT_EQ(indices[((1 * (cols / 8) + v) * 64 + r % 64) * per + s], 0);
+        std::vector<std::vector<float>> f32_books;
+        for (const auto& b : books.f16) {
+            std::vector<float> values;
+            for (uint16_t h : b) values.push_back(waste::format::f16_to_f32(h));
+            f32_books.push_back(values);
+        }
+        std::vector<float> decoded(w.size());
+        decode_matrix(indices.data(), scales.data(), rows, cols, f32_books, quant, decoded.data());
+        double e2 = 0, w2 = 0;
+        for (size_t i = 0; i < w.size(); ++i) {
+            e2 += std::pow(double(w[i]) - decoded[i], 2);
+            w2 += double(w[i]) * w[i];
+        }
+        EXPECT_NEAR(e2, err.error2, 1e-6 * w2) << fmt_name << ": the reported error is the decoded one";
+        EXPECT_NEAR(w2, err.weight2, 1e-9 * w2);
+        // Gaussian data at these rates: well under 40% (a layout error gives ~100%).
+        EXPECT_LT(std::sqrt(e2 / w2), 0.4) << fmt_name;
+        // Rows scale by their absmax: a decoded row never exceeds |scale| * S * max|centroid| — and scale is f16(absmax).
+        for (uint32_t r = 0; r < rows; ++r) {
+            float absmax = 0;
+            for (uint32_t i = 0; i < cols; ++i) absmax = std::max(absmax, std::fabs(w[r * cols + i]));
+            EXPECT_EQ(scales[r], waste::format::f32_to_f16(absmax));
+        }
+    }
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+uint16_t to_bf16(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    bits += 0x7FFF + ((bits >> 16) & 1);  // round to nearest even
+    return static_cast<uint16_t>(bits >> 16);
+}
+
+struct HfTensor {
+    std::string dtype;  // "F32" or "BF16"
+    std::vector<int64_t> shape;
+    std::vector<float> values;
+};
+
+void write_safetensors(const fs::path& path, const std::map<std::string, HfTensor>& tensors) {
+    json header = json::object();
+    std::string data;
+    for (const auto& [name, t] : tensors) {
+        const size_t begin = data.size();
+        for (float v : t.values) {
+            if (t.dtype == "BF16") {
+                const uint16_t h = to_bf16(v);
+                data.append(reinterpret_cast<const char*>(&h), 2);
+            } else {
+                data.append(reinterpret_cast<const char*>(&v), 4);
+            }
+        }
+        header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
+    }
+    std::string text = header.dump();
+    while ((8 + text.size()) % 8) text += ' ';
+    const uint64_t length = text.size();
+    std::string bytes(reinterpret_cast<const char*>(&length), 8);
+    waste_test::write_file(path, bytes + text + data);
+}
+
+// A tiny Kimi-Linear-like release: layer 0 KDA + dense FFN, layer 1 MLA + MoE,
+// written as two shards (trunk, experts) with an index.
+ordered_json tiny_config() {
+    return ordered_json{{"model_type", "kimi_linear"},
+                        {"architectures", {"KimiLinearForCausalLM"}},
+                        {"hidden_size", 64},
+                        {"num_hidden_layers", 2},
+                        {"first_k_dense_replace", 1},
+                        {"intermediate_size", 96},
+                        {"moe_intermediate_size", 32},
+                        {"num_experts", 4},
+                        {"num_experts_per_token", 2},
+                        {"num_shared_experts", 1},
+                        {"moe_renormalize", true},
+                        {"moe_router_activation_func", "sigmoid"},
+                        {"routed_scaling_factor", 2.0},
+                        {"num_attention_heads", 2},
+                        {"qk_nope_head_dim", 16},
+                        {"qk_rope_head_dim", 8},
+                        {"v_head_dim", 16},
+                        {"kv_lora_rank", 32},
+                        {"q_lora_rank", nullptr},
+                        {"mla_use_nope", true},
+                        {"rms_norm_eps", 1e-5},
+                        {"vocab_size", 300},
+                        {"tie_word_embeddings", false},
+                        {"bos_token_id", 290},
+                        {"eos_token_id", 291},
+                        {"linear_attn_config",
+                         {{"head_dim", 16}, {"num_heads", 2}, {"short_conv_kernel_size", 4}, {"kda_layers", {1}},
+                          {"full_attn_layers", {2}}}}};
+}
+
+std::map<std::string, HfTensor> tiny_tensors() {
+    std::map<std::string, HfTensor> t;
+    uint32_t seed = 100;
+    auto add = [&](const std::string& name, std::vector<int64_t> shape, const char* dtype = "F32") {
+        size_t n = 1;
+        for (int64_t d : shape) n *= static_cast<size_t>(d);
+        t[name] = HfTensor{dtype, shape, random_values(n, seed++, 0.1f)};
+    };
+    const int64_t H = 64, C = 32, D = 16;
+    add("model.embed_tokens.weight", {300, H});
+    add("model.norm.weight", {H});
+    add("lm_head.weight", {300, H});
+    for (int l = 0; l < 2; ++l) {
+        const std::string lx = "model.layers." + std::to_string(l) + ".";
+        add(lx + "input_layernorm.weight", {H});
+        add(lx + "post_attention_layernorm.weight", {H});
+    }
+    const std::string a0 = "model.layers.0.self_attn.";
+    for (const char* p : {"q_proj", "k_proj", "v_proj"}) add(a0 + p + ".weight", {C, H});
+    for (const char* p : {"q_conv1d", "k_conv1d", "v_conv1d"}) add(a0 + p + ".weight", {C, 1, 4});
+    add(a0 + "f_a_proj.weight", {D, H});
+    add(a0 + "f_b_proj.weight", {C, D});
+    add(a0 + "b_proj.weight", {2, H});
+    add(a0 + "A_log", {1, 1, 2, 1});
+    add(a0 + "dt_bias", {C});
+    add(a0 + "g_a_proj.weight", {D, H});
+    add(a0 + "g_b_proj.weight", {C, D});
+    add(a0 + "o_norm.weight", {D});
+    add(a0 + "o_proj.weight", {H, C});
+    add("model.layers.0.mlp.gate_proj.weight", {96, H}, "BF16");
+    add("model.layers.0.mlp.up_proj.weight", {96, H}, "BF16");
+    add("model.layers.0.mlp.down_proj.weight", {H, 96}, "BF16");
+    const std::string a1 = "model.layers.1.self_attn.";
+    add(a1 + "q_proj.weight", {2 * 24, H});
+    add(a1 + "kv_a_proj_with_mqa.weight", {32 + 8, H});
+    add(a1 + "kv_a_layernorm.weight", {32});
+    add(a1 + "kv_b_proj.weight", {2 * 32, 32});
+    add(a1 + "o_proj.weight", {H, 2 * 16});
+    const std::string m = "model.layers.1.block_sparse_moe.";
+    add(m + "gate.weight", {4, H});
+    add(m + "gate.e_score_correction_bias", {4});
+    add(m + "shared_experts.gate_proj.weight", {32, H});
+    add(m + "shared_experts.up_proj.weight", {32, H});
+    add(m + "shared_experts.down_proj.weight", {H, 32});
+    for (int e = 0; e < 4; ++e) {
+        const std::string x = m + "experts." + std::to_string(e) + ".";
+        add(x + "w1.weight", {32, H}, "BF16");
+        add(x + "w3.weight", {32, H}, "BF16");
+        add(x + "w2.weight", {H, 32}, "BF16");
+    }
+    return t;
+}
+
+void write_checkpoint(const fs::path& dir, const std::map<std::string, HfTensor>& tensors,
+                      const ordered_json& config = tiny_config()) {
+    fs::create_directories(dir);
+    std::map<std::string, HfTensor> trunk, experts;
+    json weight_map = json::object();
+    for (const auto& [name, t] : tensors) {
+        const bool expert = name.find(".experts.") != std::string::npos;
+        (expert ? experts : trunk)[name] = t;
+        weight_map[name] = expert ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+    }
+    write_safetensors(dir / "model-00001-of-00002.safetensors", trunk);
+    write_safetensors(dir / "model-00002-of-00002.safetensors", experts);
+    waste_test::write_file(dir / "model.safetensors.index.json",
+                           json{{"metadata", json::object()}, {"weight_map", weight_map}}.dump(1));
+    waste_test::write_file(dir / "config.json", config.dump(2));
+    // A tokenizer: 256 byte ranks + 34 merges of two bytes, then specials.
+    std::string ranks;
+    static const char* b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    auto encode = [&](const std::string& s) {
+        std::string out;
+        for (size_t i = 0; i < s.size(); i += 3) {
+            uint32_t v = uint32_t(uint8_t(s[i])) << 16;
+            if (i + 1 < s.size()) v |= uint32_t(uint8_t(s[i + 1])) << 8;
+            if (i + 2 < s.size()) v |= uint8_t(s[i + 2]);
+            out += b64[v >> 18 & 63];
+            out += b64[v >> 12 & 63];
+            out += i + 1 < s.size() ? b64[v >> 6 & 63] : '=';
+            out += i + 2 < s.size() ? b64[v & 63] : '=';
+        }
+        return out;
+    };
+    for (int b = 0; b < 256; ++b) ranks += encode(std::string(1, char(b))) + " " + std::to_string(b) + "\n";
+    for (int i = 0; i < 34; ++i) ranks += encode(std::string{char('a' + i % 26), char('a' + i / 26 + 1)}) + " " + std::to_string(256 + i) + "\n";
+    waste_test::write_file(dir / "tiktoken.model", ranks);
+    waste_test::write_file(dir / "tokenizer_config.json",
+                           json{{"added_tokens_decoder",
+                                 {{"290", {{"content", "[BOS]"}, {"special", true}}},
+                                  {"291", {{"content", "[EOS]"}, {"special", true}}},
+                                  {"292", {{"content", "<|im_end|>"}}},
+                                  {"293", {{"content", "<|im_user|>"}}},
+                                  {"294", {{"content", "<|im_assistant|>"}}},
+                                  {"295", {{"content", "<|im_system|>"}}},
+                                  {"296", {{"content", "<|im_middle|>"}}}}}}
+                               .dump());
+}
+
+// Every file of a container directory (not the converter's work folder), by name.
+std::map<std::string, std::string> container_files(const fs::path& dir) {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (entry.is_regular_file()) files[entry.path().filename().string()] = waste_test::read_file(entry.path());
+    return files;
+}
+
+ConvertOptions small_options(unsigned jobs) {
+    ConvertOptions options;
+    options.jobs = jobs;
+    options.sample_experts = 3;
+    options.train_vectors = 2048;
+    options.iterations = 6;
+    return options;
+}
+
+TEST(Convert, DeterministicAcrossJobsAndReadable) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    const json a = convert_checkpoint((tmp / "src").string(), (tmp / "a").string(), small_options(1));
+    convert_checkpoint((tmp / "src").string(), (tmp / "b").string(), small_options(3));
+    const auto fa = container_files(tmp / "a"), fb = container_files(tmp / "b");
+    ASSERT_EQ(fa.size(), fb.size());
+    for (const auto& [name, bytes] : fa) EXPECT_TRUE(fb.at(name) == bytes) << name << " differs between --jobs 1 and 3";
+    for (const char* name : {"manifest.json", "trunk.bin", "codebooks.bin", "experts-L1.bin", "tokenizer.model",
+                             "specials.json", "chat.json"})
+        EXPECT_TRUE(fa.count(name)) << name;
+    // The reader opens it, with every record's CRC.
+    waste::format::ContainerOptions open_options;
+    open_options.verify_checksums = true;
+    const auto container = waste::format::Container::open((tmp / "a").string(), open_options);
+    container->load_trunk();
+    EXPECT_EQ(container->manifest().quant.fmt_name, "VQ3R");
+    EXPECT_EQ(container->manifest().trunk.front().name, "model.embed_tokens.weight");
+    const auto* embed = container->manifest().find("model.embed_tokens.weight");
+    EXPECT_EQ(embed->fmt, waste::format::TrunkFormat::f32);  // 300x64 < 65,536 values: F32 by the rule
+    // Specials: ids 290..299, named from tokenizer_config.json, the rest reserved.
+    const json specials = json::parse(fa.at("specials.json"));
+    ASSERT_EQ(specials.size(), 10u);
+    EXPECT_EQ(specials[0]["text"], "[BOS]");
+    EXPECT_EQ(specials[9]["text"], "<|reserved_token_299|>");
+    EXPECT_EQ(json::parse(fa.at("chat.json"))["open"], "<|im_assistant|>assistant<|im_middle|>");
+    ASSERT_EQ(a["layers"].size(), 1u);
+    EXPECT_GT(a["layers"][0]["error"].get<double>(), 0.0);
+    EXPECT_LT(a["layers"][0]["error"].get<double>(), 0.35);
+    // verify --source agrees and passes.
+    const json report = verify_against_source((tmp / "a").string(), (tmp / "src").string(), {});
+    EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
+    EXPECT_NEAR(report["layers"][0]["error"].get<double>(), a["layers"][0]["error"].get<double>(), 1e-6);
+}
+
+TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    convert_checkpoint((tmp / "src").string(), (tmp / "ref").string(), small_options(2));
+    const auto want = container_files(tmp / "ref");
+    uint64_t total = 0;
+    {
+        ConvertOptions probe = small_options(2);
+        probe.progress = [&](uint64_t, uint64_t t) { total = t; return true; };
+        convert_checkpoint((tmp / "src").string(), (tmp / "probe").string(), probe);
+    }
+    ASSERT_GT(total, 0u);
+    // Cut at several points (inside the first unit, inside the MoE layer's
+    // bank, after the last unit), each time also leaving the junk a kill -9
+    // would (a half-written bank .tmp, a stray part), then resume.
+    for (const double cut : {0.01, 0.5, 0.9, 0.999}) {
+        const fs::path out = tmp / ("cut" + std::to_string(cut));
+        ConvertOptions interrupted = small_options(1);
+        interrupted.progress = [&](uint64_t done, uint64_t) { return done < cut * total; };
+        try {
+            convert_checkpoint((tmp / "src").string(), out.string(), interrupted);
+            FAIL() << "not interrupted at " << cut;
+        } catch (const waste::Error& e) {
+            EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED);
+        }
+        EXPECT_FALSE(fs::exists(out / "manifest.json")) << "nothing is published by an interrupted run";
+        waste_test::write_file(out / "experts-L1.bin.tmp", std::string(5000, 'x'));
+        waste_test::write_file(out / ".waste-convert" / "trunk-0002.part.tmp", "junk");
+        ConvertOptions resume = small_options(3);
+        int resumed = 0;
+        resume.event = [&](const json& e) { resumed += e.value("resumed", false); };
+        const json summary = convert_checkpoint((tmp / "src").string(), out.string(), resume);
+        const auto got = container_files(out);
+        ASSERT_EQ(got.size(), want.size()) << "cut " << cut;
+        for (const auto& [name, bytes] : want) EXPECT_TRUE(got.at(name) == bytes) << name << " differs after a cut at " << cut;
+        if (cut > 0.5) EXPECT_GT(resumed, 0) << "finished units are not redone";
+    }
+}
+
+TEST(Convert, ReclaimDeletesOnlyFinishedShards) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    ConvertOptions dry = small_options(2);
+    dry.reclaim = Reclaim::dry;
+    std::vector<std::string> listed;
+    dry.event = [&](const json& e) {
+        if (e.contains("reclaim")) listed.push_back(e["reclaim"]);
+    };
+    convert_checkpoint((tmp / "src").string(), (tmp / "dry").string(), dry);
+    EXPECT_EQ(listed.size(), 2u);
+    EXPECT_TRUE(fs::exists(tmp / "src" / "model-00001-of-00002.safetensors")) << "dry deletes nothing";
+    ConvertOptions on = small_options(2);
+    on.reclaim = Reclaim::on;
+    std::vector<std::pair<std::string, size_t>> order;  // shard, units finished when it went
+    size_t units = 0;
+    on.event = [&](const json& e) {
+        if (e.contains("reclaim")) order.emplace_back(e["reclaim"], units);
+        else ++units;
+    };
+    const json summary = convert_checkpoint((tmp / "src").string(), (tmp / "on").string(), on);
+    ASSERT_EQ(order.size(), 2u);
+    // The expert shard goes after the MoE layer (unit 3 of 4: embed, layer 0, layer 1, final);
+    // the trunk shard only after the last unit (lm_head lives there).
+    EXPECT_EQ(order[0].first, "model-00002-of-00002.safetensors");
+    EXPECT_EQ(order[0].second, 3u);
+    EXPECT_EQ(order[1].first, "model-00001-of-00002.safetensors");
+    EXPECT_EQ(order[1].second, 4u);
+    EXPECT_FALSE(fs::exists(tmp / "src" / "model-00001-of-00002.safetensors"));
+    EXPECT_EQ(summary["reclaimed"].size(), 2u);
+    const auto a = container_files(tmp / "dry"), b = container_files(tmp / "on");
+    for (const auto& [name, bytes] : a) EXPECT_TRUE(b.at(name) == bytes) << name;
+}
+
+void expect_refused(const fs::path& src, const fs::path& out, const std::vector<std::string>& words) {
+    try {
+        convert_checkpoint(src.string(), out.string(), small_options(1));
+        ADD_FAILURE() << "converted a bad checkpoint";
+    } catch (const waste::Error& e) {
+        for (const std::string& word : words)
+            EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what() << " does not name " << word;
+    }
+    EXPECT_FALSE(fs::exists(out)) << "a refused checkpoint leaves no output";
+}
+
+TEST(Convert, HostileCheckpointsAreRefusedBeforeAnyOutput) {
+    waste_test::TempDir tmp;
+    {
+        auto t = tiny_tensors();
+        t.erase("model.layers.1.block_sparse_moe.experts.2.w3.weight");
+        write_checkpoint(tmp / "missing", t);
+        expect_refused(tmp / "missing", tmp / "o1", {"experts.2.w3.weight"});
+    }
+    {
+        auto t = tiny_tensors();
+        t["model.layers.0.self_attn.o_proj.weight"].shape = {32, 64};  // transposed
+        write_checkpoint(tmp / "shape", t);
+        expect_refused(tmp / "shape", tmp / "o2", {"o_proj.weight", "model-00001-of-00002.safetensors", "[64, 32]"});
+    }
+    {
+        ordered_json config = tiny_config();
+        config["model_type"] = "llama";
+        write_checkpoint(tmp / "arch", tiny_tensors(), config);
+        expect_refused(tmp / "arch", tmp / "o3", {"llama"});
+    }
+    {
+        auto t = tiny_tensors();
+        t["model.layers.1.block_sparse_moe.experts.0.w9.weight"] = t["model.layers.1.block_sparse_moe.experts.0.w1.weight"];
+        write_checkpoint(tmp / "extra", t);
+        expect_refused(tmp / "extra", tmp / "o4", {"experts.0.w9.weight"});
+    }
+    {
+        write_checkpoint(tmp / "truncated", tiny_tensors());
+        const fs::path shard = tmp / "truncated" / "model-00002-of-00002.safetensors";
+        fs::resize_file(shard, fs::file_size(shard) - 100);
+        expect_refused(tmp / "truncated", tmp / "o5", {"model-00002-of-00002.safetensors"});
+    }
+    {
+        write_checkpoint(tmp / "noshard", tiny_tensors());
+        fs::remove(tmp / "noshard" / "model-00002-of-00002.safetensors");
+        expect_refused(tmp / "noshard", tmp / "o6", {"model-00002-of-00002.safetensors"});
+    }
+    {
+        auto t = tiny_tensors();
+        t["model.layers.1.block_sparse_moe.experts.3.w2.weight"].values[17] = NAN;
+        write_checkpoint(tmp / "nan", t);
+        try {
+            convert_checkpoint((tmp / "nan").string(), (tmp / "o7").string(), small_options(1));
+            ADD_FAILURE() << "converted a NaN weight";
+        } catch (const waste::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("experts.3.w2.weight"), std::string::npos) << e.what();
+        }
+        EXPECT_FALSE(fs::exists(tmp / "o7" / "manifest.json"));
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// Seconds per expert of the encoder at a realistic expert shape (not a
+// timed assertion: run with --gtest_also_run_disabled_tests; prints one JSON
+// line per thread count). WASTE_CONVERT_BENCH="rows cols experts" overrides
+// the shape (default Kimi-Linear's 1024 x 2304, 3 matrices per expert).
+TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
+    uint32_t inter = 1024, hidden = 2304, experts = 3;
+    if (const char* env = std::getenv("WASTE_CONVERT_BENCH")) std::sscanf(env, "%u %u %u", &inter, &hidden, &experts);
+    const waste::format::ExpertQuant quant = waste::format::standard_expert_quant("VQ3R");
+    const std::vector<float> gate = random_values(static_cast<size_t>(inter) * hidden, 1, 0.02f);
+    const std::vector<float> down = random_values(static_cast<size_t>(hidden) * inter, 2, 0.02f);
+    waste::platform::ThreadPool fit_pool(2);
+    const uint32_t sample_rows = std::min<uint32_t>(inter, 65536 * 8 / hidden);
+    std::vector<float> sample(static_cast<size_t>(sample_rows) * hidden);
+    for (uint32_t r = 0; r < sample_rows; ++r) normalise_row(&gate[static_cast<size_t>(r) * hidden], hidden, &sample[static_cast<size_t>(r) * hidden]);
+    const StageBooks books = fit_residual_books(sample, 3, 256, KmeansOptions{}, fit_pool);
+    std::vector<uint8_t> indices((static_cast<size_t>(std::max(inter, hidden)) + 63) / 64 * 64 * std::max(inter, hidden) / 8 * 3);
+    std::vector<uint16_t> scales(std::max(inter, hidden));
+    const double weights = 3.0 * inter * hidden;
+    for (unsigned jobs : {1u, 2u}) {
+        waste::platform::ThreadPool pool(jobs);
+        const auto start = std::chrono::steady_clock::now();
+        double error2 = 0, weight2 = 0;
+        for (uint32_t e = 0; e < experts; ++e)
+            for (int k = 0; k < 3; ++k) {
+                const bool is_down = k == 2;
+                const MatrixError err = encode_matrix(is_down ? down.data() : gate.data(), is_down ? hidden : inter,
+                                                      is_down ? inter : hidden, books, quant, indices.data(),
+                                                      scales.data(), pool, "bench");
+                error2 += err.error2;
+                weight2 += err.weight2;
+            }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / experts;
+        // Distance evaluations: every 8-vector against every centroid of every stage, 8 FMAs each.
+        const double fmas = weights / 8 * 3 * 256 * 8;
+        std::printf("{\"bench\": \"convert_encode\", \"rows\": %u, \"cols\": %u, \"weights_per_expert\": %.0f, \"jobs\": %u, "
+                    "\"seconds_per_expert\": %.4f, \"gflop_per_s\": %.1f, \"relative_error\": %.4f, \"isa\": \"%s\"}\n",
+                    inter, hidden, weights, jobs, seconds, 2 * fmas / seconds / 1e9, std::sqrt(error2 / weight2),
+                    avx2_search_available() ? "avx2" : "scalar");
+    }
+}
+
+}  // namespace
