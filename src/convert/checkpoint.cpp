@@ -16,7 +16,9 @@ namespace {
 
 constexpr uint64_t max_config_bytes = uint64_t{16} << 20;
 constexpr uint64_t max_index_bytes = uint64_t{512} << 20;  // K3's index names ~250k tensors (~30 MB)
-constexpr uint64_t raw_chunk_bytes = uint64_t{4} << 20;    // raw bytes decoded per step
+// Raw bytes decoded per step: small enough that the decoded floats are still
+// in cache when they are checked for NaN/Inf, large enough that pread calls are few.
+constexpr uint64_t raw_chunk_bytes = uint64_t{256} << 10;
 constexpr uint64_t default_fp8_block = 128;                // other-families §1: weight_block_size [128, 128]
 constexpr uint64_t default_int4_group = 32;                // other-families §1: group_size 32
 constexpr uint64_t mxfp4_group = 32;                       // other-families §8: one E8M0 per 32 values

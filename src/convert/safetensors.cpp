@@ -286,10 +286,12 @@ void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst
     if (bytes == 0) return;
     const int fd = descriptor();
     read_exact(fd, tensor.begin + offset, dst, bytes, path_.string() + ": tensor \"" + tensor.name + "\"");
-    // A conversion reads every byte once: keep the page cache from filling
-    // with a 1.4 TB checkpoint (advice only; failure changes nothing).
-    if (bytes >= (uint64_t{1} << 20))
-        (void)::posix_fadvise(fd, static_cast<off_t>(tensor.begin + offset), static_cast<off_t>(bytes), POSIX_FADV_DONTNEED);
+    // A conversion reads every byte once: when a read reaches the end of a
+    // large tensor, drop the tensor from the page cache so a 1.4 TB
+    // checkpoint does not crowd out everything else (advice only; a failure
+    // changes nothing, and a later read simply goes to the disk again).
+    if (offset + bytes == tensor.bytes && tensor.bytes >= (uint64_t{1} << 20))
+        (void)::posix_fadvise(fd, static_cast<off_t>(tensor.begin), static_cast<off_t>(tensor.bytes), POSIX_FADV_DONTNEED);
 }
 
 }  // namespace waste::convert

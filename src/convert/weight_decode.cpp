@@ -85,19 +85,35 @@ void decode_fp8_block_row(const uint8_t* codes, const float* block_scales, size_
 }
 
 void decode_mxfp4_row(const uint8_t* packed, const uint8_t* scales, size_t cols, float* out) {
-    for (size_t start = 0, g = 0; start < cols; start += 32, ++g) {
-        const size_t end = start + 32 < cols ? start + 32 : cols;
-        const float scale = e8m0_to_f32(scales[g]);
-        for (size_t j = start; j < end; ++j) {
-            const uint8_t byte = packed[j / 2];
-            const uint8_t nibble = (j & 1) ? static_cast<uint8_t>(byte >> 4) : static_cast<uint8_t>(byte & 0xF);
-            out[j] = fp4_values[nibble] * scale;
+    size_t j = 0;
+    // Whole groups: 16 bytes, each byte two elements (low nibble first), one scale.
+    for (; j + 32 <= cols; j += 32) {
+        const float scale = e8m0_to_f32(scales[j / 32]);
+        const uint8_t* bytes = packed + j / 2;
+        for (size_t b = 0; b < 16; ++b) {
+            out[j + 2 * b] = fp4_values[bytes[b] & 0xF] * scale;
+            out[j + 2 * b + 1] = fp4_values[bytes[b] >> 4] * scale;
         }
+    }
+    // A partial last group (cols not a multiple of 32, possibly odd).
+    for (; j < cols; ++j) {
+        const uint8_t byte = packed[j / 2];
+        const uint8_t nibble = (j & 1) ? static_cast<uint8_t>(byte >> 4) : static_cast<uint8_t>(byte & 0xF);
+        out[j] = fp4_values[nibble] * e8m0_to_f32(scales[j / 32]);
     }
 }
 
 void decode_int4_row(const uint8_t* words, const float* group_scales, size_t cols, size_t group, float* out) {
-    for (size_t j = 0; j < cols; ++j) {
+    size_t j = 0;
+    if (group % 8 == 0) {
+        // Whole words: the 8 columns of a word share one group scale.
+        for (; j + 8 <= cols; j += 8) {
+            const uint32_t word = load_u32(words + j / 2);
+            const float scale = group_scales[j / group];
+            for (size_t k = 0; k < 8; ++k) out[j + k] = static_cast<float>(static_cast<int>((word >> (4 * k)) & 0xFu) - 8) * scale;
+        }
+    }
+    for (; j < cols; ++j) {
         const uint32_t word = load_u32(words + 4 * (j / 8));
         const int nibble = static_cast<int>((word >> (4 * (j % 8))) & 0xFu);
         out[j] = static_cast<float>(nibble - 8) * group_scales[j / group];
@@ -105,7 +121,20 @@ void decode_int4_row(const uint8_t* words, const float* group_scales, size_t col
 }
 
 size_t first_non_finite(const float* values, size_t count) {
-    for (size_t i = 0; i < count; ++i) {
+    // Blocks without an early exit vectorise; the exact index is found only
+    // in a block that has a bad value.
+    constexpr size_t block = 256;
+    size_t i = 0;
+    for (; i + block <= count; i += block) {
+        uint32_t bad = 0;
+        for (size_t k = 0; k < block; ++k) {
+            uint32_t bits;
+            std::memcpy(&bits, values + i + k, 4);
+            bad |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
+        }
+        if (bad) break;
+    }
+    for (; i < count; ++i) {
         uint32_t bits;
         std::memcpy(&bits, values + i, 4);
         if ((bits & 0x7F800000u) == 0x7F800000u) return i;
