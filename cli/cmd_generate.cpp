@@ -175,8 +175,8 @@ void add_generate_commands(CLI::App& app) {
     CLI::App* run = app.add_subcommand("run", "Generate text after a prompt (PROMPT, - or piped stdin, --file, or --ids)");
     add_generate_options(run, args->gen, 256);  // MODEL first: positionals bind in order
     run->add_option("PROMPT", args->prompt, "The prompt text; - reads stdin (also read when piped and no prompt is given)");
-    run->add_option("--file", args->file, "Read the prompt from this file");
-    run->add_option("--ids", args->ids, "The prompt as token ids, e.g. \"1 2 3\" (no template)");
+    run->add_option("--file", args->file, "Read the prompt from this file")->default_str("none");
+    run->add_option("--ids", args->ids, "The prompt as token ids, e.g. \"1 2 3\" (no template)")->default_str("none");
     run->add_flag("--json", args->json_output, "One JSON object at the end instead of streamed text (docs/CLI.md)");
     run->callback([args] { run_generate(*args); });
     add_chat_command(app);

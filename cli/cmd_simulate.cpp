@@ -74,16 +74,17 @@ void add_simulate_command(CLI::App& app) {
         "simulate", "Replay a routing trace through the expert cache: hit rate per policy beside Belady's optimum");
     simulate->add_option("TRACE", args->trace, "Routing trace, JSON lines: {\"layers\": [[ids of MoE layer 0], ...]} per token");
     auto* cache = simulate->add_option("--cache", args->cache, "Cache size(s) in records, e.g. 208 or 208,416")->delimiter(',')
-                      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 26));
+                      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 26))->default_str("none (give --cache or --mult)");
     auto* mult = simulate->add_option("--mult", args->mult, "Cache size(s) as multiples of one token's working set, e.g. 1,2,4,8")
-                     ->delimiter(',')->check(CLI::PositiveNumber);
+                     ->delimiter(',')->check(CLI::PositiveNumber)->default_str("none");
     cache->excludes(mult);
     mult->excludes(cache);
     simulate->add_option("--policy", args->policy, "reuse (ours, the default), lru, lfru, or all")->default_val("default");
     simulate->add_flag("!--no-belady", args->belady, "Skip Belady's optimum");
-    simulate->add_option("--experts", args->experts, "Refuse ids at or above this (default: any below 2^20)")->check(CLI::Range(1u, 1u << 20));
+    simulate->add_option("--experts", args->experts, "Refuse ids at or above this (default: any below 2^20)")->check(CLI::Range(1u, 1u << 20))->default_str("any below 2^20");
     simulate->add_option("--synthetic", args->synthetic,
-                         "Replay a seeded Zipf-with-drift trace instead of a file: a JSON object of options, '{}' for the defaults");
+                         "Replay a seeded Zipf-with-drift trace instead of a file: a JSON object of options, '{}' for the defaults")
+        ->default_str("none");
     simulate->add_flag("--json", args->json_output, "Print JSON (documented in include/waste/waste.h)");
     simulate->callback([args] {
         if (args->cache.empty() && args->mult.empty()) throw CLI::RequiredError("--cache or --mult");

@@ -93,13 +93,13 @@ void add_synth_command(CLI::App& app) {
     auto args = std::make_shared<SynthArgs>();
     CLI::App* synth = app.add_subcommand("synth", "Write a seeded synthetic container (tiny, tiny-k3, mid, k3)");
     synth->add_option("OUT", args->out, "Container directory to write (its old container files are replaced)");
-    synth->add_option("--preset", args->preset, "Preset: tiny, tiny-k3, mid or k3 (--list describes them)");
-    synth->add_option("--seed", args->seed, "Seed; the same preset, seed and overrides give identical bytes");
+    synth->add_option("--preset", args->preset, "Preset: tiny, tiny-k3, mid or k3 (--list describes them)")->capture_default_str();
+    synth->add_option("--seed", args->seed, "Seed; the same preset, seed and overrides give identical bytes")->capture_default_str();
     synth->add_option("--set", args->sets,
                       "Override a config key, e.g. --set num_hidden_layers=8; also tensor_prefix=, "
                       "expert_quant=VQ4P, tokenizer=false")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    synth->add_option("--overrides", args->overrides, "A JSON object of config keys (merged before --set)");
+    synth->add_option("--overrides", args->overrides, "A JSON object of config keys (merged before --set)")->default_str("none");
     synth->add_flag("--list", args->list, "List the presets and exit");
     synth->callback([args] {
         waste_error error{};

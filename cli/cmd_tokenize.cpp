@@ -145,10 +145,11 @@ void write_bytes(const char* bytes, size_t length) {
 }
 
 void add_tokenizer_source_options(CLI::App* command, TokenizerArgs& args) {
-    command->add_option("--rank-file", args.rank_file, "A tiktoken rank file instead of a model (needs --pattern)");
+    command->add_option("--rank-file", args.rank_file, "A tiktoken rank file instead of a model (needs --pattern)")->default_str("none");
     command->add_option("--pattern", args.pattern,
-                        "Pre-tokenizer: kimi, o200k, cl100k or gpt2 (default for a model: o200k for gpt_oss, else kimi)");
-    command->add_option("--specials", args.specials_file, "specials.json for --rank-file");
+                        "Pre-tokenizer: kimi, o200k, cl100k or gpt2")
+        ->default_str("the model's: o200k for gpt_oss, else kimi");
+    command->add_option("--specials", args.specials_file, "specials.json for --rank-file")->default_str("none");
     command->add_flag("--markup", args.markup, "Markup mode: recognise special tokens (default: plain text)");
 }
 
@@ -160,11 +161,12 @@ void add_tokenize_commands(CLI::App& app) {
     tokenize_command->add_option("MODEL TEXT", tokenize_args->positional,
                                  "Container directory, then the text ('-' reads standard input); "
                                  "with --rank-file only the text");
-    tokenize_command->add_option("--file", tokenize_args->file, "Read the text from a file");
+    tokenize_command->add_option("--file", tokenize_args->file, "Read the text from a file")->default_str("none");
     tokenize_command->add_flag("--json", tokenize_args->json_output, "Print {\"tokens\": [...], \"count\": N, \"pattern\": P}");
     tokenize_command->add_option("--bench", tokenize_args->bench_runs,
                                  "Tokenize N times and print the median speed as JSON instead of the ids")
-        ->check(CLI::Range(1, 1000));
+        ->check(CLI::Range(1, 1000))
+        ->default_str("off");
     add_tokenizer_source_options(tokenize_command, *tokenize_args);
     tokenize_command->callback([tokenize_args] {
         const TokenizerArgs& args = *tokenize_args;

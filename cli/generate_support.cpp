@@ -22,7 +22,7 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
         ->default_val(0.0)
         ->check(CLI::Range(0.0, 1.0));
     command->add_option("--seed", args.seed, "Sampling seed (the same seed gives the same text)")->default_val(0);
-    command->add_option("--stop", args.stops, "Stop when the text contains this string (repeatable)")->expected(1)->take_all();
+    command->add_option("--stop", args.stops, "Stop when the text contains this string (repeatable)")->expected(1)->take_all()->default_str("none");
     command->add_option("--system", args.system, "System prompt (a system turn from chat.json)")->default_str("none");
     command->add_flag("--raw", args.raw, "No chat template: the text goes to the model as it is");
     command->add_flag("--ignore-eos", args.ignore_eos, "Do not stop at the model's end-of-sequence token");
