@@ -203,7 +203,7 @@ ordered_json tiny_config() {
                         {"hidden_size", 64},
                         {"num_hidden_layers", 2},
                         {"first_k_dense_replace", 1},
-                        {"intermediate_size", 96},
+                        {"intermediate_size", 1100},  // dense FFN of 70,400 values: Q4G by the rule
                         {"moe_intermediate_size", 32},
                         {"num_experts", 4},
                         {"num_experts_per_token", 2},
@@ -219,7 +219,7 @@ ordered_json tiny_config() {
                         {"q_lora_rank", nullptr},
                         {"mla_use_nope", true},
                         {"rms_norm_eps", 1e-5},
-                        {"vocab_size", 300},
+                        {"vocab_size", 1100},  // embed/lm_head of 70,400 values: Q8G
                         {"tie_word_embeddings", false},
                         {"bos_token_id", 290},
                         {"eos_token_id", 291},
@@ -237,9 +237,9 @@ std::map<std::string, HfTensor> tiny_tensors() {
         t[name] = HfTensor{dtype, shape, random_values(n, seed++, 0.1f)};
     };
     const int64_t H = 64, C = 32, D = 16;
-    add("model.embed_tokens.weight", {300, H});
+    add("model.embed_tokens.weight", {1100, H});
     add("model.norm.weight", {H});
-    add("lm_head.weight", {300, H});
+    add("lm_head.weight", {1100, H});
     for (int l = 0; l < 2; ++l) {
         const std::string lx = "model.layers." + std::to_string(l) + ".";
         add(lx + "input_layernorm.weight", {H});
@@ -257,9 +257,9 @@ std::map<std::string, HfTensor> tiny_tensors() {
     add(a0 + "g_b_proj.weight", {C, D});
     add(a0 + "o_norm.weight", {D});
     add(a0 + "o_proj.weight", {H, C});
-    add("model.layers.0.mlp.gate_proj.weight", {96, H}, "BF16");
-    add("model.layers.0.mlp.up_proj.weight", {96, H}, "BF16");
-    add("model.layers.0.mlp.down_proj.weight", {H, 96}, "BF16");
+    add("model.layers.0.mlp.gate_proj.weight", {1100, H}, "BF16");
+    add("model.layers.0.mlp.up_proj.weight", {1100, H}, "BF16");
+    add("model.layers.0.mlp.down_proj.weight", {H, 1100}, "BF16");
     const std::string a1 = "model.layers.1.self_attn.";
     add(a1 + "q_proj.weight", {2 * 24, H});
     add(a1 + "kv_a_proj_with_mqa.weight", {32 + 8, H});
@@ -362,13 +362,19 @@ TEST(Convert, DeterministicAcrossJobsAndReadable) {
     container->load_trunk();
     EXPECT_EQ(container->manifest().quant.fmt_name, "VQ3R");
     EXPECT_EQ(container->manifest().trunk.front().name, "model.embed_tokens.weight");
-    const auto* embed = container->manifest().find("model.embed_tokens.weight");
-    EXPECT_EQ(embed->fmt, waste::format::TrunkFormat::f32);  // 300x64 < 65,536 values: F32 by the rule
-    // Specials: ids 290..299, named from tokenizer_config.json, the rest reserved.
+    // The converter rule (container-v0 §3): Q8G embed/lm_head, Q4G other tensors of
+    // >= 65,536 values, F32 for 1-D and smaller ones.
+    const auto& m = container->manifest();
+    EXPECT_EQ(m.find("model.embed_tokens.weight")->fmt, waste::format::TrunkFormat::q8g);
+    EXPECT_EQ(m.find("lm_head.weight")->fmt, waste::format::TrunkFormat::q8g);
+    EXPECT_EQ(m.find("model.layers.0.mlp.down_proj.weight")->fmt, waste::format::TrunkFormat::q4g);
+    EXPECT_EQ(m.find("model.layers.0.self_attn.q_proj.weight")->fmt, waste::format::TrunkFormat::f32);
+    EXPECT_EQ(m.find("model.norm.weight")->fmt, waste::format::TrunkFormat::f32);
+    // Specials: ids 290..1099, named from tokenizer_config.json, the rest reserved.
     const json specials = json::parse(fa.at("specials.json"));
-    ASSERT_EQ(specials.size(), 10u);
+    ASSERT_EQ(specials.size(), 810u);
     EXPECT_EQ(specials[0]["text"], "[BOS]");
-    EXPECT_EQ(specials[9]["text"], "<|reserved_token_299|>");
+    EXPECT_EQ(specials[809]["text"], "<|reserved_token_1099|>");
     EXPECT_EQ(json::parse(fa.at("chat.json"))["open"], "<|im_assistant|>assistant<|im_middle|>");
     ASSERT_EQ(a["layers"].size(), 1u);
     EXPECT_GT(a["layers"][0]["error"].get<double>(), 0.0);
@@ -377,6 +383,8 @@ TEST(Convert, DeterministicAcrossJobsAndReadable) {
     const json report = verify_against_source((tmp / "a").string(), (tmp / "src").string(), {});
     EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
     EXPECT_NEAR(report["layers"][0]["error"].get<double>(), a["layers"][0]["error"].get<double>(), 1e-6);
+    for (const json& t : report["trunk"])
+        if (t["fmt"] == "Q4G") EXPECT_GT(t["error"].get<double>(), 0.01) << "a Q4G tensor is really quantised";
 }
 
 TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {

@@ -21,9 +21,10 @@ stored bf16, FP8-block and MXFP4:
     sublayer writes plus the LM head perturb independently, so they add in
     quadrature: ||Δlogits|| / ||logits|| <= sqrt(2L + 1) * e_max, with e_max
     the largest relative weight error `verify --source` measures (experts
-    ~16-18% here, Q4G trunk ~12%). Measured: ~2 e_max for L = 4 (bound 3
-    e_max); a wrongly decoded container is uncorrelated with its source
-    (~1.4, far above).
+    ~16-18% here; these tiny trunk tensors are under 65,536 values and stay
+    F32 — tests/convert_test.cpp covers Q8G/Q4G). Measured: ~2 e_max for
+    L = 4 (bound 3 e_max); a wrongly decoded container is uncorrelated with
+    its source (~1.4, far above).
 
 Also: `waste verify --source` passes on every conversion; a kill -9 during a
 conversion followed by a rerun gives byte-identical files.
