@@ -165,7 +165,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     if (!fs::exists(config_path, ec)) fail(WASTE_ERR_IO, "{}: no config.json", dir.string());
     ck.full_config_ = read_json_file(config_path, max_config_bytes, "config.json");
     if (!ck.full_config_.is_object()) fail_format("{}: config.json must be a JSON object", config_path.string());
-    if (ck.full_config_.contains("text_config")) {
+    if (ck.full_config_.contains("text_config") && !ck.full_config_["text_config"].is_null()) {
         if (!ck.full_config_["text_config"].is_object())
             fail_format("{}: text_config must be an object, got {}", config_path.string(),
                         ck.full_config_["text_config"].dump().substr(0, 80));
