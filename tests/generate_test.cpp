@@ -2,6 +2,7 @@
 // session state file through the C API, on a synthetic tiny container.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
