@@ -129,8 +129,10 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.latent = static_cast<int>(read.integer({"routed_expert_hidden_size"}, 0, max_dimension, 0));
     c.vocab = static_cast<int>(read.integer({"vocab_size"}, 1, max_vocab));
     c.tie_embeddings = read.boolean({"tie_word_embeddings"}, false);
-    c.bos = read.integer({"bos_token_id"}, -1, max_vocab, -1);
-    c.eos = read.integer({"eos_token_id"}, -1, max_vocab, -1);
+    // -1 means "none"; any other id must name a row of the embedding, or a
+    // generation would stop on (or start from) a token the model cannot emit.
+    c.bos = read.integer({"bos_token_id"}, -1, c.vocab - 1, -1);
+    c.eos = read.integer({"eos_token_id"}, -1, c.vocab - 1, -1);
     c.rms_eps = read.real({"rms_norm_eps"}, 0.0, 1.0, 1e-6);
     const std::string act = read.string("hidden_act", "silu");
     if (act == "silu" || act == "swish") c.activation = Activation::silu;
