@@ -103,6 +103,14 @@ struct RawTensor {
     std::string bytes;
 };
 
+// The file image: 8-byte little-endian header length, header text, data.
+std::string with_header(const std::string& text, const std::string& data) {
+    std::string out(8, '\0');
+    const uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+    return out + text + data;
+}
+
 std::string safetensors_bytes(const std::vector<RawTensor>& tensors, json extra = json::object()) {
     json header = json::object();
     uint64_t offset = 0;
@@ -113,18 +121,7 @@ std::string safetensors_bytes(const std::vector<RawTensor>& tensors, json extra 
         data += t.bytes;
     }
     for (auto& [k, v] : extra.items()) header[k] = v;
-    const std::string text = header.dump();
-    std::string out(8, '\0');
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-    return out + text + data;
-}
-
-std::string with_header(const std::string& text, const std::string& data) {
-    std::string out(8, '\0');
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-    return out + text + data;
+    return with_header(header.dump(), data);
 }
 
 std::string bf16_bytes(const std::vector<float>& values) {
