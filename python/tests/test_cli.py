@@ -190,6 +190,7 @@ class CliTest(unittest.TestCase):
             proc = waste(*args)
             self.assertEqual(proc.returncode, 2, f"{args}: {proc.stderr}")
             self.assertIn(b"--help", proc.stderr + proc.stdout, f"{args}: a usage error points at --help")
+            self.assertIn(b"Usage: waste", proc.stderr, f"{args}: a usage error shows the usage line")
         missing = os.path.join(self.tmp, "absent.waste")
         proc = waste("run", missing, "hello", check=1)
         self.assertIn(missing.encode(), proc.stderr)
