@@ -1,5 +1,5 @@
-// cmd_run.cpp — `waste eval` (next-token distribution of a prompt of ids)
-// and `waste run` (greedy generation from ids).
+// cmd_run.cpp — `waste eval` (next-token distribution of a prompt of ids).
+// `waste run` and `waste chat` are in cmd_generate.cpp and cmd_chat.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "stream_options.h"
 
 namespace waste_cli {
 namespace {
@@ -27,13 +28,11 @@ struct RunArgs {
     bool json_output = false;
     uint32_t chunk = 64;
     std::string policy = "default";
+    StreamArgs stream;
     // eval
     std::string dump_hidden;
     int top = 10;
     bool full = false;
-    // run
-    int tokens = 32;
-    double temperature = 0;
 };
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -68,6 +67,7 @@ void add_common(CLI::App* command, RunArgs& args) {
     command->add_flag("--json", args.json_output, "Print JSON (documented in docs/CLI.md)");
     command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
+    add_stream_options(command, args.stream);
 }
 
 struct SessionCloser {
@@ -90,11 +90,14 @@ Loaded load(const RunArgs& args) {
     waste_error policy_error{};
     if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &policy_error) != WASTE_OK)
         throw CLI::ValidationError("--policy", policy_error.message);
+    apply_open_options(args.stream, options);
     Loaded loaded{open_model(args.model, options), nullptr};
+    report_open(args.stream, loaded.model.get());
     waste_session* session = nullptr;
     waste_error error{};
     if (waste_session_create(loaded.model.get(), &session, &error) != WASTE_OK) fail_with(error, "session");
     loaded.session.reset(session);
+    apply_session_options(args.stream, session);
     if (waste_session_set_prefill_chunk(session, args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
     return loaded;
 }
@@ -132,6 +135,7 @@ void run_eval(const RunArgs& args) {
     size_t vocab = 0;
     waste_error error{};
     if (waste_session_logits(loaded.session.get(), &logits, &vocab, &error) != WASTE_OK) fail_with(error, "logits");
+    finish_stream(args.stream, loaded.model.get());
     // softmax in f64 for the reported probabilities
     const float max_logit = *std::max_element(logits, logits + vocab);
     double total = 0;
@@ -160,64 +164,6 @@ void run_eval(const RunArgs& args) {
         for (size_t i = 0; i < vocab; ++i) fmt::print("{} {:.7g}\n", i, logits[i]);
 }
 
-struct StreamState {
-    bool json_output = false;
-};
-
-int print_token(int32_t token, void* user) {
-    if (!static_cast<StreamState*>(user)->json_output) {
-        fmt::print("{} ", token);
-        std::fflush(stdout);
-    }
-    return 0;
-}
-
-void run_generate(const RunArgs& args) {
-    if (args.temperature != 0)
-        throw RuntimeFailure{"--temp other than 0 needs the sampler, which this build does not have yet; use --temp 0 (greedy)"};
-    const std::vector<int32_t> ids = parse_ids(args.ids);
-    Loaded loaded = load(args);
-    const auto start = std::chrono::steady_clock::now();
-    evaluate(loaded.session.get(), ids);
-    const auto prompt_done = std::chrono::steady_clock::now();
-    std::vector<int32_t> out(static_cast<size_t>(args.tokens));
-    size_t count = 0;
-    StreamState stream{args.json_output};
-    waste_error error{};
-    if (args.tokens > 0 &&
-        waste_session_generate_greedy(loaded.session.get(), out.size(), out.data(), &count, print_token, &stream, &error) != WASTE_OK)
-        fail_with(error, "generating");
-    const auto end = std::chrono::steady_clock::now();
-    const double prompt_seconds = std::chrono::duration<double>(prompt_done - start).count();
-    const double gen_seconds = std::chrono::duration<double>(end - prompt_done).count();
-    // The first generated token comes from the prompt's logits; the other
-    // count-1 were each one decode step.
-    const double tok_per_s = count > 1 && gen_seconds > 0 ? static_cast<double>(count - 1) / gen_seconds : 0;
-    waste_session_stats stats{};
-    waste_session_stats_get(loaded.session.get(), &stats, &error);
-    out.resize(count);
-    const uint64_t lookups = stats.expert_hits + stats.expert_misses;
-    const double hit_rate = lookups ? static_cast<double>(stats.expert_hits) / lookups : 0;
-    if (args.json_output) {
-        json result;
-        result["tokens"] = out;
-        result["prompt_tokens"] = ids.size();
-        result["prompt_seconds"] = prompt_seconds;
-        result["prompt_tok_per_s"] = prompt_seconds > 0 ? ids.size() / prompt_seconds : 0;
-        result["tok_per_s"] = tok_per_s;
-        result["expert_hits"] = stats.expert_hits;
-        result["expert_misses"] = stats.expert_misses;
-        result["expert_hit_rate"] = hit_rate;
-        result["bytes_read"] = stats.bytes_read;
-        result["io_seconds"] = stats.io_seconds;
-        fmt::print("{}\n", result.dump());
-        return;
-    }
-    fmt::print("\n");
-    fmt::print(stderr, "[{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {:.1f}% | {:.2f} GB read]\n", count,
-               gen_seconds, tok_per_s, stats.expert_hits, stats.expert_misses, 100.0 * hit_rate, stats.bytes_read / 1e9);
-}
-
 }  // namespace
 
 void add_run_commands(CLI::App& app) {
@@ -229,12 +175,6 @@ void add_run_commands(CLI::App& app) {
     eval->add_option("--dump-hidden", eval_args->dump_hidden, "Write every layer's hidden state (WHID, python/README.md) to this file");
     eval->callback([eval_args] { run_eval(*eval_args); });
 
-    auto run_args = std::make_shared<RunArgs>();
-    CLI::App* run = app.add_subcommand("run", "Generate tokens after a prompt of token ids");
-    add_common(run, *run_args);
-    run->add_option("-n,--tokens", run_args->tokens, "Tokens to generate")->default_val(32)->check(CLI::Range(0, 1 << 24));
-    run->add_option("--temp", run_args->temperature, "Sampling temperature (0 = greedy)")->default_val(0.0);
-    run->callback([run_args] { run_generate(*run_args); });
 }
 
 }  // namespace waste_cli

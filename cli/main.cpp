@@ -16,10 +16,12 @@ int main(int argc, char** argv) {
     waste_cli::add_model_commands(app);
     waste_cli::add_synth_command(app);
     waste_cli::add_run_commands(app);
+    waste_cli::add_generate_commands(app);
     waste_cli::add_bench_command(app);
     waste_cli::add_simulate_command(app);
     waste_cli::add_tokenize_commands(app);
     waste_cli::add_diskbench_command(app);
+    waste_cli::add_convert_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -30,6 +32,11 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         app.exit(e);
+        // The usage line of the command that was being parsed (or of waste).
+        const CLI::App* command = &app;
+        for (const CLI::App* sub : app.get_subcommands()) command = sub;
+        if (const auto formatter = std::dynamic_pointer_cast<CLI::Formatter>(app.get_formatter()))
+            fmt::print(stderr, "{}", formatter->make_usage(command, command == &app ? "waste" : "waste " + command->get_name()));
         return waste_cli::exit_usage_error;
     } catch (const waste_cli::RuntimeFailure& failure) {
         std::fflush(stdout);
