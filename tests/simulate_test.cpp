@@ -376,6 +376,10 @@ std::vector<float> run_engine(const std::string& path, uint64_t budget, uint32_t
     waste_error error{};
     EXPECT_EQ(waste_model_open(path.c_str(), &options, &opened.model, &error), WASTE_OK) << error.message;
     EXPECT_EQ(waste_session_create(opened.model, &opened.session, &error), WASTE_OK) << error.message;
+    // Demand misses are what this test compares: router lookahead (on by
+    // default) would turn records the minimum cache evicted into prefetch
+    // hits. Lookahead's own bit-identity is tests/streaming_test.cpp's.
+    EXPECT_EQ(waste_session_set_lookahead(opened.session, 0, &error), WASTE_OK) << error.message;
     std::vector<int32_t> tokens = {1, 5, 9, 2, 7, 3, 8, 4, 6, 11, 13, 17};
     std::vector<float> all;
     const float* logits = nullptr;
