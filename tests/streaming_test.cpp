@@ -365,6 +365,48 @@ TEST(Streaming, ReadsBypassThePageCacheOrTheFallbackIsReported) {
     }
 }
 
+json info_of(const std::string& path, uint32_t flags) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = test_context;
+    options.flags = flags | WASTE_OPEN_NO_HOTLIST;
+    waste_model* model = nullptr;
+    waste_error error{};
+    EXPECT_EQ(waste_model_open(path.c_str(), &options, &model, &error), WASTE_OK) << error.message;
+    if (!model) return json::object();
+    char* text = nullptr;
+    EXPECT_EQ(waste_model_info_json(model, &text, &error), WASTE_OK);
+    json info = json::parse(text);
+    waste_string_free(text);
+    waste_model_close(model);
+    return info;
+}
+
+TEST(Streaming, BufferedFallbackIsReported) {
+    // asked for: reported as such, and the output does not change
+    const std::string& path = churn_model().path;
+    const json buffered = info_of(path, WASTE_OPEN_BUFFERED_IO);
+    EXPECT_FALSE(buffered["direct_io"].get<bool>());
+    EXPECT_EQ(buffered["io_mode"].get<std::string>(), "buffered by request");
+    EXPECT_FALSE(buffered["expert_io_detail"].get<std::string>().empty());
+    // a filesystem that may refuse O_DIRECT (tmpfs on older kernels): either
+    // direct with the probe, or buffered with the reason
+    if (fs::is_directory("/dev/shm")) {
+        const fs::path shm = fs::path("/dev/shm") / ("waste-stream-" + std::to_string(::getpid()));
+        waste_test::copy_container(path, shm.string());
+        const json info = info_of(shm.string(), 0);
+        const std::string mode = info["io_mode"].get<std::string>();
+        if (info["direct_io"].get<bool>()) EXPECT_NE(mode.find("O_DIRECT"), std::string::npos) << mode;
+        else EXPECT_TRUE(mode.find("refused") != std::string::npos || mode.find("failed") != std::string::npos) << mode;
+        std::printf("/dev/shm: %s\n", mode.c_str());
+        fs::remove_all(shm);
+    }
+    const uint64_t floor = plan_of(path, test_context)["floor_bytes"].get<uint64_t>();
+    const RunResult direct = run_engine(path, RunOptions{.budget = floor});
+    const RunResult cached = run_engine(path, RunOptions{.budget = floor, .flags = WASTE_OPEN_BUFFERED_IO});
+    EXPECT_TRUE(direct.logits == cached.logits);
+}
+
 // ------------------------------------------------------------- corruption
 
 // The expert records of (layer, token) from a route dump.
