@@ -275,6 +275,41 @@ TEST(StopStrings, ByteByByteEqualsWholeText) {
     }
 }
 
+TEST(StopStrings, RandomSplitsAgreeWithAWholeTextReference) {
+    // Over a 3-letter alphabet stops occur often and overlap; the reference
+    // scans the whole text for the stop that ends first (then starts first).
+    waste::runtime::SplitMix64 random(11);
+    auto word = [&](size_t max_length) {
+        std::string w(1 + random.below(max_length), 'a');
+        for (char& c : w) c = static_cast<char>('a' + random.below(3));
+        return w;
+    };
+    for (int round = 0; round < 3000; ++round) {
+        std::vector<std::string> stops;
+        for (uint64_t i = 0, n = 1 + random.below(3); i < n; ++i) stops.push_back(word(4));
+        const std::string text = word(24);
+        size_t best_start = std::string::npos;
+        int best = -1;
+        for (size_t end = 1; end <= text.size() && best < 0; ++end)
+            for (size_t i = 0; i < stops.size(); ++i)
+                if (stops[i].size() <= end && text.compare(end - stops[i].size(), stops[i].size(), stops[i]) == 0 &&
+                    (best < 0 || end - stops[i].size() < best_start)) {
+                    best = static_cast<int>(i);
+                    best_start = end - stops[i].size();
+                }
+        std::vector<std::string> pieces;
+        for (size_t at = 0; at < text.size();) {
+            const size_t n = std::min<size_t>(1 + random.below(5), text.size() - at);
+            pieces.push_back(text.substr(at, n));
+            at += n;
+        }
+        waste::text::StopStringMatcher m(stops);
+        const std::string got = feed(m, pieces);
+        ASSERT_EQ(got, best < 0 ? text : text.substr(0, best_start)) << "text " << text << " round " << round;
+        ASSERT_EQ(m.matched(), best) << "text " << text;
+    }
+}
+
 TEST(StopStrings, EmptyStopIsRefused) {
     EXPECT_THROW(waste::text::StopStringMatcher({"a", ""}), waste::Error);
 }
