@@ -384,7 +384,9 @@ TEST(Convert, DeterministicAcrossJobsAndReadable) {
     EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
     EXPECT_NEAR(report["layers"][0]["error"].get<double>(), a["layers"][0]["error"].get<double>(), 1e-6);
     for (const json& t : report["trunk"])
-        if (t["fmt"] == "Q4G") EXPECT_GT(t["error"].get<double>(), 0.01) << "a Q4G tensor is really quantised";
+        if (t["fmt"] == "Q4G") {
+            EXPECT_GT(t["error"].get<double>(), 0.01) << "a Q4G tensor is really quantised";
+        }
 }
 
 TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {
@@ -422,7 +424,9 @@ TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {
         const auto got = container_files(out);
         ASSERT_EQ(got.size(), want.size()) << "cut " << cut;
         for (const auto& [name, bytes] : want) EXPECT_TRUE(got.at(name) == bytes) << name << " differs after a cut at " << cut;
-        if (cut > 0.5) EXPECT_GT(resumed, 0) << "finished units are not redone";
+        if (cut > 0.5) {
+            EXPECT_GT(resumed, 0) << "finished units are not redone";
+        }
     }
 }
 
@@ -544,6 +548,22 @@ TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
     std::vector<uint8_t> indices((static_cast<size_t>(std::max(inter, hidden)) + 63) / 64 * 64 * std::max(inter, hidden) / 8 * 3);
     std::vector<uint16_t> scales(std::max(inter, hidden));
     const double weights = 3.0 * inter * hidden;
+    // The search kernels alone, in this process: ratios survive the machine's load better than times.
+    {
+        const size_t n = 200000;
+        const std::vector<float> x = random_values(n * 8, 9, 0.3f);
+        std::vector<uint8_t> labels(n);
+        for (SearchPath path : {SearchPath::scalar, SearchPath::avx2}) {
+            if (path != SearchPath::scalar && !avx2_search_available()) continue;
+            const auto start = std::chrono::steady_clock::now();
+            nearest_centroids(books.search[0], x.data(), n, labels.data(), path);
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::printf("{\"bench\": \"nearest_centroid\", \"path\": \"%s\", \"vectors\": %zu, \"ns_per_vector\": %.1f, "
+                        "\"gflop_per_s\": %.1f}\n",
+                        path == SearchPath::scalar ? "scalar" : "avx2", n,
+                        s / n * 1e9, 2.0 * n * 256 * 8 / s / 1e9);
+        }
+    }
     for (unsigned jobs : {1u, 2u}) {
         waste::platform::ThreadPool pool(jobs);
         const auto start = std::chrono::steady_clock::now();
