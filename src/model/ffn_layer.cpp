@@ -10,6 +10,7 @@
 
 #include "format/expert_record.h"
 #include "model/forward.h"
+#include "model/moe_experts.h"
 #include "platform/error.h"
 
 namespace waste::model {
@@ -130,21 +131,19 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     const float* down_books = books + (base + 2ull * quant.stages) * book_floats;
     const size_t position_floats = static_cast<size_t>(quant.stages) * quant.entries;
     const size_t positions = in_shape.positions;
+    // (decode only: a prefill chunk runs its experts as matrix products,
+    // model/moe_experts.h, with no tables)
+    const bool use_tables = tokens == 1;
     std::optional<ProfileScope> build_scope(std::in_place, ctx.profile, ProfileCategory::lut_build);
-    ctx.pool.parallel_for(tokens * positions, [&](size_t begin, size_t end) {
-        // the flat range [begin, end) over (token, position), token by token
-        for (size_t i = begin; i < end;) {
-            const size_t t = i / positions, v = i % positions;
-            const size_t run = std::min(end - i, positions - v);
+    if (use_tables)
+        ctx.pool.parallel_for(positions, [&](size_t begin, size_t end) {
             kernels::VqTableShape part = in_shape;
-            part.positions = static_cast<int>(run);
-            const float* input = xe + t * ldx + v * quant.vec_dim;
-            const size_t offset = t * ws.table_floats + v * position_floats;
+            part.positions = static_cast<int>(end - begin);
+            const float* input = xe + begin * quant.vec_dim;
+            const size_t offset = begin * position_floats;
             kernels::build_vq_table(part, gate_books, input, ws.gate_table.data() + offset);
             kernels::build_vq_table(part, up_books, input, ws.up_table.data() + offset);
-            i += run;
-        }
-    });
+        });
 
     build_scope.reset();
 
@@ -168,6 +167,8 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     std::vector<size_t> group_begin;          // [group.size() + 1]: each expert's run in assignments
     std::vector<ExpertProvider::Ready> ready;
     std::vector<std::pair<size_t, const uint8_t*>> batch;  // (assignment, record)
+    const ExpertBooks expert_books{in_shape, down_shape, packed6, gate_books, up_books, down_books};
+    std::vector<uint32_t> chunk_tokens, chunk_slots;        // prefill: one expert's (token, slot) pairs
     size_t next = 0;
     while (next < assignments.size()) {
         const size_t group_limit = std::max<size_t>(1, ctx.experts.max_pinned());
@@ -198,6 +199,20 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                 for (size_t i = group_begin[r.index]; i < group_begin[r.index + 1]; ++i) batch.emplace_back(i, r.record);
             const size_t count = batch.size();
             ProfileScope apply_scope(ctx.profile, ProfileCategory::lut_apply);  // includes each expert's down table
+            if (!use_tables) {
+                // prefill: each landed expert over all its tokens at once
+                for (const ExpertProvider::Ready& r : ready) {
+                    chunk_tokens.clear();
+                    chunk_slots.clear();
+                    for (size_t i = group_begin[r.index]; i < group_begin[r.index + 1]; ++i) {
+                        chunk_tokens.push_back(assignments[i].token);
+                        chunk_slots.push_back(assignments[i].slot);
+                    }
+                    expert_over_tokens(ctx, expert_books, r.record, chunk_tokens.data(), chunk_slots.data(),
+                                       chunk_tokens.size(), xe, ldx);
+                }
+                continue;
+            }
             ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {
                 for (size_t slice = slice_begin; slice < slice_end; ++slice) {
                     float* g = ws.thread_gate[slice].data();
@@ -207,8 +222,8 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                         const Assignment& a = assignments[batch[i].first];
                         const uint8_t* record = batch[i].second;
                         const uint8_t* scales = record + layout.scales_off;
-                        const float* gate_table = ws.gate_table.data() + a.token * ws.table_floats;
-                        const float* up_table = ws.up_table.data() + a.token * ws.table_floats;
+                        const float* gate_table = ws.gate_table.data();
+                        const float* up_table = ws.up_table.data();
                         kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, gate_table, g, 0, inter);
                         kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, up_table, u, 0, inter);
                         for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);

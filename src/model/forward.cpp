@@ -36,8 +36,12 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
         router.assign(tokens * c.experts, 0.0f);
         expert_in.assign(tokens * lat, 0.0f);
         moe_acc.assign(tokens * std::max(lat, hidden), 0.0f);
-        gate_table.assign(tokens * table_floats, 0.0f);
-        up_table.assign(tokens * table_floats, 0.0f);
+        // lookup tables serve the decode step; a prefill chunk runs its
+        // experts as matrix products (model/moe_experts.h)
+        gate_table.assign(table_floats, 0.0f);
+        up_table.assign(table_floats, 0.0f);
+        for (auto* buffer : {&expert_x, &expert_out}) buffer->assign(tokens * lat, 0.0f);
+        for (auto* buffer : {&expert_gate, &expert_up}) buffer->assign(tokens * inter, 0.0f);
         slot_out.assign(tokens * c.top_k * lat, 0.0f);
         for (unsigned t = 0; t < std::max(threads, 1u); ++t) {
             thread_down_table.emplace_back(down_table_floats, 0.0f);

@@ -66,7 +66,9 @@ struct Workspace {
     std::vector<float> small;                                  // [T][small_width]: D or q_lora
     std::vector<float> ffn_gate, ffn_up;                       // [T][ffn_width]
     std::vector<float> router, expert_in, moe_acc;             // [T][E], [T][lat], [T][max(lat, H)]
-    std::vector<float> gate_table, up_table;                   // [T][positions(lat)][S][entries]
+    std::vector<float> gate_table, up_table;                   // [positions(lat)][S][entries]: decode only
+    std::vector<float> expert_x, expert_out;                   // [T][lat]: one expert over a prefill chunk
+    std::vector<float> expert_gate, expert_up;                 // [T][I]
     std::vector<float> slot_out;                               // [T][top_k][lat]
     std::vector<std::vector<float>> thread_down_table;         // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_gate, thread_up;    // [threads][I]

@@ -43,11 +43,14 @@ uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, u
     floats += static_cast<uint64_t>(c.experts);                             // router scores
     uint64_t bytes = floats * 4;
     if (c.first_dense < c.layers) {
-        // lookup tables: [positions][stages][entries] f32 — one shared gate/up
-        // table, one down table per compute thread (two threads planned).
+        // decode's lookup tables: [positions][stages][entries] f32 — the gate
+        // and up tables shared by the top-k, one down table per compute
+        // thread (two threads planned); prefill's one expert over a chunk:
+        // its inputs and outputs [64][lat], gate and up [64][I] (model/moe_experts.h).
         const uint64_t per_position = static_cast<uint64_t>(quant.stages) * quant.entries * 4;
-        bytes += static_cast<uint64_t>(c.expert_input() / quant.vec_dim) * per_position;
+        bytes += 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) * per_position;
         bytes += 2 * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim) * per_position;
+        bytes += prefill_chunk * 2 * (static_cast<uint64_t>(c.expert_input()) + c.moe_intermediate) * 4;
     }
     return bytes;
 }

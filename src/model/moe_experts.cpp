@@ -1,0 +1,42 @@
+#include "model/moe_experts.h"
+
+#include <cstring>
+
+#include "format/expert_record.h"
+#include "kernels/vq_matmul.h"
+#include "platform/error.h"
+
+namespace waste::model {
+
+void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const uint8_t* record, const uint32_t* tokens,
+                        const uint32_t* slots, size_t n, const float* x, size_t ldx) {
+    Workspace& ws = ctx.ws;
+    const format::ExpertLayout& layout = ctx.container.expert_layout();
+    const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k;
+    WASTE_CHECK(n >= 1 && n <= static_cast<size_t>(max_chunk_tokens));
+    float* xe = ws.expert_x.data();     // [n][lat]
+    float* g = ws.expert_gate.data();   // [n][inter]
+    float* u = ws.expert_up.data();     // [n][inter]
+    float* out = ws.expert_out.data();  // [n][lat]
+    for (size_t i = 0; i < n; ++i) std::memcpy(xe + i * lat, x + tokens[i] * ldx, sizeof(float) * lat);
+    const uint8_t* scales = record + layout.scales_off;
+    const kernels::Isa isa = kernels::active_isa();
+    // gate rows [0, inter) and up rows [inter, 2·inter) in one region
+    ctx.pool.parallel_for(2 * inter, [&](size_t begin, size_t end) {
+        if (begin < inter)
+            kernels::vq_matmul_rows(isa, books.in_shape, books.packed6, record + layout.gate_off, scales, books.gate, xe, lat, n,
+                                    g, inter, begin, std::min(end, inter));
+        if (end > inter)
+            kernels::vq_matmul_rows(isa, books.in_shape, books.packed6, record + layout.up_off, scales + 2 * inter, books.up,
+                                    xe, lat, n, u, inter, std::max(begin, inter) - inter, end - inter);
+    }, 16);
+    for (size_t i = 0; i < n * inter; ++i) g[i] = ctx.act(g[i], u[i]);
+    ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
+        kernels::vq_matmul_rows(isa, books.down_shape, books.packed6, record + layout.down_off, scales + 4 * inter, books.down,
+                                g, inter, n, out, lat, begin, end);
+    }, 16);
+    for (size_t i = 0; i < n; ++i)
+        std::memcpy(ws.slot_out.data() + (tokens[i] * top_k + slots[i]) * lat, out + i * lat, sizeof(float) * lat);
+}
+
+}  // namespace waste::model

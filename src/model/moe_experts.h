@@ -1,0 +1,38 @@
+// moe_experts.h — one routed expert over the tokens of a prefill chunk that
+// chose it (models.md §3, §7): gate and up as matrix products over those
+// tokens (kernels/vq_matmul.h: weights summed from the codebooks once per
+// position, no lookup tables), the activation, then down.
+//
+// Decode (a chunk of one token) keeps the lookup tables built once per token
+// and shared by the top-k experts; this path replaces them for chunks of
+// several tokens, where each expert serves several tokens and one
+// multiply-add per weight beats S lookups per 8 weights. Exact arithmetic in
+// both (no approximation), rounded differently: chunked prefill agrees with
+// token-by-token decode within 1e-3 (models.md §7). Rows are split over the
+// pool; each (token, row) is one thread's, so thread counts change no bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/forward.h"
+
+namespace waste::model {
+
+// The codebooks of one MoE layer (consecutive S-stage books for gate, up, down).
+struct ExpertBooks {
+    kernels::VqTableShape in_shape, down_shape;
+    bool packed6 = false;
+    const float* gate = nullptr;
+    const float* up = nullptr;
+    const float* down = nullptr;
+};
+
+// tokens[i], slots[i] (i < n, n <= max_chunk_tokens): the (token, slot)
+// pairs of the chunk routed to this expert. x: the expert input [T][ldx].
+// Writes ws.slot_out[(token * top_k + slot) * lat ...] for each pair; uses
+// ws.expert_x/expert_gate/expert_up/expert_out as scratch.
+void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const uint8_t* record, const uint32_t* tokens,
+                        const uint32_t* slots, size_t n, const float* x, size_t ldx);
+
+}  // namespace waste::model
