@@ -77,8 +77,7 @@ std::map<int32_t, double> reference(const std::vector<float>& logits, const Samp
     return out;
 }
 
-void expect_matches_reference(const SamplerOptions& o) {
-    const auto logits = fixed_logits();
+void expect_matches_reference(const SamplerOptions& o, const std::vector<float>& logits = fixed_logits()) {
     Sampler sampler(o);
     const auto got = sampler.candidates(logits);
     const auto want = reference(logits, o);
@@ -97,6 +96,21 @@ TEST(Sampler, TruncationMasksMatchTheReference) {
         for (uint32_t k : {0u, 1u, 2u, 3u, 4u, 12u, 50u})
             for (double p : {1.0, 0.9, 0.5, 0.1})
                 for (double m : {0.0, 0.05, 0.3, 1.0}) expect_matches_reference(SamplerOptions{t, k, p, m, 1});
+}
+
+TEST(Sampler, TruncationOnAPeakedVocabularyMatchesTheReference) {
+    // 400 logits spread like a model's (a few high, a long tail), so that the
+    // shortcuts for top-p and min-p (no sort below a weight threshold) are taken.
+    std::vector<float> logits(400);
+    waste::runtime::SplitMix64 random(21);
+    for (auto& l : logits) {
+        const double u = random.unit();
+        l = static_cast<float>(12 * u * u * u * u - 4);
+    }
+    for (double t : {0.5, 1.0, 1.7})
+        for (uint32_t k : {0u, 50u})
+            for (double p : {1.0, 0.95, 0.6})
+                for (double m : {0.0, 0.001, 0.2}) expect_matches_reference(SamplerOptions{t, k, p, m, 1}, logits);
 }
 
 TEST(Sampler, TopKKeepsTheLowerIdOfATie) {

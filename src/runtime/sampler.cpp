@@ -38,11 +38,32 @@ double Sampler::truncate(std::span<const float> logits) {
     const int32_t best = argmax_logit(logits);  // also rejects NaN
     const double max_logit = logits[best];
     const double inverse_temperature = 1.0 / options_.temperature;
+    all_weights_.resize(logits.size());
+    double total = 0;  // over every token: the top-p base when there is no top-k
+    for (size_t i = 0; i < logits.size(); ++i) {
+        all_weights_[i] = std::exp((static_cast<double>(logits[i]) - max_logit) * inverse_temperature);
+        total += all_weights_[i];
+    }
+    // Without top-k, tokens that cannot survive need not be sorted (a large
+    // vocabulary's sort dominates the cost): min-p drops every weight below
+    // min_p (the maximum weight is exactly 1), and top-p's prefix lies within
+    // the tokens of weight >= t as soon as they hold top_p of the mass.
+    double floor = options_.min_p;
+    if (options_.top_k == 0 && options_.top_p < 1)
+        for (double t = 1e-1; t >= 1e-12; t *= 1e-1) {
+            if (t <= floor) break;
+            double mass = 0;
+            for (double w : all_weights_) mass += w >= t ? w : 0;
+            if (mass >= options_.top_p * total) {
+                floor = t;
+                break;
+            }
+        }
+    if (options_.top_k > 0) floor = 0;  // top-p's base is then the top-k survivors: keep them all
     kept_.clear();
     // Tokens whose weight underflows to 0 (or a -inf logit) can never be drawn.
     for (size_t i = 0; i < logits.size(); ++i)
-        if (std::exp((static_cast<double>(logits[i]) - max_logit) * inverse_temperature) > 0)
-            kept_.push_back(static_cast<int32_t>(i));
+        if (all_weights_[i] > 0 && all_weights_[i] >= floor) kept_.push_back(static_cast<int32_t>(i));
     auto order = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
     if (options_.top_k > 0 && options_.top_k < kept_.size()) {
         std::partial_sort(kept_.begin(), kept_.begin() + options_.top_k, kept_.end(), order);
@@ -51,10 +72,10 @@ double Sampler::truncate(std::span<const float> logits) {
         std::sort(kept_.begin(), kept_.end(), order);
     }
     weights_.resize(kept_.size());
-    double total = 0;
-    for (size_t i = 0; i < kept_.size(); ++i) {
-        weights_[i] = std::exp((static_cast<double>(logits[kept_[i]]) - max_logit) * inverse_temperature);
-        total += weights_[i];
+    for (size_t i = 0; i < kept_.size(); ++i) weights_[i] = all_weights_[kept_[i]];
+    if (options_.top_k > 0) {
+        total = 0;
+        for (double w : weights_) total += w;
     }
     size_t keep = kept_.size();
     if (options_.top_p < 1) {

@@ -69,6 +69,7 @@ private:
     SplitMix64 random_;
     std::vector<int32_t> kept_;
     std::vector<double> weights_;
+    std::vector<double> all_weights_;  // [vocab] exp((logit - max) / T)
 };
 
 // The argmax (ties: the lower id); throws for an empty vector or a NaN logit.
