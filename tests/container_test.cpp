@@ -429,6 +429,8 @@ TEST(Crc32, MatchesZlibCheckValue) {
     EXPECT_EQ(waste::platform::crc32(text, 0), 0u);
     // Chained over two pieces equals the whole.
     EXPECT_EQ(waste::platform::crc32(text + 4, 5, waste::platform::crc32(text, 4)), 0xCBF43926u);
+    // An empty piece (data() may be NULL) leaves a running CRC unchanged.
+    EXPECT_EQ(waste::platform::crc32(nullptr, 0, 0xCBF43926u), 0xCBF43926u);
 }
 
 TEST(MemoryInfo, ParsesCgroupMemoryMax) {
