@@ -1,5 +1,6 @@
 #include "model/moe_experts.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "format/expert_record.h"
