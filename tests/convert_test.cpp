@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/checkpoint.h"
 #include "convert/converter.h"
 #include "convert/verify_source.h"
 #include "convert/vq_fit.h"
@@ -462,6 +463,92 @@ TEST(Convert, ReclaimDeletesOnlyFinishedShards) {
     EXPECT_EQ(summary["reclaimed"].size(), 2u);
     const auto a = container_files(tmp / "dry"), b = container_files(tmp / "on");
     for (const auto& [name, bytes] : a) EXPECT_TRUE(b.at(name) == bytes) << name;
+}
+
+TEST(Convert, ResumeAfterReclaimIsByteIdentical) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    fs::copy(tmp / "src", tmp / "intact", fs::copy_options::recursive);
+    convert_checkpoint((tmp / "intact").string(), (tmp / "ref").string(), small_options(2));
+    const auto want = container_files(tmp / "ref");
+    // Interrupted at the first progress step after a shard went (the expert
+    // shard, after the MoE layer; the final unit is still to do).
+    ConvertOptions interrupted = small_options(1);
+    interrupted.reclaim = Reclaim::on;
+    bool reclaimed = false;
+    interrupted.event = [&](const json& e) { reclaimed = reclaimed || e.value("deleted", false); };
+    interrupted.progress = [&](uint64_t, uint64_t) { return !reclaimed; };
+    try {
+        convert_checkpoint((tmp / "src").string(), (tmp / "out").string(), interrupted);
+        FAIL() << "not interrupted";
+    } catch (const waste::Error& e) {
+        EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED) << e.what();
+    }
+    ASSERT_FALSE(fs::exists(tmp / "src" / "model-00002-of-00002.safetensors")) << "a shard was reclaimed";
+    ASSERT_TRUE(fs::exists(tmp / "src" / "model-00001-of-00002.safetensors"));
+    EXPECT_FALSE(fs::exists(tmp / "out" / "manifest.json"));
+    // Reading a tensor of the reclaimed shard is an error naming both.
+    {
+        waste::convert::CheckpointOpenOptions open_options =
+            waste::convert::recorded_reclaimed_shards((tmp / "out").string());
+        ASSERT_EQ(open_options.reclaimed.size(), 1u);
+        const auto ck = waste::convert::Checkpoint::open(tmp / "src", open_options);
+        const std::string expert = "model.layers.1.block_sparse_moe.experts.0.w1.weight";
+        ASSERT_TRUE(ck.has(expert));
+        EXPECT_FALSE(ck.info(expert).shape.empty()) << "shapes come from the recorded header";
+        try {
+            (void)ck.read_f32(expert);
+            ADD_FAILURE() << "read a reclaimed tensor";
+        } catch (const waste::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(expert), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("model-00002-of-00002.safetensors"), std::string::npos) << e.what();
+        }
+    }
+    // The rerun completes (and reclaims the trunk shard), byte-identical to the intact conversion.
+    ConvertOptions resume = small_options(3);
+    resume.reclaim = Reclaim::on;
+    const json summary = convert_checkpoint((tmp / "src").string(), (tmp / "out").string(), resume);
+    EXPECT_EQ(summary["reclaimed"].size(), 2u);
+    EXPECT_GT(summary["resumed_units"].get<int>(), 0);
+    const auto got = container_files(tmp / "out");
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [name, bytes] : want) EXPECT_TRUE(got.at(name) == bytes) << name << " differs after a reclaimed resume";
+
+    // A ledger that does not list the reclaimed shard's units as done: refused
+    // naming the tensor and the shard, nothing published.
+    {
+        fs::copy(tmp / "intact", tmp / "src2", fs::copy_options::recursive);
+        ConvertOptions cut = interrupted;
+        reclaimed = false;
+        try {
+            convert_checkpoint((tmp / "src2").string(), (tmp / "out2").string(), cut);
+            FAIL() << "not interrupted";
+        } catch (const waste::Error&) {
+        }
+        const fs::path ledger_path = tmp / "out2" / ".waste-convert" / "ledger.json";
+        json ledger = json::parse(waste_test::read_file(ledger_path));
+        ASSERT_TRUE(ledger["units"].contains("layer 1"));
+        ledger["units"].erase("layer 1");
+        waste_test::write_file(ledger_path, ledger.dump(1));
+        try {
+            convert_checkpoint((tmp / "src2").string(), (tmp / "out2").string(), small_options(1));
+            ADD_FAILURE() << "converted without the reclaimed shard's tensors";
+        } catch (const waste::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("model-00002-of-00002.safetensors"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("layer 1"), std::string::npos) << e.what();
+        }
+        EXPECT_FALSE(fs::exists(tmp / "out2" / "manifest.json"));
+    }
+    // A shard missing without a ledger entry is still refused, naming it.
+    fs::copy(tmp / "intact", tmp / "src3", fs::copy_options::recursive);
+    fs::remove(tmp / "src3" / "model-00002-of-00002.safetensors");
+    try {
+        convert_checkpoint((tmp / "src3").string(), (tmp / "out3").string(), small_options(1));
+        ADD_FAILURE() << "converted with a shard missing";
+    } catch (const waste::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("model-00002-of-00002.safetensors"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+    }
 }
 
 void expect_refused(const fs::path& src, const fs::path& out, const std::vector<std::string>& words) {

@@ -155,7 +155,7 @@ bool natural_less(std::string_view a, std::string_view b) {
 // ---------------------------------------------------------------------------
 // open
 
-Checkpoint Checkpoint::open(const fs::path& dir) {
+Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& options) {
     Checkpoint ck;
     ck.dir_ = dir;
     std::error_code ec;
@@ -194,7 +194,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
         // Every missing shard is named before anything is read or written.
         std::vector<std::string> missing;
         for (const std::string& shard : shard_names)
-            if (!fs::is_regular_file(dir / shard, ec)) missing.push_back(shard);
+            if (!fs::is_regular_file(dir / shard, ec) && !options.reclaimed.count(shard)) missing.push_back(shard);
         if (!missing.empty()) {
             std::string list;
             for (size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + missing[i];
@@ -208,7 +208,7 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
             fail(WASTE_ERR_IO, "{}: {} of {} shards named by model.safetensors.index.json are missing: {} (e.g. {} holds \"{}\")",
                  dir.string(), missing.size(), shard_names.size(), list, missing[0], example);
         }
-    } else if (fs::exists(dir / "model.safetensors", ec)) {
+    } else if (fs::exists(dir / "model.safetensors", ec) || options.reclaimed.count("model.safetensors")) {
         shard_names.push_back("model.safetensors");
     } else {
         fail(WASTE_ERR_IO, "{}: neither model.safetensors.index.json nor model.safetensors", dir.string());
@@ -216,7 +216,14 @@ Checkpoint Checkpoint::open(const fs::path& dir) {
     std::sort(shard_names.begin(), shard_names.end(), [](const std::string& a, const std::string& b) { return natural_less(a, b); });
 
     ck.files_.reserve(shard_names.size());
-    for (const std::string& shard : shard_names) ck.files_.push_back(SafetensorsFile::open(dir / shard));
+    for (const std::string& shard : shard_names) {
+        const auto reclaimed = options.reclaimed.find(shard);
+        if (reclaimed != options.reclaimed.end() && !fs::exists(dir / shard, ec))
+            ck.files_.push_back(SafetensorsFile::reclaimed(dir / shard, reclaimed->second.header_json,
+                                                           reclaimed->second.file_bytes));
+        else
+            ck.files_.push_back(SafetensorsFile::open(dir / shard));
+    }
     if (tensor_shard.empty())
         for (const TensorEntry& t : ck.files_[0].tensors()) tensor_shard.emplace(t.name, shard_names[0]);
 
@@ -527,6 +534,10 @@ void Checkpoint::read_encoded_rows(const Weight& w, uint64_t row_begin, uint64_t
 
 void Checkpoint::read_f32_rows(std::string_view name, uint64_t row_begin, uint64_t row_count, std::span<float> out) const {
     const Weight& w = weight(name);
+    for (const Part* p : {&w.main, &w.scale})
+        if (p->file && p->file->is_reclaimed())
+            fail(WASTE_ERR_IO, "{}: tensor \"{}\" is unavailable: its shard {} was reclaimed (deleted by convert --reclaim on)",
+                 dir_.string(), w.info.name, p->file->path().filename().string());
     const uint64_t rows = w.info.rows(), cols = w.info.cols();
     if (row_begin > rows || row_count > rows - row_begin)
         fail(WASTE_ERR_INVALID_ARGUMENT, "{}: rows [{}, {}) are outside tensor \"{}\" ({} rows)", dir_.string(),

@@ -78,9 +78,25 @@ struct ShardInfo {
     std::vector<std::string> weights;  // logical weights with at least one part here, natural order
 };
 
+// A shard deleted by `waste convert --reclaim on`: its safetensors header as
+// the converter saved it before the delete, and the file's size then.
+struct ReclaimedShard {
+    std::string header_json;
+    uint64_t file_bytes = 0;
+};
+
+struct CheckpointOpenOptions {
+    // Shards (file names) the caller knows were reclaimed. When such a shard is
+    // absent it is not opened: its tensors' names, dtypes and shapes come from
+    // the recorded header (so grouping and shape checks still run) and reading
+    // any of them fails naming the tensor and the shard. Any other missing
+    // shard is refused as always. A listed shard that is present is read.
+    std::map<std::string, ReclaimedShard, std::less<>> reclaimed;
+};
+
 class Checkpoint {
 public:
-    static Checkpoint open(const std::filesystem::path& dir);
+    static Checkpoint open(const std::filesystem::path& dir, const CheckpointOpenOptions& options = {});
 
     const std::filesystem::path& dir() const { return dir_; }
     const nlohmann::json& config() const;       // the text config

@@ -36,6 +36,7 @@ public:
         return out;
     }
     void release_shard(const std::string& shard) const override { ck_.release_shard(shard); }
+    bool shard_reclaimed(const std::string& shard) const override { return ck_.shard_file(shard).is_reclaimed(); }
 
 private:
     const Checkpoint& ck_;
@@ -61,7 +62,9 @@ nlohmann::ordered_json read_release_config(const std::string& source_dir) {
 nlohmann::json convert_checkpoint(const std::string& source_dir, const std::string& out_dir,
                                   const ConvertOptions& options) {
     const nlohmann::ordered_json config = read_release_config(source_dir);
-    const Checkpoint checkpoint = Checkpoint::open(source_dir);
+    // Shards a previous run of this conversion reclaimed are opened from the
+    // headers it recorded; any other missing shard is still refused.
+    const Checkpoint checkpoint = Checkpoint::open(source_dir, recorded_reclaimed_shards(out_dir));
     const CheckpointSource source(checkpoint);
     return convert_source(source, config, source_dir, out_dir, options);
 }

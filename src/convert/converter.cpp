@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "convert/checkpoint.h"
 #include "convert/kimi_layout.h"
 #include "convert/tokenizer_files.h"
 #include "convert/vq_fit.h"
@@ -192,6 +193,36 @@ private:
     std::string fingerprint_;
     json data_;
 };
+
+std::string reclaimed_header_name(const std::string& shard) { return "reclaimed-" + shard + ".header"; }
+
+// Saves a shard's safetensors header (and its file size) into the work folder
+// before --reclaim deletes the shard, so a resumed run still knows the names,
+// dtypes and shapes of what it held (the fingerprint and the plan's shape
+// checks need them; the values are never needed again).
+void record_shard_header(const fs::path& shard_path, const fs::path& work, const std::string& shard) {
+    const int fd = ::open(shard_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(WASTE_ERR_IO, "reclaim: cannot open {} to record its header: {}", shard_path.string(), std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    const off_t size = ::lseek(fd, 0, SEEK_END);
+    unsigned char length_bytes[8];
+    if (size < 8 || ::pread(fd, length_bytes, 8, 0) != 8)
+        fail(WASTE_ERR_IO, "reclaim: {}: cannot read its header length", shard_path.string());
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
+    if (length > max_header_bytes || length > static_cast<uint64_t>(size) - 8)
+        fail(WASTE_ERR_FORMAT, "reclaim: {}: header length {} is out of bounds", shard_path.string(), length);
+    std::string header(static_cast<size_t>(length), '\0');
+    for (uint64_t done = 0; done < length;) {
+        const ssize_t got = ::pread(fd, header.data() + done, length - done, static_cast<off_t>(8 + done));
+        if (got <= 0) fail(WASTE_ERR_IO, "reclaim: {}: short read of its header", shard_path.string());
+        done += static_cast<uint64_t>(got);
+    }
+    platform::write_small_file((work / reclaimed_header_name(shard)).string(), std::to_string(size) + "\n" + header);
+}
 
 bool is_container_file(const std::string& name) {
     for (const char* known : {"manifest.json", "trunk.bin", "codebooks.bin", "tokenizer.model", "specials.json",
@@ -530,6 +561,38 @@ std::vector<std::string> reclaimable_shards(const WeightSource& source, const Co
 
 }  // namespace
 
+CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
+    CheckpointOpenOptions options;
+    const fs::path work = fs::path(out_dir) / work_dir_name, ledger_path = work / "ledger.json";
+    std::error_code error;
+    if (!fs::exists(ledger_path, error)) return options;
+    const json ledger = json::parse(read_text_file(ledger_path, uint64_t{256} << 20), nullptr, false);
+    // Not a ledger of ours: convert_source starts clean and reclaims nothing from it.
+    if (ledger.is_discarded() || !ledger.is_object() || !ledger.contains("reclaimed") || !ledger["reclaimed"].is_array())
+        return options;
+    for (const json& entry : ledger["reclaimed"]) {
+        const std::string shard = entry.is_string() ? entry.get<std::string>() : std::string();
+        if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
+            fail(WASTE_ERR_FORMAT, "{}: \"reclaimed\" holds {}, not a shard file name", ledger_path.string(),
+                 entry.dump().substr(0, 80));
+        const fs::path header_path = work / reclaimed_header_name(shard);
+        if (!fs::exists(header_path, error))
+            fail(WASTE_ERR_IO, "{}: shard {} is recorded as reclaimed but its saved header {} is missing",
+                 ledger_path.string(), shard, header_path.string());
+        const std::string text = read_text_file(header_path, max_header_bytes + 32);
+        const size_t newline = text.find('\n');
+        ReclaimedShard recorded;
+        const std::string size_text = text.substr(0, newline);
+        if (newline == std::string::npos || size_text.empty() || size_text.size() > 19 ||
+            size_text.find_first_not_of("0123456789") != std::string::npos)
+            fail(WASTE_ERR_FORMAT, "{}: not a recorded shard header (no file size line)", header_path.string());
+        recorded.file_bytes = std::stoull(size_text);
+        recorded.header_json = text.substr(newline + 1);
+        options.reclaimed.emplace(shard, std::move(recorded));
+    }
+    return options;
+}
+
 json convert_source(const WeightSource& source, const ordered_json& release_config, const std::string& source_dir,
                     const std::string& out_dir, const ConvertOptions& options) {
     const auto started = Clock::now();
@@ -573,6 +636,25 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
             return summary;
         }
         resuming = false;  // its parts are gone: convert again
+    }
+    // Everything still to convert must be readable: a shard reclaimed by an
+    // earlier run holds only units that run's ledger lists as done, so needing
+    // one means the ledger does not match OUT (or belongs to another
+    // conversion). Refused before anything is cleared or written.
+    for (const ConvertUnit& u : plan.units) {
+        if (resuming && ledger.has_unit(u.id)) continue;
+        std::vector<const std::string*> needed;
+        for (const TrunkItem& t : u.trunk) needed.push_back(&t.name);
+        for (const auto& names : u.experts)
+            for (const std::string& n : names) needed.push_back(&n);
+        for (const std::string* name : needed)
+            for (const std::string& shard : source.info(*name).shards)
+                if (source.shard_reclaimed(shard))
+                    fail(WASTE_ERR_IO,
+                         "convert: tensor {} (unit \"{}\") is still to be converted, but its shard {} was reclaimed "
+                         "(deleted) by an earlier run whose ledger {} does not list that unit as done; restore the "
+                         "shard or convert into a fresh directory",
+                         *name, u.id, shard, (work / "ledger.json").string());
     }
     if (!resuming) {
         // Another conversion's (or no) ledger: start clean.
@@ -634,6 +716,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                 if (!reclaim_reported.insert(shard).second) continue;
                 const fs::path path = fs::path(source_dir) / shard;
                 if (options.reclaim == Reclaim::on) {
+                    record_shard_header(path, work, shard);  // fsynced (tmp + rename) before the ledger names it
+                    platform::sync_directory(work.string());
                     ledger.add_reclaimed(shard);  // recorded before the delete
                     source.release_shard(shard);
                     fs::remove(path, error);

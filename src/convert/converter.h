@@ -48,6 +48,14 @@ struct ConvertOptions {
     std::function<void(const nlohmann::json& event)> event;
 };
 
+struct CheckpointOpenOptions;
+
+// The shards OUT's ledger says were reclaimed, with the headers recorded
+// before each delete (OUT/.waste-convert/reclaimed-SHARD.header), for
+// Checkpoint::open. Empty when there is no ledger. A ledger naming a shard
+// whose recorded header is missing or unreadable is refused naming both.
+CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir);
+
 // Converts. Throws waste::Error; on failure nothing is published (no
 // manifest.json), and what was finished stays recorded for a rerun.
 // Returns the summary: per-layer weight error, totals, skipped tensors.

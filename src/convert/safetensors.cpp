@@ -259,8 +259,23 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     return file;
 }
 
+SafetensorsFile SafetensorsFile::reclaimed(const std::filesystem::path& path, std::string_view header_json,
+                                           uint64_t file_bytes) {
+    SafetensorsFile file;
+    file.path_ = path;
+    file.handle_ = std::make_unique<Handle>();
+    if (header_json.size() > max_header_bytes || file_bytes < 8)
+        fail_format("{}: recorded header of {} bytes for a {} byte file is not a safetensors header", path.string(),
+                    header_json.size(), file_bytes);
+    file.header_ = parse_safetensors_header(header_json, file_bytes, path.string() + " (reclaimed, recorded header)");
+    file.file_bytes_ = file_bytes;
+    file.reclaimed_ = true;
+    return file;
+}
+
 int SafetensorsFile::descriptor() const {
     std::lock_guard<std::mutex> lock(handle_->mutex);
+    if (reclaimed_) fail(WASTE_ERR_IO, "{}: was reclaimed (deleted by convert --reclaim on); its tensors cannot be read", path_.string());
     if (handle_->fd < 0) {
         uint64_t size = 0;
         const int fd = open_regular(path_, &size);
@@ -284,6 +299,9 @@ void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst
         fail(WASTE_ERR_INVALID_ARGUMENT, "{}: read of {} bytes at {} is outside tensor \"{}\" ({} bytes)", path_.string(),
              bytes, offset, tensor.name, tensor.bytes);
     if (bytes == 0) return;
+    if (reclaimed_)
+        fail(WASTE_ERR_IO, "{}: tensor \"{}\" cannot be read: the shard was reclaimed (deleted by convert --reclaim on)",
+             path_.string(), tensor.name);
     const int fd = descriptor();
     read_exact(fd, tensor.begin + offset, dst, bytes, path_.string() + ": tensor \"" + tensor.name + "\"");
     // A conversion reads every byte once: when a read reaches the end of a

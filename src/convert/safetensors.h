@@ -68,6 +68,11 @@ SafetensorsHeader parse_safetensors_header(std::string_view header_json, uint64_
 class SafetensorsFile {
 public:
     static SafetensorsFile open(const std::filesystem::path& path);
+    // A shard that `waste convert --reclaim on` deleted, rebuilt from the header
+    // it saved before the delete (header_json without the 8-byte length, the
+    // file's size then): names, dtypes and shapes are known, every read fails
+    // naming the tensor and the file.
+    static SafetensorsFile reclaimed(const std::filesystem::path& path, std::string_view header_json, uint64_t file_bytes);
 
     SafetensorsFile(SafetensorsFile&&) noexcept;
     SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
@@ -84,6 +89,7 @@ public:
     void read(const TensorEntry& tensor, uint64_t offset, void* dst, uint64_t bytes) const;
     // Closes the descriptor (a later read reopens it and checks the size is unchanged).
     void release() const;
+    bool is_reclaimed() const { return reclaimed_; }
 
 private:
     SafetensorsFile() = default;
@@ -91,6 +97,7 @@ private:
 
     std::filesystem::path path_;
     uint64_t file_bytes_ = 0;
+    bool reclaimed_ = false;
     SafetensorsHeader header_;
     struct Handle;
     std::unique_ptr<Handle> handle_;

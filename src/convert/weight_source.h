@@ -36,6 +36,9 @@ public:
     virtual std::vector<std::string> shards() const = 0;
     // Closes whatever the source holds open on a shard about to be deleted.
     virtual void release_shard(const std::string& shard) const { (void)shard; }
+    // True for a shard an earlier run reclaimed (deleted): its tensors are
+    // listed with their shapes but cannot be read.
+    virtual bool shard_reclaimed(const std::string& shard) const { (void)shard; return false; }
 };
 
 }  // namespace waste::convert
