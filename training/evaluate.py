@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--window", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--tokens", type=int, default=48, help="greedy tokens per sample")
+    ap.add_argument("--max-windows", type=int, default=0, help="score only the first N windows (quick checks)")
     args = ap.parse_args()
     t0 = time.time()
 
@@ -68,6 +69,8 @@ def main():
     test = torch.from_numpy(np.fromfile(os.path.join(args.data_dir, "test.u16"), dtype="<u2").astype(np.int64))
     T = args.window
     n = (test.numel() - 1) // T
+    if args.max_windows:
+        n = min(n, args.max_windows)
     wins = torch.stack([test[i * T:i * T + T + 1] for i in range(n)])
     nll, count = 0.0, 0
     with torch.no_grad():
