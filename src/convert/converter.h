@@ -15,6 +15,11 @@
 // the end, codebooks likewise; banks are written in place. manifest.json is
 // written last (the commit point).
 //
+// --reclaim on saves a shard's safetensors header in the work folder, then
+// records the shard in the ledger, then deletes it; a resumed run opens such
+// shards from their saved headers (shapes and dtypes known, reads refused)
+// and refuses up front if a unit still to do needs one.
+//
 // Deliberately not here: reading safetensors (checkpoint.h), the tensor list
 // (kimi_layout.h), k-means and encoding (vq_fit.h).
 #pragma once
