@@ -1,5 +1,8 @@
 #include "cli_common.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -16,6 +19,48 @@ ModelHandle open_model(const std::string& path, const waste_open_options& option
     waste_error error{};
     if (waste_model_open(path.c_str(), &options, &model, &error) != WASTE_OK) fail_with(error, "cannot open " + path);
     return ModelHandle(model);
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+    std::vector<int> cpus;
+    auto bad = [&](const std::string& why) {
+        return CLI::ValidationError("--cpus", fmt::format("\"{}\" {} (expected CPU numbers and ranges, e.g. 0-3,6)", text, why));
+    };
+    size_t at = 0;
+    while (at <= text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        const std::string item = text.substr(at, comma - at);
+        const size_t dash = item.find('-');
+        auto number = [&](const std::string& digits) {
+            if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
+                throw bad(fmt::format("has \"{}\", not a CPU number", item));
+            const int cpu = std::stoi(digits);
+            if (cpu >= CPU_SETSIZE) throw bad(fmt::format("names CPU {}, above {}", cpu, CPU_SETSIZE - 1));
+            return cpu;
+        };
+        const int first = number(item.substr(0, dash));
+        const int last = dash == std::string::npos ? first : number(item.substr(dash + 1));
+        if (last < first) throw bad(fmt::format("has the empty range \"{}\"", item));
+        for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+        at = comma + 1;
+    }
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return cpus;
+}
+
+void add_cpus_option(CLI::App& app) {
+    app.add_option_function<std::string>(
+           "--cpus",
+           [](const std::string& text) {
+               cpu_set_t set;
+               CPU_ZERO(&set);
+               for (int cpu : parse_cpu_list(text)) CPU_SET(cpu, &set);
+               if (sched_setaffinity(0, sizeof(set), &set) != 0)
+                   throw CLI::ValidationError("--cpus", fmt::format("\"{}\": none of these CPUs is available to this process", text));
+           },
+           "Run only on these CPUs, e.g. 0-3,6 (with --threads 0, one compute thread each)")
+        ->default_str("all the process may use");
 }
 
 uint64_t parse_size(const std::string& text) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -37,6 +38,13 @@ std::string format_bytes(uint64_t bytes);
 
 // Takes a JSON string the library returned and frees it.
 std::string take_string(char* json);
+
+// `--cpus LIST` ("0-3,6"): pins the process, and so every compute and I/O
+// thread the library starts, to those CPUs before the command runs; with
+// --threads 0 the library then starts one thread per pinned CPU.
+void add_cpus_option(CLI::App& app);
+// "0-3,6" -> sorted CPU numbers; throws CLI::ValidationError.
+std::vector<int> parse_cpu_list(const std::string& text);
 
 // Registration of each command group (cmd_*.cpp).
 void add_model_commands(CLI::App& app);

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
     CLI::App app{"waste — Weight-Aware Streaming Tensor Engine: runs large mixture-of-experts models from disk"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("waste ") + waste_version());
+    // Global options may follow the subcommand too (`waste run M --cpus 0-1`).
+    app.fallthrough();
+    waste_cli::add_cpus_option(app);
     app.add_subcommand("version", "Print the version")->callback([] { fmt::print("waste {}\n", waste_version()); });
     waste_cli::add_model_commands(app);
     waste_cli::add_synth_command(app);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <sched.h>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -19,10 +21,20 @@ inline void cpu_relax() {
 
 constexpr int spin_iterations = 20000;  // ~50-100 us of spinning before sleeping
 
+// One thread per CPU this process may run on: a process pinned with
+// `taskset` or `waste --cpus` must not start more spinning threads than it
+// has CPUs (hardware_concurrency counts the whole machine).
+unsigned usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    if (threads == 0) threads = usable_cpus();
     for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
