@@ -157,6 +157,18 @@ class CliTest(unittest.TestCase):
         self.assertNotEqual(a["tokens"], c["tokens"])
         self.assertNotEqual(a["tokens"], greedy["tokens"])
 
+    def test_cpus_pins_without_changing_the_output(self):
+        # Placement never changes a bit: pinned to one CPU (one compute thread
+        # with --threads 0) the tokens and their log-probabilities are the same.
+        want = self.run_json("The cat sat", "-n", "6", "--ignore-eos")
+        pinned = self.run_json("The cat sat", "-n", "6", "--ignore-eos", "--cpus", "0")
+        self.assertEqual(pinned["tokens"], want["tokens"])
+        self.assertEqual(pinned["logprobs"], want["logprobs"])
+        for bad in ("0-x", "3-1", "", "99999"):
+            proc = waste("run", self.model, "x", "--cpus", bad)
+            self.assertEqual(proc.returncode, 2, f"--cpus {bad!r}: {proc.stderr}")
+            self.assertIn(b"--cpus", proc.stderr)
+
     def test_stop_string_cuts_the_text_before_it(self):
         full = self.run_json("Tell me", "-n", "40", "--ignore-eos")["text"]
         # A two-character stop string at its first occurrence, after some text.
