@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # demo.sh — builds everything and runs the main job: `waste run` on the
-# default model. No trained model is bundled yet, so the default model is a
-# seeded SYNTHETIC container of the `mid` shape (hidden 1024, 12 layers, 64
-# experts top-8; random weights, so its tokens are noise, not language),
-# generated on first use into build/default-model.
+# bundled default model, kimi-mini (models/kimi-mini: a small Kimi-Linear-style
+# MoE model this project trained on the King James Bible, shipped as a
+# Hugging Face checkpoint; training/RECIPE.md reproduces it). On first use it
+# is converted with `waste convert` into build/kimi-mini.waste (VQ3R experts),
+# exactly as a user converts a published checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,14 +13,14 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 
 waste=build/release/waste
-model=build/default-model
+model=build/kimi-mini.waste
 if [ ! -f "$model/manifest.json" ]; then
-  echo "== generating the default model (synthetic, preset mid, seed 1) into $model"
-  "$waste" synth "$model" --preset mid --seed 1
+  echo "== converting models/kimi-mini into $model"
+  "$waste" convert models/kimi-mini "$model"
 fi
 echo "== waste info"
 "$waste" info "$model"
 echo "== waste plan"
 "$waste" plan "$model"
-echo "== waste run (greedy, 32 tokens; ids because the synthetic model has no trained tokenizer)"
-"$waste" run "$model" --ids "1 2 3 4 5 6 7 8" -n 32 --temp 0
+echo "== waste run (greedy; the model is small and under-trained: KJV-flavoured, repetitive English)"
+"$waste" run "$model" --raw "$(printf 'Genesis 20\n\n1 And Abraham')" -n 64
