@@ -1,4 +1,5 @@
 #include "platform/async_reader.h"
+#include "platform/library_thread.h"
 
 #include <liburing.h>
 #include <sys/uio.h>
@@ -165,7 +166,7 @@ class PreadReader final : public AsyncReader {
 public:
     PreadReader(unsigned depth, unsigned threads) : depth_(depth) {
         if (threads == 0) threads = std::max(1u, std::min(depth, 4u));  // a few readers keep an NVMe queue busy
-        for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+        for (unsigned i = 0; i < threads; ++i) workers_.push_back(start_library_thread([this] { work(); }));
     }
     ~PreadReader() override {
         {

@@ -1,4 +1,5 @@
 #include "platform/output_file.h"
+#include "platform/library_thread.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -139,7 +140,7 @@ void OutputFile::advance(size_t bytes) {
 }
 
 void OutputFile::start_thread_locked() {
-    if (!thread_.joinable()) thread_ = std::thread([this] { writer_loop(); });
+    if (!thread_.joinable()) thread_ = start_library_thread([this] { writer_loop(); });
 }
 
 void OutputFile::submit_current() {

@@ -1,4 +1,5 @@
 #include "platform/thread_pool.h"
+#include "platform/library_thread.h"
 
 #include <algorithm>
 
@@ -35,7 +36,7 @@ unsigned usable_cpus() {
 
 ThreadPool::ThreadPool(unsigned threads) {
     if (threads == 0) threads = usable_cpus();
-    for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (unsigned i = 1; i < threads; ++i) workers_.push_back(start_library_thread([this] { worker_loop(); }));
 }
 
 ThreadPool::~ThreadPool() {
