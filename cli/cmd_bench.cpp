@@ -183,7 +183,7 @@ void add_bench_command(CLI::App& app) {
     bench->add_option("--prompt", args->prompt, "Prompt tokens per run (random ids)")->default_val(64)->check(CLI::Range(0, 1 << 20));
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
     bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
-    bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G); default: the recommended budget");
+    bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     bench->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     bench->add_option("--seed", args->seed, "Seed of the random prompt")->default_val(1);
     bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");

@@ -103,16 +103,17 @@ void add_convert_command(CLI::App& app) {
     convert->add_option("SRC_DIR", a->source, "Checkpoint directory (config.json, safetensors shards, tokenizer)")->required();
     convert->add_option("OUT", a->out, "Container directory to write (resumed when it holds this conversion's ledger)")
         ->required();
-    convert->add_option("--quant", a->quant, "Expert format: VQ3R (default), VQ2R or VQ4P");
-    convert->add_option("--stages", a->stages, "Residual VQ stages (2, 3 or 4; default the format's)");
-    convert->add_option("--entries", a->entries, "Centroids per codebook (default the format's: 256, or 64 for VQ4P)");
-    convert->add_option("--jobs", a->jobs, "Threads (default one per core); never changes the output");
-    convert->add_option("--seed", a->seed, "Seed of the k-means and of the fitting sample");
-    convert->add_option("--sample-experts", a->sample_experts, "Experts per layer the codebooks are fitted on");
-    convert->add_option("--train-vectors", a->train_vectors, "8-vectors per (layer, matrix kind) for k-means");
-    convert->add_option("--iterations", a->iterations, "Lloyd iterations per stage at most");
+    convert->add_option("--quant", a->quant, "Expert format: VQ3R, VQ2R or VQ4P")->default_str("VQ3R");
+    convert->add_option("--stages", a->stages, "Residual VQ stages (2, 3 or 4)")->default_str("the format's (3 for VQ3R)");
+    convert->add_option("--entries", a->entries, "Centroids per codebook")->default_str("the format's: 256, or 64 for VQ4P");
+    convert->add_option("--jobs", a->jobs, "Threads; never changes the output")->default_str("one per core");
+    convert->add_option("--seed", a->seed, "Seed of the k-means and of the fitting sample")->default_val(1);
+    convert->add_option("--sample-experts", a->sample_experts, "Experts per layer the codebooks are fitted on")->default_val(16);
+    convert->add_option("--train-vectors", a->train_vectors, "8-vectors per (layer, matrix kind) for k-means")->default_val(65536);
+    convert->add_option("--iterations", a->iterations, "Lloyd iterations per stage at most")->default_val(12);
     convert->add_option("--reclaim", a->reclaim, "dry: list source shards that could be deleted; on: delete them once "
                                                 "everything they hold is converted and verified")
+        ->default_val("off")
         ->check(CLI::IsMember({"off", "dry", "on"}));
     convert->add_flag("--json", a->json_output, "Print the summary as JSON only");
     convert->callback([a] {

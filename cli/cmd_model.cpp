@@ -83,7 +83,7 @@ void add_model_commands(CLI::App& app) {
     CLI::App* plan = app.add_subcommand("plan", "Show the memory plan: floor, recommended budget, expert cache");
     plan->add_option("MODEL", plan_args->model, "Container directory")->required();
     plan->add_option("--ctx", plan_args->context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
-    plan->add_option("--budget", plan_args->budget, "RAM budget (e.g. 8G); default: the recommended budget");
+    plan->add_option("--budget", plan_args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
     plan->callback([plan_args] {
         waste_open_options options;
@@ -106,9 +106,9 @@ void add_model_commands(CLI::App& app) {
                                                     "the weights against the checkpoint they came from)");
     verify->add_option("MODEL", verify_args->model, "Container directory")->required();
     verify->add_option("--source", *verify_source, "The checkpoint it was converted from: compare every expert and "
-                                                   "trunk tensor with it");
-    verify->add_option("--max-error", *verify_max_error, "With --source: the relative expert error a layer may have "
-                                                         "(default 0.35 at >= 3 bits/weight, 0.5 below)");
+                                                   "trunk tensor with it")->default_str("none: CRC-32 only");
+    verify->add_option("--max-error", *verify_max_error, "With --source: the relative expert error a layer may have")
+        ->default_str("0.35 at >= 3 bits/weight, 0.5 below");
     verify->add_flag("--json", verify_args->json_output, "With --source: print the report as JSON");
     verify->callback([verify_args, verify_source, verify_max_error] {
         if (!verify_source->empty()) {

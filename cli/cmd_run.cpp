@@ -60,7 +60,7 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 void add_common(CLI::App* command, RunArgs& args) {
     command->add_option("MODEL", args.model, "Container directory")->required();
     command->add_option("--ids", args.ids, "Prompt as token ids, e.g. \"1 2 3\"")->required();
-    command->add_option("--budget", args.budget, "RAM budget (e.g. 8G); default: the recommended budget");
+    command->add_option("--budget", args.budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
     command->add_option("--ctx", args.context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
     command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
@@ -172,7 +172,7 @@ void add_run_commands(CLI::App& app) {
     add_common(eval, *eval_args);
     eval->add_option("--top", eval_args->top, "How many of the most likely tokens to list")->default_val(10)->check(CLI::Range(0, 1 << 24));
     eval->add_flag("--full", eval_args->full, "Also print every logit");
-    eval->add_option("--dump-hidden", eval_args->dump_hidden, "Write every layer's hidden state (WHID, python/README.md) to this file");
+    eval->add_option("--dump-hidden", eval_args->dump_hidden, "Write every layer's hidden state (WHID, python/README.md) to this file")->default_str("none");
     eval->callback([eval_args] { run_eval(*eval_args); });
 
 }

@@ -98,7 +98,8 @@ void add_synth_command(CLI::App& app) {
     synth->add_option("--set", args->sets,
                       "Override a config key, e.g. --set num_hidden_layers=8; also tensor_prefix=, "
                       "expert_quant=VQ4P, tokenizer=false")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->default_str("none");
     synth->add_option("--overrides", args->overrides, "A JSON object of config keys (merged before --set)")->default_str("none");
     synth->add_flag("--list", args->list, "List the presets and exit");
     synth->callback([args] {

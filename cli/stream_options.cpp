@@ -17,9 +17,9 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
         ->check(CLI::Range(0, 1 << 16));
     command->add_flag("--mlock", args.mlock, "Wire the trunk in RAM (a warning if RLIMIT_MEMLOCK refuses)");
     command->add_flag("--learn", args.learn, "At the end, add this run's expert usage to the hotlist (--usage), which warms the cache at the next open");
-    command->add_option("--usage", args.usage, "The hotlist file (default: usage.waste in the container directory)");
+    command->add_option("--usage", args.usage, "The hotlist file")->default_str("usage.waste in the container directory");
     command->add_flag("--no-hotlist", args.no_hotlist, "Do not warm the expert cache from the hotlist at open");
-    command->add_option("--dump-route", args.dump_route, "Write each token's routing as JSON lines (waste simulate reads it)");
+    command->add_option("--dump-route", args.dump_route, "Write each token's routing as JSON lines (waste simulate reads it)")->default_str("none");
 }
 
 void apply_open_options(const StreamArgs& args, waste_open_options& options) {

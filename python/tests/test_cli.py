@@ -12,6 +12,7 @@ Outputs are compared exactly: the engine is deterministic for a given seed.
 
 import json
 import os
+import re
 import pty
 import select
 import shutil
@@ -226,6 +227,22 @@ class CliTest(unittest.TestCase):
                                     ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "64")):
                 line = next(l for l in text.splitlines() if option + " " in l or l.strip().startswith(option))
                 self.assertRegex(line, r"=" + default + r"(\.0+)?(\s|$)", f"{command}: {line!r} shows no default")
+
+    def test_every_value_option_of_every_command_shows_its_default(self):
+        # CLI11 prints a value option as "--name TYPE=default"; a bare "--name
+        # TYPE" is an option whose default the user cannot see. Flags (no TYPE)
+        # are off unless given. Positional arguments are listed apart.
+        option_line = re.compile(r"^\s+(?:-\w, )?(--[\w-]+)(?:,\S+)? ([A-Z]+)\b(.*)$")
+        top = waste("--help", check=0).stdout.decode()
+        commands = re.findall(r"^\s{2}([a-z]+)\s", re.split(r"^subcommands:", top, flags=re.M | re.I)[-1], re.M)
+        self.assertGreaterEqual(len(commands), 14, top)
+        for command in commands + [None]:
+            text = waste(*([command] if command else []), "--help", check=0).stdout.decode()
+            section = re.split(r"^subcommands:", re.split(r"^options:", text, flags=re.M | re.I)[-1], flags=re.M | re.I)[0]
+            for line in section.splitlines():
+                m = option_line.match(line)
+                if m and m.group(1) != "--help" and "REQUIRED" not in m.group(3):
+                    self.assertIn("=", m.group(3), f"waste {command} --help: {line.strip()!r} shows no default")
 
     # ----------------------------------------------------------------- chat
 
