@@ -187,3 +187,29 @@ class ConvertEndToEnd(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ConvertTrainedModel(unittest.TestCase):
+    """The bundled kimi-mini (models/kimi-mini, really trained): converted with
+    the default options, the engine computes the container's model (<= 1e-5
+    relative, the exact path's tolerance for f32 vs the reference's f64) and
+    greedy text of a fixed prompt is identical token for token."""
+
+    def test_engine_is_the_converted_trained_model(self):
+        if not os.path.exists(CLI):
+            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "kimi-mini.waste")
+            run([CLI, "convert", os.path.join(REPO_ROOT, "models", "kimi-mini"), out, "--json"])
+            text = "Genesis 20\n\n1 And Abraham journeyed from thence"
+            ids = json.loads(run([CLI, "tokenize", out, text, "--json"]))["tokens"]
+            self.assertGreater(len(ids), 5)
+            quantised = load(out)
+            got = np.array(json.loads(run([CLI, "eval", out, "--ids", " ".join(map(str, ids)), "--full", "--json"]))["logits"])
+            want = quantised.last_logits(ids).double().numpy()
+            rel = np.max(np.abs(got - want)) / np.max(np.abs(want))
+            self.assertLessEqual(rel, 1e-5, f"engine vs reference on the converted kimi-mini: {rel:.3g}")
+            engine = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+                                     "--ignore-eos", "--json"]))["tokens"]
+            reference = quantised.greedy(ids, 16)
+            self.assertEqual(engine, list(reference))
