@@ -154,6 +154,15 @@ public:
         if (parsed.is_discarded() || !parsed.is_object() || parsed.value("version", 0) != ledger_version ||
             parsed.value("fingerprint", std::string()) != fingerprint_)
             return false;
+        // The accessors below index "units" and "reclaimed" on a const object,
+        // which must not meet a missing key: a ledger without them (edited by
+        // hand, say) is not this conversion's, and the work starts over.
+        const auto units = parsed.find("units");
+        const auto reclaimed = parsed.find("reclaimed");
+        if (units == parsed.end() || !units->is_object() || reclaimed == parsed.end() || !reclaimed->is_array())
+            return false;
+        for (const auto& [id, entry] : units->items())
+            if (!entry.is_object()) return false;
         data_ = parsed;
         return true;
     }
@@ -161,14 +170,14 @@ public:
         data_ = json{{"version", ledger_version}, {"fingerprint", fingerprint_}, {"units", json::object()},
                      {"reclaimed", json::array()}, {"complete", false}};
     }
-    bool has_unit(const std::string& id) const { return data_["units"].contains(id); }
-    const json& unit(const std::string& id) const { return data_["units"][id]; }
+    bool has_unit(const std::string& id) const { return data_.at("units").contains(id); }
+    const json& unit(const std::string& id) const { return data_.at("units").at(id); }
     void add_unit(const std::string& id, json entry) {
         data_["units"][id] = std::move(entry);
         save();
     }
     bool reclaimed(const std::string& shard) const {
-        for (const json& s : data_["reclaimed"])
+        for (const json& s : data_.at("reclaimed"))
             if (s == shard) return true;
         return false;
     }
@@ -682,7 +691,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         if (ledger.has_unit(unit.id)) {
             const json& entry = ledger.unit(unit.id);
             ++resumed_units;
-            uint64_t bytes = entry["trunk_part"]["bytes"].get<uint64_t>();
+            uint64_t bytes = entry.at("trunk_part").at("bytes").get<uint64_t>();
             if (unit.moe) bytes += 3ull * quant.stages * quant.codebook_record_bytes() + layout.record_bytes * model.experts;
             job.advance(bytes);
             if (unit.moe) layers.push_back(entry["experts"]);
@@ -737,9 +746,9 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         platform::OutputFile trunk_file((out / "trunk.bin").string(), file_options);
         std::vector<uint8_t> buffer;
         for (size_t index = 0; index < plan.units.size(); ++index) {
-            const json& part = ledger.unit(plan.units[index].id)["trunk_part"];
-            const uint64_t base = trunk_file.size(), bytes = part["bytes"].get<uint64_t>();
-            const fs::path path = work / part["part"].get<std::string>();
+            const json& part = ledger.unit(plan.units[index].id).at("trunk_part");
+            const uint64_t base = trunk_file.size(), bytes = part.at("bytes").get<uint64_t>();
+            const fs::path path = work / part.at("part").get<std::string>();
             const ReadBack back(path);
             for (uint64_t done = 0; done < bytes;) {
                 const uint64_t n = std::min<uint64_t>(bytes - done, trunk_block_bytes);
@@ -748,17 +757,17 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                 trunk_file.write(buffer);
                 done += n;
             }
-            for (const json& t : part["trunk"]) {
+            for (const json& t : part.at("trunk")) {
                 ordered_json entry;
-                entry["name"] = t["name"];
-                entry["fmt"] = t["fmt"];
-                entry["off"] = base + t["off"].get<uint64_t>();
-                entry["shape"] = t["shape"];
+                entry["name"] = t.at("name");
+                entry["fmt"] = t.at("fmt");
+                entry["off"] = base + t.at("off").get<uint64_t>();
+                entry["shape"] = t.at("shape");
                 if (t.contains("group")) {
-                    entry["group"] = t["group"];
-                    entry["scale_off"] = base + t["scale_off"].get<uint64_t>();
+                    entry["group"] = t.at("group");
+                    entry["scale_off"] = base + t.at("scale_off").get<uint64_t>();
                 }
-                entry["bytes"] = t["bytes"];
+                entry["bytes"] = t.at("bytes");
                 trunk.push_back(std::move(entry));
             }
         }
@@ -770,9 +779,9 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     if (has_moe) {
         std::string books;
         for (int layer = model.first_dense; layer < model.layers; ++layer) {
-            const json& experts = ledger.unit(fmt::format("layer {}", layer))["experts"];
-            books += read_text_file(work / experts["codebooks"].get<std::string>(), uint64_t{1} << 30);
-            bank_index[std::to_string(layer)] = ordered_json{{"file", experts["bank"]},
+            const json& experts = ledger.unit(fmt::format("layer {}", layer)).at("experts");
+            books += read_text_file(work / experts.at("codebooks").get<std::string>(), uint64_t{1} << 30);
+            bank_index[std::to_string(layer)] = ordered_json{{"file", experts.at("bank")},
                                                              {"experts", model.experts},
                                                              {"bytes", layout.record_bytes * model.experts},
                                                              {"codebook_base", experts["codebook_base"]}};
