@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <climits>
 #include <cstdlib>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,29 @@ ModelHandle open_model(const std::string& path, const waste_open_options& option
     waste_error error{};
     if (waste_model_open(path.c_str(), &options, &model, &error) != WASTE_OK) fail_with(error, "cannot open " + path);
     return ModelHandle(model);
+}
+
+std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty) {
+    std::vector<int32_t> ids;
+    std::string cleaned = text;
+    for (char& ch : cleaned)
+        if (ch == ',' || ch == '[' || ch == ']') ch = ' ';
+    std::istringstream in(cleaned);
+    std::string item;
+    while (in >> item) {
+        size_t used = 0;
+        long long value = -1;
+        try {
+            value = std::stoll(item, &used);
+        } catch (...) {
+            used = 0;
+        }
+        if (used != item.size() || value < 0 || value > INT32_MAX)
+            throw CLI::ValidationError("--ids", "'" + item + "' is not a token id (a non-negative integer)");
+        ids.push_back(static_cast<int32_t>(value));
+    }
+    if (ids.empty() && !allow_empty) throw CLI::ValidationError("--ids", "no token ids given");
+    return ids;
 }
 
 std::vector<int> parse_cpu_list(const std::string& text) {

@@ -43,6 +43,10 @@ std::string take_string(char* json);
 // thread the library starts, to those CPUs before the command runs; with
 // --threads 0 the library then starts one thread per pinned CPU.
 void add_cpus_option(CLI::App& app);
+// "1 2 3", "1,2,3" or "[1, 2, 3]" -> token ids (non-negative, < 2^31);
+// throws CLI::ValidationError naming the bad item (or an empty list, unless
+// allow_empty).
+std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty = false);
 // "0-3,6" -> sorted CPU numbers; throws CLI::ValidationError.
 std::vector<int> parse_cpu_list(const std::string& text);
 

@@ -29,28 +29,6 @@ struct RunArgs {
     bool json_output = false;
 };
 
-std::vector<int32_t> parse_id_list(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::string normalised = text;
-    std::replace(normalised.begin(), normalised.end(), ',', ' ');
-    std::istringstream in(normalised);
-    std::string item;
-    while (in >> item) {
-        size_t used = 0;
-        long long value = -1;
-        try {
-            value = std::stoll(item, &used);
-        } catch (...) {
-            used = 0;
-        }
-        if (used != item.size() || value < 0 || value > INT32_MAX)
-            throw CLI::ValidationError("--ids", "'" + item + "' is not a token id (a non-negative integer)");
-        ids.push_back(static_cast<int32_t>(value));
-    }
-    if (ids.empty()) throw CLI::ValidationError("--ids", "no token ids given");
-    return ids;
-}
-
 std::string read_stream(std::istream& in) { return std::string(std::istreambuf_iterator<char>(in), {}); }
 
 // Exactly one prompt source; none given with a terminal on stdin is a usage error.
@@ -72,7 +50,7 @@ std::vector<int32_t> prompt_tokens(const RunArgs& args, const Generator& g, bool
     if (!args.ids.empty()) {
         if (!args.prompt.empty() || !args.file.empty())
             throw CLI::ValidationError("prompt", "give one of PROMPT, --file, --ids (or - for stdin)");
-        return parse_id_list(args.ids);
+        return parse_token_ids(args.ids);
     }
     const std::string text = prompt_text(args);
     if (!g.tokenizer)

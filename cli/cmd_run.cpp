@@ -35,28 +35,6 @@ struct RunArgs {
     bool full = false;
 };
 
-std::vector<int32_t> parse_ids(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::string item;
-    std::string normalised = text;
-    std::replace(normalised.begin(), normalised.end(), ',', ' ');
-    std::istringstream in(normalised);
-    while (in >> item) {
-        size_t used = 0;
-        long long value = 0;
-        try {
-            value = std::stoll(item, &used);
-        } catch (...) {
-            used = 0;
-        }
-        if (used != item.size() || value < 0 || value > INT32_MAX)
-            throw CLI::ValidationError("--ids", "'" + item + "' is not a token id (a non-negative integer)");
-        ids.push_back(static_cast<int32_t>(value));
-    }
-    if (ids.empty()) throw CLI::ValidationError("--ids", "no token ids given");
-    return ids;
-}
-
 void add_common(CLI::App* command, RunArgs& args) {
     command->add_option("MODEL", args.model, "Container directory")->required();
     command->add_option("--ids", args.ids, "Prompt as token ids, e.g. \"1 2 3\"")->required();
@@ -127,7 +105,7 @@ void write_hidden_dump(Loaded& loaded, const std::vector<int32_t>& ids, const st
 }
 
 void run_eval(const RunArgs& args) {
-    const std::vector<int32_t> ids = parse_ids(args.ids);
+    const std::vector<int32_t> ids = parse_token_ids(args.ids);
     Loaded loaded = load(args);
     if (args.dump_hidden.empty()) evaluate(loaded.session.get(), ids);
     else write_hidden_dump(loaded, ids, args.dump_hidden);

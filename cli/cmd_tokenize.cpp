@@ -118,28 +118,6 @@ void run_bench(waste_tokenizer* tokenizer, const std::string& text, const Tokeni
     fmt::print("{}\n", report.dump());
 }
 
-std::vector<int32_t> parse_ids(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::string cleaned = text;
-    for (char& ch : cleaned)
-        if (ch == ',' || ch == '[' || ch == ']') ch = ' ';
-    std::istringstream in(cleaned);
-    std::string word;
-    while (in >> word) {
-        size_t used = 0;
-        long long value = -1;
-        try {
-            value = std::stoll(word, &used);
-        } catch (...) {
-            used = 0;
-        }
-        if (used != word.size() || value < 0 || value > INT32_MAX)
-            throw CLI::ValidationError("--ids", "'" + word + "' is not a token id");
-        ids.push_back(static_cast<int32_t>(value));
-    }
-    return ids;
-}
-
 void write_bytes(const char* bytes, size_t length) {
     if (length) std::fwrite(bytes, 1, length, stdout);
 }
@@ -201,7 +179,7 @@ void add_tokenize_commands(CLI::App& app) {
         std::vector<std::string> rest;
         TokenizerHandle tokenizer = open_tokenizer(args, rest);
         if (!rest.empty()) throw CLI::ValidationError("MODEL", "unexpected argument '" + rest[0] + "'");
-        const std::vector<int32_t> ids = parse_ids(args.ids);
+        const std::vector<int32_t> ids = parse_token_ids(args.ids, /*allow_empty=*/true);
         const uint32_t flags = args.markup ? WASTE_TOKENIZE_MARKUP : 0;
         std::string text;
         waste_error error{};

@@ -105,19 +105,6 @@ format::ExpertQuant resolve_quant(const ConvertOptions& o) {
     return q;
 }
 
-ordered_json quant_json(const format::ExpertQuant& q) {  // the key order ContainerWriter writes
-    ordered_json entry;
-    entry["fmt"] = q.fmt_name;
-    entry["stages"] = q.stages;
-    entry["vec_dim"] = q.vec_dim;
-    entry["entries"] = q.entries;
-    entry["index_block"] = q.index_block;
-    if (q.index_bits != 8) entry["index_bits"] = q.index_bits;
-    if (q.bits_per_weight == std::floor(q.bits_per_weight)) entry["bits_per_weight"] = static_cast<int64_t>(q.bits_per_weight);
-    else entry["bits_per_weight"] = q.bits_per_weight;
-    return entry;
-}
-
 // The container config: the release's config.json verbatim, or for a
 // multimodal release its text_config flattened with the wrapper under _outer
 // (container-v0 §2).
@@ -616,7 +603,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         source_dir.empty() ? TokenizerFiles{} : read_tokenizer_files(source_dir, model.vocab);
 
     json fingerprint = {{"config", config.dump()},
-                        {"quant", quant_json(quant)},
+                        {"quant", format::expert_quant_json(quant)},
                         {"seed", options.seed},
                         {"sample_experts", options.sample_experts},
                         {"train_vectors", options.train_vectors},
@@ -799,7 +786,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     manifest["arch"] = plan.arch;
     manifest["tensor_prefix"] = plan.tensor_prefix;
     manifest["config"] = config;
-    if (has_moe) manifest["expert_quant"] = quant_json(quant);
+    if (has_moe) manifest["expert_quant"] = format::expert_quant_json(quant);
     manifest["layers"] = bank_index;
     manifest["trunk"] = trunk;
     const std::string text = manifest.dump(1) + "\n";
@@ -822,7 +809,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     json summary = {{"out", out_dir},
                     {"arch", plan.arch},
                     {"tensor_prefix", plan.tensor_prefix},
-                    {"expert_quant", quant_json(quant)},
+                    {"expert_quant", format::expert_quant_json(quant)},
                     {"trunk_tensors", trunk.size()},
                     {"trunk_bytes", trunk_bytes},
                     {"layers", layers},

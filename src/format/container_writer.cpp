@@ -75,7 +75,13 @@ ordered_json trunk_entry_json(const TrunkTensor& t) {
     return entry;
 }
 
-ordered_json quant_json(const ExpertQuant& q) {
+std::span<const uint8_t> as_bytes(std::span<const uint16_t> values) {
+    return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * 2};  // little-endian host
+}
+
+}  // namespace
+
+ordered_json expert_quant_json(const ExpertQuant& q) {
     ordered_json entry;
     entry["fmt"] = q.fmt_name;
     entry["stages"] = q.stages;
@@ -89,12 +95,6 @@ ordered_json quant_json(const ExpertQuant& q) {
         entry["bits_per_weight"] = q.bits_per_weight;
     return entry;
 }
-
-std::span<const uint8_t> as_bytes(std::span<const uint16_t> values) {
-    return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * 2};  // little-endian host
-}
-
-}  // namespace
 
 TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape) {
     uint64_t elements = 1;
@@ -473,7 +473,7 @@ void ContainerWriter::finish() {
     manifest["arch"] = spec_.arch;
     manifest["tensor_prefix"] = spec_.tensor_prefix;
     manifest["config"] = spec_.config;
-    if (spec_.quant) manifest["expert_quant"] = quant_json(*spec_.quant);
+    if (spec_.quant) manifest["expert_quant"] = expert_quant_json(*spec_.quant);
     ordered_json layers = ordered_json::object();
     for (const auto& [layer, bank] : banks_)  // std::map: ascending layers
         layers[std::to_string(layer)] = ordered_json{

@@ -172,4 +172,8 @@ private:
     std::map<int, ExpertBank> banks_;
 };
 
+// The manifest's "expert_quant" object, keys in the order the writer (and
+// upstream) writes them; the converter writes the same object.
+nlohmann::ordered_json expert_quant_json(const ExpertQuant& quant);
+
 }  // namespace waste::format
