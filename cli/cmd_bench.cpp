@@ -51,14 +51,9 @@ void run_bench(const BenchArgs& args) {
     double bandwidth = 0;
     if (waste_measure_memory_bandwidth(args.threads, &bandwidth, &error) != WASTE_OK) fail_with(error, "memory bandwidth");
 
-    waste_open_options options;
-    waste_open_options_init(&options);
-    options.threads = args.threads;
-    options.context_length = static_cast<uint32_t>(args.prompt + args.tokens + 1);
-    options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
-    if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &error) != WASTE_OK)
-        throw CLI::ValidationError("--policy", error.message);
-    apply_open_options(args.stream, options);
+    const waste_open_options options = model_open_options(static_cast<uint32_t>(args.prompt + args.tokens + 1),
+                                                          args.threads, args.budget, /*verify=*/false, args.policy,
+                                                          args.stream);
     ModelHandle model = open_model(args.model, options);
     report_open(args.stream, model.get());
     const json info = call_json(waste_model_info_json, model.get(), "info");

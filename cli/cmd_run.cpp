@@ -59,16 +59,8 @@ struct Loaded {
 };
 
 Loaded load(const RunArgs& args) {
-    waste_open_options options;
-    waste_open_options_init(&options);
-    options.context_length = args.context;
-    options.threads = args.threads;
-    options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
-    if (args.verify) options.flags |= WASTE_OPEN_VERIFY_CHECKSUMS;
-    waste_error policy_error{};
-    if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &policy_error) != WASTE_OK)
-        throw CLI::ValidationError("--policy", policy_error.message);
-    apply_open_options(args.stream, options);
+    const waste_open_options options =
+        model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
     Loaded loaded{open_model(args.model, options), nullptr};
     report_open(args.stream, loaded.model.get());
     waste_session* session = nullptr;

@@ -52,15 +52,8 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     for (const auto& stop : args.stops)
         if (stop.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
 
-    waste_open_options options;
-    waste_open_options_init(&options);
-    options.context_length = args.context;
-    options.threads = args.threads;
-    options.budget_bytes = args.budget.empty() ? 0 : parse_size(args.budget);
-    if (args.verify) options.flags |= WASTE_OPEN_VERIFY_CHECKSUMS;
-    if (waste_cache_policy_parse(args.policy.c_str(), &options.cache_policy, &error) != WASTE_OK)
-        throw CLI::ValidationError("--policy", error.message);
-    apply_open_options(args.stream, options);
+    const waste_open_options options =
+        model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
     g.model = open_model(args.model, options);
     report_open(args.stream, g.model.get());
     waste_session* session = nullptr;

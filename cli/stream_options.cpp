@@ -22,6 +22,21 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
     command->add_option("--dump-route", args.dump_route, "Write each token's routing as JSON lines (waste simulate reads it)")->default_str("none");
 }
 
+waste_open_options model_open_options(uint32_t context, unsigned threads, const std::string& budget, bool verify,
+                                      const std::string& policy, const StreamArgs& stream) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = context;
+    options.threads = threads;
+    options.budget_bytes = budget.empty() ? 0 : parse_size(budget);
+    if (verify) options.flags |= WASTE_OPEN_VERIFY_CHECKSUMS;
+    waste_error error{};
+    if (waste_cache_policy_parse(policy.c_str(), &options.cache_policy, &error) != WASTE_OK)
+        throw CLI::ValidationError("--policy", error.message);
+    apply_open_options(stream, options);
+    return options;
+}
+
 void apply_open_options(const StreamArgs& args, waste_open_options& options) {
     if (args.io == "io_uring" || args.io == "uring") options.io_backend = WASTE_IO_URING;
     else if (args.io == "pread") options.io_backend = WASTE_IO_PREAD;

@@ -27,6 +27,10 @@ void add_stream_options(CLI::App* command, StreamArgs& args);
 // Sets io_backend, the mlock/no-hotlist flags and usage_path (which points
 // into args: keep args alive until the open returns).
 void apply_open_options(const StreamArgs& args, waste_open_options& options);
+// The open options every command that runs a model shares: --ctx,
+// --threads, --budget, --verify, --policy, then apply_open_options.
+waste_open_options model_open_options(uint32_t context, unsigned threads, const std::string& budget, bool verify,
+                                      const std::string& policy, const StreamArgs& stream);
 // After the open: a warning on stderr when --mlock was refused.
 void report_open(const StreamArgs& args, waste_model* model);
 // Lookahead and the route dump on a new session.
