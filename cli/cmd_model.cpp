@@ -36,6 +36,8 @@ void print_plan(const json& plan) {
     line("trunk", "trunk_bytes");
     line("session state", "state_bytes");
     line("scratch", "scratch_bytes");
+    line("expert reads", "io_bytes");
+    line("codebooks, process", "runtime_bytes");
     line("minimum expert cache", "min_expert_cache");
     line("floor", "floor_bytes");
     line("one token's experts", "working_set_bytes");
