@@ -7,18 +7,22 @@ the layer's router then chose; "top r" is the fraction of the first r
 predictions that were chosen. Prints JSON.
 
     scripts/lookahead_precision.py ROUTES.jsonl
+
+scripts/route_stats.py imports read_routes and lookahead_precision.
 """
 import json
 import sys
 
 
-def main(path):
+def read_routes(path):
+    """The dump's tokens (one parsed JSON object per non-empty line), in order."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def lookahead_precision(tokens):
     at_rank, top = {}, {}
-    for line in open(path):
-        line = line.strip()
-        if not line:
-            continue
-        token = json.loads(line)
+    for token in tokens:
         if token.get("phase") != "decode":
             continue
         for entry in token["layers"]:
@@ -31,12 +35,15 @@ def main(path):
             for r in range(1, len(predicted) + 1):
                 n, h = top.get(r, (0, 0))
                 top[r] = (n + r, h + sum(e in chosen for e in predicted[:r]))
-    out = {
+    return {
         "predictions": at_rank.get(1, (0, 0))[0],
         "precision_at_rank": {r: round(h / n, 4) for r, (n, h) in sorted(at_rank.items())},
         "precision_top": {r: round(h / n, 4) for r, (n, h) in sorted(top.items())},
     }
-    print(json.dumps(out))
+
+
+def main(path):
+    print(json.dumps(lookahead_precision(read_routes(path))))
 
 
 if __name__ == "__main__":
