@@ -63,8 +63,9 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
     plan.context_length = context_length;
     plan.trunk_bytes = container.resident_trunk_bytes();
     plan.state_bytes = session_state_bytes(c, context_length);
-    plan.scratch_bytes = container.has_experts() ? scratch_bytes(c, container.manifest().quant, context_length)
-                                                 : scratch_bytes(c, format::ExpertQuant{.stages = 1, .vec_dim = 1, .entries = 1}, context_length);
+    format::ExpertQuant no_experts;  // a trunk-only container: unit shapes, no tables
+    no_experts.stages = no_experts.vec_dim = no_experts.entries = 1;
+    plan.scratch_bytes = scratch_bytes(c, container.has_experts() ? container.manifest().quant : no_experts, context_length);
     uint64_t record = 0, moe_layers = 0;
     for (const auto& [layer, bank] : container.manifest().banks) {
         record = bank.record_bytes;
