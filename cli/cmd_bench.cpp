@@ -25,6 +25,7 @@ struct BenchArgs {
     std::string policy = "default";
     unsigned threads = 0;
     int tokens = 64;
+    int skip = 0;  // decode tokens of each run left out of its figures (the cache filling)
     int prompt = 64;
     int runs = 3;
     uint32_t seed = 1;
@@ -72,6 +73,7 @@ void run_bench(const BenchArgs& args) {
     for (int32_t& id : prompt) id = static_cast<int32_t>(random() % static_cast<uint32_t>(vocab));
 
     std::vector<double> prefill_rates, decode_rates;
+    const int measured = args.tokens - args.skip;  // decode tokens each run reports
     waste_session_stats before{}, after{};
     for (int run = 0; run < args.runs; ++run) {
         if (waste_session_reset(session.get(), &error) != WASTE_OK) fail_with(error, "reset");
@@ -81,12 +83,15 @@ void run_bench(const BenchArgs& args) {
             fail_with(error, "prefill");
         const double prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (!prompt.empty()) prefill_rates.push_back(prompt.size() / prefill_seconds);
-        // decode: feed the argmax back, one token per step, profiled
-        waste_session_set_profiling(session.get(), 1, &error);
-        waste_session_stats_get(session.get(), &before, &error);
+        // decode: feed the argmax back, one token per step, profiled from
+        // token `skip` on (the steady state, once the cache has filled)
         int32_t next = prompt.empty() ? 0 : -1;
-        start = std::chrono::steady_clock::now();
         for (int i = 0; i < args.tokens; ++i) {
+            if (i == args.skip) {
+                waste_session_set_profiling(session.get(), 1, &error);
+                waste_session_stats_get(session.get(), &before, &error);
+                start = std::chrono::steady_clock::now();
+            }
             if (next < 0) {
                 const float* logits = nullptr;
                 size_t n = 0;
@@ -97,13 +102,14 @@ void run_bench(const BenchArgs& args) {
             next = -1;
         }
         const double decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (args.tokens > 0) decode_rates.push_back(args.tokens / decode_seconds);
+        if (measured > 0) decode_rates.push_back(measured / decode_seconds);
         waste_session_stats_get(session.get(), &after, &error);
+        waste_session_set_profiling(session.get(), 0, &error);
     }
     char* profile_text = nullptr;
     if (waste_session_profile_json(session.get(), &profile_text, &error) != WASTE_OK) fail_with(error, "profile");
     const json profile = json::parse(take_string(profile_text));
-    const double decoded = static_cast<double>(args.tokens) * args.runs;
+    const double decoded = static_cast<double>(measured) * args.runs;
     json breakdown = json::object();
     double profiled_total = 0;
     for (auto& [name, seconds] : profile["seconds"].items()) {
@@ -120,7 +126,10 @@ void run_bench(const BenchArgs& args) {
     out["cached_records"] = warmed;
     out["cache_policy"] = waste_cache_policy_name(options.cache_policy);
     out["prefill"] = {{"tokens", args.prompt}, {"tok_per_s", prefill_rates}, {"median_tok_per_s", median(prefill_rates)}};
-    out["decode"] = {{"tokens", args.tokens}, {"tok_per_s", decode_rates}, {"median_tok_per_s", median(decode_rates)}};
+    out["decode"] = {{"tokens", args.tokens},
+                     {"skipped_tokens", args.skip},
+                     {"tok_per_s", decode_rates},
+                     {"median_tok_per_s", median(decode_rates)}};
     out["ms_per_token"] = breakdown;
     out["profiled_ms_per_token"] = decoded > 0 ? profiled_total * 1e3 / decoded : 0;
     out["traffic_per_token"] = traffic;
@@ -130,7 +139,7 @@ void run_bench(const BenchArgs& args) {
     out["bytes_read_last_run"] = after.bytes_read - before.bytes_read;
     out["io_seconds_last_run"] = after.io_seconds - before.io_seconds;
     // the streaming view of the last run's decode, per token
-    const double n = args.tokens > 0 ? args.tokens : 1;
+    const double n = measured > 0 ? measured : 1;
     out["expert_io"] = info.value("expert_io", "");
     out["expert_io_detail"] = info.value("expert_io_detail", "");
     out["io_mode"] = info["io_mode"];
@@ -158,7 +167,8 @@ void run_bench(const BenchArgs& args) {
                st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>(),
                st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(), args.stream.lookahead);
     fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens)\n", median(prefill_rates), prefill_rates.size(), args.prompt);
-    fmt::print("decode       {:.2f} tok/s median of {} runs ({} tokens)\n", median(decode_rates), decode_rates.size(), args.tokens);
+    fmt::print("decode       {:.2f} tok/s median of {} runs ({} tokens{})\n", median(decode_rates), decode_rates.size(), args.tokens,
+               args.skip ? fmt::format(", the first {} of each run not counted", args.skip) : "");
     fmt::print("per token    ");
     for (auto& [name, ms] : breakdown.items()) fmt::print("{} {:.2f} ms  ", name, ms.get<double>());
     fmt::print("\ntraffic      {:.1f} MB per token ({:.1f} trunk, {:.1f} experts, {:.1f} tables), {:.1f} M lookups\n",
@@ -175,6 +185,10 @@ void add_bench_command(CLI::App& app) {
     CLI::App* bench = app.add_subcommand("bench", "Measure decode and prefill speed, and where each token's time goes");
     bench->add_option("MODEL", args->model, "Container directory")->required();
     bench->add_option("-n,--tokens", args->tokens, "Decode tokens per run")->default_val(64)->check(CLI::Range(0, 1 << 20));
+    bench->add_option("--skip", args->skip,
+                      "Decode tokens at the start of each run left out of every decode figure (the cache filling: report the steady state)")
+        ->default_val(0)
+        ->check(CLI::Range(0, 1 << 20));
     bench->add_option("--prompt", args->prompt, "Prompt tokens per run (random ids)")->default_val(64)->check(CLI::Range(0, 1 << 20));
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
     bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
@@ -184,7 +198,11 @@ void add_bench_command(CLI::App& app) {
     bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");
     bench->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
     add_stream_options(bench, args->stream);
-    bench->callback([args] { run_bench(*args); });
+    bench->callback([args] {
+        if (args->skip > 0 && args->skip >= args->tokens)
+            throw CLI::ValidationError("--skip", fmt::format("{} leaves none of the {} decode tokens to measure", args->skip, args->tokens));
+        run_bench(*args);
+    });
 }
 
 }  // namespace waste_cli
