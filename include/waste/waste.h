@@ -191,6 +191,21 @@ WASTE_API waste_status waste_session_eval(waste_session* session, const int32_t*
 WASTE_API waste_status waste_session_eval_hidden(waste_session* session, const int32_t* tokens, size_t count,
                                                  float* hidden, size_t hidden_floats, waste_error* error);
 
+/* Like waste_session_eval, and also scores the sequence: out_logprobs[i - 1]
+ * = log p(tokens[i] | the session's earlier tokens and tokens[0..i-1]) for
+ * i = 1 .. count - 1 — the natural log of the softmax of the raw logits at
+ * that position, computed in double. logprob_count must be count - 1
+ * (out_logprobs may be NULL when it is 0). Each position's logits are the
+ * engine's own (the final norm and LM head applied to that row of the
+ * chunk), so positions agree with evaluating the prefixes one at a time
+ * exactly with a prefill chunk of 1 and within chunking's rounding
+ * otherwise; the session's logits afterwards are bit-identical to
+ * waste_session_eval's. An id outside the vocabulary is
+ * WASTE_ERR_INVALID_ARGUMENT naming its index and value, and leaves the
+ * session unchanged. For perplexity (`waste perplexity`). */
+WASTE_API waste_status waste_session_eval_logprobs(waste_session* session, const int32_t* tokens, size_t count,
+                                                   double* out_logprobs, size_t logprob_count, waste_error* error);
+
 /* Prefill chunk size: prompts are evaluated in chunks of up to this many
  * tokens (1..64, default 64; 1 = token by token). Chunks read each distinct
  * expert once and the trunk once per chunk; results agree with

@@ -190,11 +190,25 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
                     sizeof(float) * std::min(state.block_residuals.size(), max_blocks * hidden));
     }
     ProfileScope head_scope(ctx.profile, ProfileCategory::lm_head);
-    const float* last = x + (count - 1) * hidden;
-    std::memcpy(state.residual.data(), last, sizeof(float) * hidden);
-    kernels::rmsnorm(last, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
-    kernels::matvec(ctx.pool, *ctx.weights.lm_head, ws.normed.data(), ws.logits.data());
+    WASTE_CHECK(ctx.scored_rows <= count && (ctx.scored_rows == 0 || (ctx.next_tokens && ctx.next_logprobs)));
+    auto head = [&](size_t row) {
+        kernels::rmsnorm(x + row * hidden, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
+        kernels::matvec(ctx.pool, *ctx.weights.lm_head, ws.normed.data(), ws.logits.data());
+        if (row < ctx.scored_rows) ctx.next_logprobs[row] = token_logprob(ws.logits, ctx.next_tokens[row]);
+    };
+    for (size_t row = 0; row + 1 < count && row < ctx.scored_rows; ++row) head(row);
+    std::memcpy(state.residual.data(), x + (count - 1) * hidden, sizeof(float) * hidden);
+    head(count - 1);
     state.position += static_cast<uint32_t>(count);
+}
+
+double token_logprob(std::span<const float> logits, int32_t token) {
+    if (token < 0 || static_cast<size_t>(token) >= logits.size())
+        fail(WASTE_ERR_INVALID_ARGUMENT, "scored token id {} is outside the vocabulary of {}", token, logits.size());
+    const double max_logit = *std::max_element(logits.begin(), logits.end());
+    double total = 0;
+    for (const float z : logits) total += std::exp(static_cast<double>(z) - max_logit);
+    return static_cast<double>(logits[static_cast<size_t>(token)]) - max_logit - std::log(total);
 }
 
 }  // namespace waste::model

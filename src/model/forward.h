@@ -87,6 +87,15 @@ struct ForwardContext {
     std::vector<std::vector<RouteChoice>>* routes = nullptr;
     float* hidden = nullptr;
     Profile* profile = nullptr;  // where the time goes, when not null
+    // Optional next-token scoring (perplexity): for rows t < scored_rows of
+    // the chunk, next_logprobs[t] = log softmax(row t's logits)[next_tokens[t]],
+    // natural log, computed in double from the f32 logits. Row t's logits are
+    // the final norm + LM head of row t, computed exactly as the last row's
+    // are (through ws.logits, which the last row then overwrites as usual), so
+    // scoring never changes the normal path's bits.
+    const int32_t* next_tokens = nullptr;
+    double* next_logprobs = nullptr;
+    size_t scored_rows = 0;
 };
 
 // Y = X Wᵀ over the chunk (kernels::matmul), timed as trunk_matvec.
@@ -109,5 +118,9 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
 // (ranked by biased score), recording the prediction in the route dump.
 // Uses row 1 of ws.normed and ws.router (free in a one-token chunk).
 void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x);
+
+// log softmax(logits)[token] in double: max-shifted, the sum of exponentials
+// accumulated in double. token must be in [0, logits.size()).
+double token_logprob(std::span<const float> logits, int32_t token);
 
 }  // namespace waste::model

@@ -131,7 +131,7 @@ void Session::set_chunk_tokens(size_t chunk_tokens) {
     chunk_tokens_ = chunk_tokens;
 }
 
-void Session::eval(const int32_t* tokens, size_t count, float* hidden) {
+void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* next_logprobs) {
     if (count == 0) fail(WASTE_ERR_INVALID_ARGUMENT, "eval: no tokens");
     if (state_.position + count > state_.context_length)
         fail(WASTE_ERR_CONTEXT_FULL, "{} tokens after {} exceed the context length {}; reset the session or open with a larger --ctx",
@@ -151,6 +151,11 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden) {
         if (hidden) {
             chunk_hidden.assign((c.layers + 1) * n * c.hidden, 0.0f);
             ctx.hidden = chunk_hidden.data();
+        }
+        if (next_logprobs) {  // a chunk's last row scores the next chunk's first token
+            ctx.next_tokens = tokens + done + 1;
+            ctx.next_logprobs = next_logprobs + done;
+            ctx.scored_rows = std::min(n, count - 1 - done);
         }
         const ExpertCacheStats before = engine_.cache().stats();
         const auto start = std::chrono::steady_clock::now();

@@ -75,7 +75,10 @@ public:
     // Appends tokens, in chunks of up to chunk_tokens (1 = token by token);
     // afterwards logits() are the next-token logits. With hidden non-null it
     // receives [layers+1][count][H]: the embeddings and each layer's output.
-    void eval(const int32_t* tokens, size_t count, float* hidden = nullptr);
+    // With next_logprobs non-null, next_logprobs[i] (i < count - 1) receives
+    // log p(tokens[i+1] | the session's tokens and tokens[0..i]) (natural
+    // log, model::token_logprob); logits() end up exactly as without it.
+    void eval(const int32_t* tokens, size_t count, float* hidden = nullptr, double* next_logprobs = nullptr);
     void set_chunk_tokens(size_t chunk_tokens);
     const std::vector<float>& logits() const { return workspace_.logits; }
     uint32_t position() const { return state_.position; }
