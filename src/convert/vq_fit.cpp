@@ -190,7 +190,7 @@ uint16_t normalise_row(const float* row, uint32_t cols, float* out) {
 
 MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, const StageBooks& books,
                           const format::ExpertQuant& quant, uint8_t* indices, uint16_t* scales,
-                          platform::ThreadPool& pool, const char* what) {
+                          platform::ThreadPool& pool, const char* what, SearchPath path) {
     WASTE_CHECK(cols % vq_dim == 0 && static_cast<int>(books.search.size()) == quant.stages);
     const uint32_t positions = cols / vq_dim;
     const uint32_t blocks = (rows + rows_per_block - 1) / rows_per_block;
@@ -198,7 +198,7 @@ MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, co
     std::memset(indices, 0, static_cast<size_t>(blocks) * rows_per_block * positions * per);
     std::vector<MatrixError> block_error(blocks);
     pool.parallel_for(blocks, [&](size_t begin, size_t end) {
-        std::vector<float> residual(cols);
+        std::vector<float> normalised(cols), residual(cols);
         std::vector<uint8_t> labels(static_cast<size_t>(quant.stages) * positions);  // [stage][position]
         for (size_t b = begin; b < end; ++b) {
             MatrixError err;
@@ -208,33 +208,38 @@ MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, co
                 for (uint32_t i = 0; i < cols; ++i)
                     if (!std::isfinite(w[i]))
                         fail(WASTE_ERR_INVALID_ARGUMENT, "{}: weight [{}][{}] is {}", what, r, i, w[i]);
-                const uint16_t scale_bits = normalise_row(w, cols, residual.data());
+                const uint16_t scale_bits = normalise_row(w, cols, normalised.data());
                 if ((scale_bits & 0x7C00) == 0x7C00)
                     fail(WASTE_ERR_INVALID_ARGUMENT, "{}: row {} has absmax beyond f16's range (65504)", what, r);
                 scales[r] = scale_bits;
+                residual = normalised;
                 for (int s = 0; s < quant.stages; ++s) {
                     uint8_t* stage_labels = labels.data() + static_cast<size_t>(s) * positions;
                     const SearchBook& book = books.search[static_cast<size_t>(s)];
-                    nearest_centroids(book, residual.data(), positions, stage_labels);
+                    nearest_centroids(book, residual.data(), positions, stage_labels, path);
                     for (uint32_t v = 0; v < positions; ++v)
                         for (int j = 0; j < vq_dim; ++j)
                             residual[v * vq_dim + j] -= book.centroid(stage_labels[v])[j];
                 }
-                const double scale = format::f16_to_f32(scale_bits);
                 for (uint32_t v = 0; v < positions; ++v) {
                     uint8_t stage_index[8];
                     for (int s = 0; s < quant.stages; ++s) stage_index[s] = labels[static_cast<size_t>(s) * positions + v];
                     store_indices(indices + index_offset(r, v, positions, per), stage_index, quant);
-                    for (int j = 0; j < vq_dim; ++j) {
-                        double decoded = 0;
-                        for (int s = 0; s < quant.stages; ++s)
-                            decoded += books.search[static_cast<size_t>(s)].centroid(stage_index[s])[j];
-                        const double original = w[v * vq_dim + j];
-                        const double diff = original - scale * decoded;
-                        err.error2 += diff * diff;
-                        err.weight2 += original * original;
-                    }
                 }
+                // The decoded row is scale * (sum of the chosen centroids) = scale *
+                // (normalised - residual) up to f32 rounding (~1e-7 relative): the
+                // error figure from the residual, in one pass the compiler vectorises,
+                // instead of re-adding every stage's centroid per weight.
+                const double scale = format::f16_to_f32(scale_bits);
+                double error2 = 0, weight2 = 0;
+                for (uint32_t i = 0; i < cols; ++i) {
+                    const double original = w[i];
+                    const double diff = original - scale * (static_cast<double>(normalised[i]) - residual[i]);
+                    error2 += diff * diff;
+                    weight2 += original * original;
+                }
+                err.error2 += error2;
+                err.weight2 += weight2;
             }
             block_error[b] = err;
         }

@@ -65,9 +65,10 @@ uint16_t normalise_row(const float* row, uint32_t cols, float* out);
 // bytes in the container layout into indices (quant.index_bytes_per_position()
 // bytes per (row, position); padding rows zero). Throws WASTE_ERR_INVALID_ARGUMENT
 // naming `what` and the row for a non-finite weight or a row scale f16 cannot hold.
+// `path` only chooses the search kernel (benchmarks); every path gives the same bytes.
 MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, const StageBooks& books,
                           const format::ExpertQuant& quant, uint8_t* indices, uint16_t* scales,
-                          platform::ThreadPool& pool, const char* what);
+                          platform::ThreadPool& pool, const char* what, SearchPath path = SearchPath::best);
 
 // Decodes the same layout back to [rows][cols] f32 (for verify and tests).
 void decode_matrix(const uint8_t* indices, const uint16_t* scales, uint32_t rows, uint32_t cols,

@@ -5,10 +5,22 @@
 // bit: with x' = -2x and n[e] = |c_e|^2,
 //     d(e) = fma(x'7, c7[e], ... fma(x'0, c0[e], n[e]))     (one f32 fma chain)
 // and the nearest is the first e with the smallest d (strict <, ascending e).
-// |x|^2 is left out: it is the same for every centroid. The AVX2 variant runs
-// the same fma chain on 8 centroids per lane group and reduces ties to the
-// lowest index, so it returns exactly what the scalar reference returns on
-// every input (vq_test checks it); --jobs and the CPU never change a byte.
+// |x|^2 is left out: it is the same for every centroid.
+//
+// Three paths, one answer (convert_test checks it on random and adversarial
+// inputs; --jobs and the CPU never change a byte):
+//  - scalar: the formula itself, every centroid (the reference);
+//  - avx2: the same fma chain on 8 centroids per lane group, every centroid,
+//    ties reduced to the lowest index (exhaustive);
+//  - avx2_screened: every centroid scored cheaply in int8 (x to 7 bits per
+//    vector, centroids to 8 bits per book, vpmaddubsw), then the exact chain
+//    only for the centroids whose score is within twice a proven error bound
+//    of the best score. The bound covers the int8 rounding of x and c
+//    (Cauchy-Schwarz) and the f32 rounding of the exact chain, so a centroid
+//    left out has a larger exact d than the best one: the result is the
+//    exhaustive search's, ties included. A vector or book outside the range
+//    the bound is proven for (|x|max or |c|max beyond 2^±40, non-finite
+//    values) takes the exhaustive path.
 //
 // Deliberately not here: fitting codebooks (vq_fit.h), record layout.
 #pragma once
@@ -23,7 +35,7 @@ constexpr int vq_dim = 8;  // vec_dim of every v0 VQ format
 
 // A codebook prepared for search: centroids transposed to [8][entries_padded]
 // with |c|^2, padded to a multiple of 32 entries with centroids that can
-// never win (norm +inf).
+// never win (norm +inf); and the int8 copy the screened search scores with.
 class SearchBook {
 public:
     SearchBook() = default;
@@ -35,20 +47,46 @@ public:
     const float* norms() const { return norms_.data(); }
     const float* centroid(int e) const { return centroids_.data() + static_cast<size_t>(e) * vq_dim; }
 
+    // The screened search's int8 book: centroid e's value in dim j is about
+    // (code - 128) * screen_scale; codes of block b (centroids 8b..8b+7) are
+    // [b][half][lane*4 + k] for dim 4*half + k. Absent (screenable() false)
+    // when the bound is not proven for these centroids.
+    bool screenable() const { return screenable_; }
+    const uint8_t* screen_codes() const { return codes_.data(); }
+    float screen_scale() const { return scale_; }
+    double max_norm() const { return max_norm_; }            // max_e |c_e|
+    double max_code_error() const { return max_code_error_; }  // max_e |c_e - decoded code_e|
+    double max_norm2() const { return max_norm2_; }          // max_e n[e]
+
 private:
     int entries_ = 0, padded_ = 0;
     std::vector<float> columns_;    // [8][padded]
     std::vector<float> norms_;      // [padded]
     std::vector<float> centroids_;  // [entries][8]
+    bool screenable_ = false;
+    std::vector<uint8_t> codes_;  // [padded / 8][2][32]
+    float scale_ = 0;
+    double max_norm_ = 0, max_code_error_ = 0, max_norm2_ = 0;
 };
 
-enum class SearchPath { best, scalar, avx2 };
+enum class SearchPath { best, scalar, avx2, avx2_screened };
+const char* search_path_name(SearchPath path);
+
+// What a search did (for benchmarks): exact-chain centroid evaluations and
+// vectors that took the exhaustive path.
+struct SearchStats {
+    uint64_t vectors = 0, exact_evaluations = 0, exhaustive_vectors = 0;
+};
 
 // Nearest centroid of each of `count` vectors ([count][8] f32) -> out[count].
+// best = avx2 where the CPU has AVX2+FMA, else scalar: the screened path
+// evaluates ~1.6 exact distances per vector instead of 256, but its int8
+// scoring costs about as many instructions as the f32 chains it saves, and
+// measured 1.25-1.4x slower than avx2 here (docs/BENCHMARKS.md).
 void nearest_centroids(const SearchBook& book, const float* vectors, size_t count, uint8_t* out,
-                       SearchPath path = SearchPath::best);
+                       SearchPath path = SearchPath::best, SearchStats* stats = nullptr);
 
-// Whether the AVX2 variant exists in this build and runs on this CPU.
+// Whether the AVX2 variants exist in this build and run on this CPU.
 bool avx2_search_available();
 
 }  // namespace waste::convert
