@@ -54,6 +54,7 @@ std::vector<int> parse_cpu_list(const std::string& text);
 void add_model_commands(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_run_commands(CLI::App& app);       // eval
+void add_perplexity_command(CLI::App& app);
 void add_generate_commands(CLI::App& app);  // run, chat
 void add_bench_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);

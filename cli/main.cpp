@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     waste_cli::add_model_commands(app);
     waste_cli::add_synth_command(app);
     waste_cli::add_run_commands(app);
+    waste_cli::add_perplexity_command(app);
     waste_cli::add_generate_commands(app);
     waste_cli::add_bench_command(app);
     waste_cli::add_simulate_command(app);
