@@ -185,10 +185,6 @@ class ConvertEndToEnd(unittest.TestCase):
                     self.assertEqual(a.read(), b.read(), f"{name} differs after kill -9 and resume")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ConvertTrainedModel(unittest.TestCase):
     """The bundled kimi-mini (models/kimi-mini, really trained): converted with
     the default options, the engine computes the container's model (<= 1e-5
@@ -213,3 +209,7 @@ class ConvertTrainedModel(unittest.TestCase):
                                      "--ignore-eos", "--json"]))["tokens"]
             reference = quantised.greedy(ids, 16)
             self.assertEqual(engine, list(reference))
+
+
+if __name__ == "__main__":
+    unittest.main()
