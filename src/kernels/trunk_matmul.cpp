@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/isa_kernels.h"
+#include "kernels/isa_neon.h"
 #include "kernels/trunk_matvec.h"
 
 namespace waste::kernels {
@@ -38,6 +39,11 @@ void matmul_rows(Isa isa, const format::LoadedTensor& w, const float* x, size_t 
 #if WASTE_X86_SIMD
     if (isa != Isa::scalar &&
         matmul_rows_x86(isa, w, x, ldx, tokens, y, ldy, row_begin, row_end, tile_scratch(matmul_tile_floats_x86(w))))
+        return;
+#endif
+#if WASTE_NEON_SIMD
+    if (isa == Isa::neon &&
+        matmul_rows_neon(w, x, ldx, tokens, y, ldy, row_begin, row_end, tile_scratch(matmul_tile_floats_neon(w))))
         return;
 #endif
     matmul_rows_scalar(w, x, ldx, tokens, y, ldy, row_begin, row_end, tile_scratch(w.info->cols));

@@ -6,6 +6,7 @@
 
 #include "format/f16.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/isa_neon.h"
 #include "platform/error.h"
 
 namespace waste::kernels {
@@ -17,6 +18,7 @@ const char* isa_name(Isa isa) {
         case Isa::scalar: return "scalar";
         case Isa::avx2: return "avx2";
         case Isa::avx512: return "avx512";
+        case Isa::neon: return "neon";
     }
     return "?";
 }
@@ -34,19 +36,34 @@ Isa best_isa() {
         return Isa::scalar;
     }();
     return isa;
+#elif WASTE_NEON_SIMD
+    return Isa::neon;  // Advanced SIMD is part of every AArch64 CPU
 #else
     return Isa::scalar;
 #endif
 }
 
+bool isa_runs(Isa isa) {
+    const Isa best = best_isa();
+    switch (isa) {
+        case Isa::scalar: return true;
+        case Isa::avx2: return best == Isa::avx2 || best == Isa::avx512;
+        case Isa::avx512: return best == Isa::avx512;
+        case Isa::neon: return best == Isa::neon;
+    }
+    return false;
+}
+
 Isa active_isa() {
     static const Isa isa = [] {
-        Isa best = best_isa();
+        const Isa best = best_isa();
         const char* forced = std::getenv("WASTE_ISA");
         if (!forced) return best;
+        // only ever lowered: a name this CPU cannot run (or an unknown one) keeps the best
         const std::string name = forced;
-        Isa wanted = name == "scalar" ? Isa::scalar : name == "avx2" ? Isa::avx2 : best;
-        return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
+        if (name == "scalar") return Isa::scalar;
+        if (name == "avx2" && isa_runs(Isa::avx2)) return Isa::avx2;
+        return best;
     }();
     return isa;
 }
@@ -98,6 +115,9 @@ void matvec_rows_scalar(const format::LoadedTensor& w, const float* x, float* y,
 void matvec_rows(Isa isa, const format::LoadedTensor& w, const float* x, float* y, size_t row_begin, size_t row_end) {
 #if WASTE_X86_SIMD
     if (isa != Isa::scalar && matvec_rows_x86(isa, w, x, y, row_begin, row_end)) return;
+#endif
+#if WASTE_NEON_SIMD
+    if (isa == Isa::neon && matvec_rows_neon(w, x, y, row_begin, row_end)) return;
 #endif
     matvec_rows_scalar(w, x, y, row_begin, row_end);
 }

@@ -4,6 +4,7 @@
 
 #include "format/f16.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/isa_neon.h"
 
 namespace waste::kernels {
 namespace {
@@ -49,6 +50,11 @@ void vq_matmul_rows(Isa isa, const VqTableShape& shape, bool packed6, const uint
 #if WASTE_X86_SIMD
     if (isa != Isa::scalar && vq_matmul_rows_x86(isa, shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy,
                                                  row_begin, row_end))
+        return;
+#endif
+#if WASTE_NEON_SIMD
+    if (isa == Isa::neon && vq_matmul_rows_neon(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin,
+                                                row_end))
         return;
 #endif
     vq_matmul_rows_scalar(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
