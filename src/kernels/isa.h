@@ -29,13 +29,14 @@ namespace waste::kernels {
 
 // `v`, rounded to f32 where it stands: the compiler may not contract it into
 // a following add as one FMA. GCC contracts across statements by default in
-// C++ (-ffp-contract=fast) wherever the target has FMA — every AArch64 CPU, x86
-// built with -mfma — and the bit-exact VQ table build (vq_lut.h) forbids it.
+// C++ (-ffp-contract=fast) wherever the target has FMA — every AArch64 CPU —
+// and the bit-exact VQ table build (vq_lut.h) forbids it. The project's x86
+// build targets baseline x86-64 (no FMA outside the SIMD regions), so there
+// it is the value itself and the code is what it was (an x86 build with
+// -mfma would need the same barrier).
 inline float rounded(float v) {
 #if defined(__GNUC__) && defined(__aarch64__)
     __asm__("" : "+w"(v));
-#elif defined(__GNUC__) && defined(__x86_64__)
-    __asm__("" : "+x"(v));
 #endif
     return v;
 }
