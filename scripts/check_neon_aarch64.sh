@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# check_neon_aarch64.sh — build tests/kernels_test.cpp for AArch64 with a
+# cross compiler and run it under qemu-user: the NEON kernel variants
+# (src/kernels/isa_neon.inc) natively compiled with <arm_neon.h>, real FMA
+# and GCC's AArch64 code generation, against the scalar reference compiled
+# for the same target. Not part of scripts/test.sh (it needs the cross
+# toolchain: Debian `apt-get install g++-aarch64-linux-gnu qemu-user`).
+#
+# Only the sources the kernel test links are built (kernels/, the trunk codec
+# and manifest, container.cpp for LoadedTensor::row, the thread pool), with
+# fmt in header-only mode; each function in its own section, so the linker
+# drops what the test never reaches (container.cpp's file reading, which
+# would pull in the I/O layer and libdeflate). The full library needs arm64
+# builds of liburing, libdeflate and pcre2, which this check does not.
+#
+# Usage: scripts/check_neon_aarch64.sh [BUILD_DIR] [gtest args...]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/build/neon/aarch64}
+shift || true
+cxx=${CXX_AARCH64:-aarch64-linux-gnu-g++}
+command -v "$cxx" >/dev/null || { echo "check_neon_aarch64: $cxx not found" >&2; exit 2; }
+command -v qemu-aarch64 >/dev/null || { echo "check_neon_aarch64: qemu-aarch64 not found" >&2; exit 2; }
+gtest=/usr/src/googletest/googletest
+[ -d "$gtest" ] || { echo "check_neon_aarch64: $gtest not found (Debian: googletest)" >&2; exit 2; }
+mkdir -p "$out"
+
+flags=(-std=c++20 -O2 -ffunction-sections -fdata-sections -Wall -Wextra -Wno-unused-parameter -DFMT_HEADER_ONLY -I"$root/src" -I"$root/include"
+       -I"$root/tests" -I"$gtest/include" -I"$gtest" -DWASTE_SOURCE_DIR="\"$root\"" -DWASTE_CLI_PATH="\"/nonexistent\"")
+sources=("$root"/src/kernels/*.cpp "$root/src/format/trunk_codec.cpp" "$root/src/format/manifest.cpp"
+         "$root/src/format/container.cpp" "$root/src/platform/thread_pool.cpp" "$root/tests/kernels_test.cpp"
+         "$gtest/src/gtest-all.cc" "$gtest/src/gtest_main.cc")
+# an object is rebuilt when it is missing or older than a file its depfile names
+stale() {
+    [ -f "$1" ] && [ -f "$1.d" ] || return 0
+    local dep
+    for dep in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$1.d"); do
+        [ "$dep" -nt "$1" ] && return 0
+    done
+    return 1
+}
+objects=()
+for src in "${sources[@]}"; do
+    obj="$out/$(basename "${src%.*}").o"
+    objects+=("$obj")
+    if stale "$obj"; then
+        echo "compile $(basename "$src")"
+        "$cxx" "${flags[@]}" -MMD -MF "$obj.d" -c "$src" -o "$obj" &
+        # two compilers at a time
+        while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+    fi
+done
+for pid in $(jobs -p); do wait "$pid"; done  # a failed compile stops the script (set -e)
+"$cxx" -o "$out/kernels_test" "${objects[@]}" -pthread -Wl,--gc-sections
+echo "built $out/kernels_test ($(file -b "$out/kernels_test" | cut -d, -f1-2))"
+# the AArch64 sysroot of the cross toolchain holds the dynamic loader and libstdc++
+exec qemu-aarch64 -L /usr/aarch64-linux-gnu "$out/kernels_test" "$@"
