@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "format/f16.h"
+#include "kernels/isa.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
 #include "synth/synth_random.h"
@@ -30,6 +31,35 @@ void assign(const SearchBook& book, std::span<const float> vectors, std::vector<
     });
 }
 
+// nearest[i] = min(nearest[i], |vectors[i] - c|^2) over [n][8] vectors, each
+// distance one f32 fma chain. Compiled twice: for any CPU, where std::fma may
+// be a library call, and for AVX2+FMA, where it is one instruction; fma is
+// correctly rounded either way, so both give the same bits (k-means++
+// seeding spent most of its time in the library call).
+__attribute__((always_inline)) inline void update_nearest(std::span<const float> vectors, const float* c,
+                                                          float* nearest) {
+    const size_t n = vectors.size() / vq_dim;
+    for (size_t i = 0; i < n; ++i) {
+        float d = 0;
+        for (int j = 0; j < vq_dim; ++j) {
+            const float diff = vectors[i * vq_dim + j] - c[j];
+            d = std::fma(diff, diff, d);
+        }
+        nearest[i] = std::min(nearest[i], d);
+    }
+}
+
+void update_nearest_any(std::span<const float> vectors, const float* c, float* nearest) {
+    update_nearest(vectors, c, nearest);
+}
+
+#if WASTE_X86_SIMD
+__attribute__((target("avx2,fma"))) void update_nearest_fma(std::span<const float> vectors, const float* c,
+                                                            float* nearest) {
+    update_nearest(vectors, c, nearest);
+}
+#endif
+
 // k-means++ seeding: each next centroid drawn with probability proportional to
 // the squared distance to the nearest one chosen so far (sums in double,
 // sequential: deterministic).
@@ -41,16 +71,14 @@ std::vector<float> seed_centroids(std::span<const float> vectors, int entries, s
     for (int e = 0; e < entries; ++e) {
         std::memcpy(&centroids[static_cast<size_t>(e) * vq_dim], &vectors[pick * vq_dim], sizeof(float) * vq_dim);
         const float* c = &centroids[static_cast<size_t>(e) * vq_dim];
+#if WASTE_X86_SIMD
+        if (avx2_search_available())
+            update_nearest_fma(vectors, c, nearest.data());
+        else
+#endif
+            update_nearest_any(vectors, c, nearest.data());
         double total = 0;
-        for (size_t i = 0; i < n; ++i) {
-            float d = 0;
-            for (int j = 0; j < vq_dim; ++j) {
-                const float diff = vectors[i * vq_dim + j] - c[j];
-                d = std::fma(diff, diff, d);
-            }
-            nearest[i] = std::min(nearest[i], d);
-            total += nearest[i];
-        }
+        for (size_t i = 0; i < n; ++i) total += nearest[i];
         if (e + 1 == entries) break;
         if (total <= 0) {  // fewer distinct vectors than entries: the rest repeat (never chosen: ties go to the first)
             pick = static_cast<size_t>(random.next() % n);
