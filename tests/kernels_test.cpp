@@ -582,6 +582,11 @@ using Int8Apply = std::function<void(const VqTableShape&, bool, const uint8_t*, 
 
 std::vector<std::pair<std::string, Int8Apply>> int8_variants() {
     std::vector<std::pair<std::string, Int8Apply>> out;
+    if (WASTE_X86_SIMD && isa_runs(Isa::avx2))
+        out.emplace_back("avx2", [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const int8_t* q,
+                                    const float* bs, float* y, size_t b, size_t e) {
+            apply_vq_table_int8(Isa::avx2, s, p6, idx, sc, q, bs, y, b, e);
+        });
     if (vq_int8_fast_path())
         out.emplace_back("avx512-vbmi", [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc,
                                            const int8_t* q, const float* bs, float* y, size_t b, size_t e) {
@@ -602,6 +607,45 @@ const std::vector<VqCase> int8_cases = {
     {"S1", 40, 1, 256, 8, false, 77},    {"S4", 35, 4, 256, 8, false, 64},    {"E100", 31, 3, 100, 8, false, 90},
     {"E200", 32, 3, 200, 8, false, 65},  {"E40", 65, 2, 40, 8, false, 3},     {"S6", 9, 6, 256, 8, false, 70},
 };
+
+// The int8 table itself: every ISA quantises to the scalar reference's
+// bytes and block scales, including NaN and infinite entries, an all-zero
+// block and a part of a table that starts at a block boundary.
+TEST(Kernels, VqInt8QuantizeMatchesScalarBits) {
+    std::mt19937 rng(19);
+    for (const VqCase& c : int8_cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        std::vector<float> table = random_floats(shape.floats(), rng);
+        const size_t per_position = static_cast<size_t>(c.stages) * c.entries;
+        if (c.positions > 40) {  // block 1 holds a NaN and an infinity
+            table[33 * per_position + 5] = NAN;
+            table[35 * per_position + 1] = INFINITY;
+        }
+        if (c.positions > 64) std::fill(table.begin() + 64 * per_position, table.begin() + 65 * per_position, 0.0f);
+        table[3] = NAN;  // a NaN in block 0 is skipped by the max
+        std::vector<int8_t> ref(shape.floats());
+        std::vector<float> ref_scales(vq_int8_blocks(shape));
+        quantize_vq_table_int8(Isa::scalar, shape, table.data(), ref.data(), ref_scales.data());
+        for (Isa isa : {Isa::avx2, Isa::avx512}) {
+            if (!isa_runs(isa)) continue;
+            SCOPED_TRACE(std::string(isa_name(isa)) + " " + c.name);
+            std::vector<int8_t> q(shape.floats(), 99);
+            std::vector<float> scales(vq_int8_blocks(shape), -1.0f);
+            quantize_vq_table_int8(isa, shape, table.data(), q.data(), scales.data());
+            ASSERT_EQ(0, std::memcmp(q.data(), ref.data(), q.size()));
+            ASSERT_EQ(0, std::memcmp(scales.data(), ref_scales.data(), 4 * scales.size()));
+            if (c.positions > vq_int8_block) {  // from the second block on, as a thread's part
+                VqTableShape part = shape;
+                part.positions = c.positions - vq_int8_block;
+                std::vector<int8_t> q2(part.floats(), 99);
+                std::vector<float> scales2(vq_int8_blocks(part), -1.0f);
+                quantize_vq_table_int8(isa, part, table.data() + vq_int8_block * per_position, q2.data(), scales2.data());
+                ASSERT_EQ(0, std::memcmp(q2.data(), ref.data() + vq_int8_block * per_position, q2.size()));
+                ASSERT_EQ(0, std::memcmp(scales2.data(), ref_scales.data() + 1, 4 * scales2.size()));
+            }
+        }
+    }
+}
 
 TEST(Kernels, VqInt8MatchesScalarBits) {
     std::mt19937 rng(17);

@@ -39,9 +39,14 @@ bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, siz
 bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table);
 bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                         const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end);
-// The int8 approximate mode's AVX-512 VBMI path (call only when
-// vq_int8_fast_path()); false when it has no kernel for the stage count.
-bool apply_vq_table_int8_x86(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
-                             const int8_t* q, const float* block_scales, float* y, size_t row_begin, size_t row_end);
+// The int8 approximate mode's table (AVX2 body, also for AVX-512 CPUs);
+// false for Isa::scalar.
+bool quantize_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const float* table, int8_t* q, float* block_scales);
+// The int8 approximate mode: the AVX-512 VBMI byte-permute path when isa is
+// avx512 and vq_int8_fast_path(), else the AVX2 body (scalar loads over the
+// int8 table); false for Isa::scalar or a case it has no kernel for.
+bool apply_vq_table_int8_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                             const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y, size_t row_begin,
+                             size_t row_end);
 
 }  // namespace waste::kernels

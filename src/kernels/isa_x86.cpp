@@ -21,7 +21,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "format/f16.h"
 
@@ -375,11 +377,26 @@ bool build_table(const VqTableShape& shape, const float* books, const float* x, 
 // VQ table apply. K: 1..4 = stages with one index byte each; 6 = VQ4P (four
 // 6-bit indices in 3 bytes); 0 = any other stage count.
 //
-// Plain loads, not vpgatherdd: on Zen 3 (the development machine) an 8-lane
-// gather costs more than eight scalar loads, which the three load ports
-// issue side by side (tests/kernels_test.cpp KernelSpeed: ~1.5x). Eight rows
-// are kept in flight, each in its own register, so the adds of one row (a
-// serial chain, in the reference's order) overlap with the other seven.
+// Scalar loads, not vpgatherdd: on Zen 3 (the development machine) an 8-lane
+// gather costs more than eight scalar loads. Eight or sixteen rows are kept in
+// flight, each in its own register, so the adds of one row (a serial chain,
+// in the reference's order) overlap with the others'. The index bytes of
+// those rows at one position are contiguous (8·bytes of them): they are read
+// as 64-bit words and split with shifts, which moves the index reads off the
+// load ports (one table load per lookup is what is left there).
+//
+// The region is compiled without SLP vectorisation: GCC otherwise packs the
+// row accumulators into one ymm and assembles each vector of eight table
+// values with inserts and shuffles, which measured ~2x slower in the engine's
+// access pattern (docs/BENCHMARKS.md, "Kernels").
+#pragma GCC push_options
+#pragma GCC optimize("no-tree-slp-vectorize")
+
+template <int K>
+constexpr size_t index_bytes = K == 6 ? 3 : K;  // per (row, position); K > 0
+template <int K>
+constexpr size_t index_stages = K == 6 ? 4 : K;
+
 template <int K>
 inline unsigned stage_index(const uint8_t* p, size_t s) {
     if constexpr (K == 6) {
@@ -390,23 +407,60 @@ inline unsigned stage_index(const uint8_t* p, size_t s) {
     }
 }
 
+// Stage S of row k among rows whose index bytes are the little-endian words w.
+template <int K, int k, int S>
+inline unsigned word_index(const uint64_t* w) {
+    if constexpr (K == 6) {
+        constexpr int bit = 24 * k + 6 * S, lo = bit / 64, off = bit % 64;
+        if constexpr (off > 58) return static_cast<unsigned>((w[lo] >> off) | (w[lo + 1] << (64 - off))) & 63u;
+        else return static_cast<unsigned>(w[lo] >> off) & 63u;
+    } else {
+        constexpr int byte = k * K + S;
+        return static_cast<unsigned>(w[byte / 8] >> (byte % 8 * 8)) & 255u;
+    }
+}
+
+template <int K, int S, int... k>
+inline void add_stage(float* acc, const float* t, const uint64_t* w, std::integer_sequence<int, k...>) {
+    ((acc[k] += t[word_index<K, k, S>(w)]), ...);
+}
+
+template <int K, int R, int... S>
+inline void add_position(float* acc, const float* t, size_t entries, const uint64_t* w, std::integer_sequence<int, S...>) {
+    (add_stage<K, S>(acc, t + S * entries, w, std::make_integer_sequence<int, R>{}), ...);
+}
+
 // R consecutive rows of one 64-row block over positions [v0, v1): partial
 // sums enter from y (v0 > 0) and leave to y, scaled once the last position
-// is in (one rounding, as in the scalar reference).
+// is in (one rounding, as in the scalar reference). R = 8 or 16 read the
+// indices as words (K > 0); R = 1 (and K = 0) byte by byte.
 template <int K, int R>
 inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
                        size_t per_position, const float* table, size_t v0, size_t v1, bool last, const uint8_t* scales_f16,
                        float* y, size_t r0) {
-    constexpr size_t S = K == 6 ? 4 : K;
-    const size_t n_stages = K == 0 ? stages : S;
     float acc[R];
+#pragma GCC unroll 16
     for (int k = 0; k < R; ++k) acc[k] = v0 == 0 ? 0.0f : y[r0 + k];
-    for (size_t v = v0; v < v1; ++v) {
-        const uint8_t* p = block_idx + (v * 64 + in_block) * bytes;
-        const float* t = table + v * per_position;
-        for (int k = 0; k < R; ++k)
-            for (size_t s = 0; s < n_stages; ++s) acc[k] += t[s * entries + stage_index<K>(p + k * bytes, s)];
+    if constexpr (K != 0 && R % 8 == 0) {
+        constexpr size_t words = index_bytes<K> * R / 8;
+        for (size_t v = v0; v < v1; ++v) {
+            const uint8_t* p = block_idx + (v * 64 + in_block) * index_bytes<K>;
+            uint64_t w[words];
+#pragma GCC unroll 8
+            for (size_t i = 0; i < words; ++i) std::memcpy(&w[i], p + 8 * i, 8);
+            add_position<K, R>(acc, table + v * per_position, entries, w,
+                               std::make_integer_sequence<int, static_cast<int>(index_stages<K>)>{});
+        }
+    } else {
+        const size_t n_stages = K == 0 ? stages : index_stages<K>;
+        for (size_t v = v0; v < v1; ++v) {
+            const uint8_t* p = block_idx + (v * 64 + in_block) * bytes;
+            const float* t = table + v * per_position;
+            for (int k = 0; k < R; ++k)
+                for (size_t s = 0; s < n_stages; ++s) acc[k] += t[s * entries + stage_index<K>(p + k * bytes, s)];
+        }
     }
+#pragma GCC unroll 16
     for (int k = 0; k < R; ++k) {
         if (!last) {
             y[r0 + k] = acc[k];
@@ -419,38 +473,136 @@ inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages,
 }
 
 // The table is walked in chunks of positions small enough to stay in L1
-// (gate/up tables of a large expert are megabytes); each chunk runs over
-// every row of the range. Between chunks a row's partial sum waits in y
-// (stored and reloaded exactly).
+// (~12 KiB: 4 positions of a 3 × 256 table; gate/up tables of a large expert
+// are megabytes); each chunk runs over every row of the range. Between chunks
+// a row's partial sum waits in y (stored and reloaded exactly). The index
+// bytes of a 64-row block sit [position][row][stage], so each block is a
+// stream advancing one chunk at a time: the chunk two ahead is prefetched
+// (the hardware prefetcher does not follow eight interleaved streams that
+// jump between pages; measured ~1.7x on decode-shaped work, expert records
+// in DRAM).
 inline size_t chunk_positions(size_t per_position_floats) {
-    return std::max<size_t>(1, 6144 / std::max<size_t>(1, per_position_floats));
+    return std::max<size_t>(1, 3072 / std::max<size_t>(1, per_position_floats));
+}
+constexpr size_t prefetch_chunks_ahead = 2;
+
+// Walks rows [row_begin, row_end) over the positions in chunks of `chunk`,
+// calling rows.template operator()<R>(block_idx, in_block, r, v0, v1, last)
+// for R = 16 or 8 rows at a time (K > 0) and single rows, block by block;
+// prefetches each block's index bytes ahead_chunks chunks ahead.
+template <int K, class Rows>
+inline void walk_rows(const VqTableShape& shape, const uint8_t* indices, size_t chunk, size_t ahead_chunks, size_t row_begin,
+                      size_t row_end, Rows&& rows) {
+    const size_t positions = shape.positions;
+    const size_t bytes = K == 0 ? static_cast<size_t>(shape.stages) : index_bytes<K>;  // per (row, position)
+    for (size_t v0 = 0; v0 < positions || v0 == 0; v0 += chunk) {
+        const size_t v1 = std::min(positions, v0 + chunk);
+        const bool last = v1 == positions;
+        const size_t ahead = v0 + ahead_chunks * chunk;
+        for (size_t block = row_begin / 64; block * 64 < row_end; ++block) {
+            const size_t base = block * 64;
+            const size_t lo = std::max(row_begin, base), hi = std::min(row_end, base + 64);
+            const uint8_t* block_idx = indices + block * positions * 64 * bytes;
+            if (ahead < positions) {
+                const uint8_t* from = block_idx + ahead * 64 * bytes;
+                const size_t n = (std::min(positions, ahead + chunk) - ahead) * 64 * bytes;
+                for (size_t o = 0; o < n; o += 64) _mm_prefetch(reinterpret_cast<const char*>(from + o), _MM_HINT_T0);
+            }
+            size_t r = lo;
+            if constexpr (K != 0)
+                for (; r + 16 <= hi; r += 16) rows.template operator()<16>(block_idx, r - base, r, v0, v1, last);
+            for (; r + 8 <= hi; r += 8) rows.template operator()<8>(block_idx, r - base, r, v0, v1, last);
+            for (; r < hi; ++r) rows.template operator()<1>(block_idx, r - base, r, v0, v1, last);
+        }
+        if (last) break;
+    }
 }
 
 template <int K>
 void apply_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* table,
                  float* y, size_t row_begin, size_t row_end) {
-    const size_t positions = shape.positions, entries = shape.entries, stages = shape.stages;
-    const size_t bytes = K == 6 ? 3 : K == 0 ? stages : K;  // per (row, position)
-    const size_t per_position = stages * entries;          // table floats
-    const size_t chunk = chunk_positions(per_position);
-    for (size_t v0 = 0; v0 < positions || v0 == 0; v0 += chunk) {
-        const size_t v1 = std::min(positions, v0 + chunk);
-        const bool last = v1 == positions;
-        for (size_t block = row_begin / 64; block * 64 < row_end; ++block) {
-            const size_t base = block * 64;
-            const size_t lo = std::max(row_begin, base), hi = std::min(row_end, base + 64);
-            const uint8_t* block_idx = indices + block * positions * 64 * bytes;
-            size_t r = lo;
-            for (; r + 8 <= hi; r += 8)
-                apply_rows<K, 8>(block_idx, r - base, stages, entries, bytes, per_position, table, v0, v1, last, scales_f16,
-                                 y, r);
-            for (; r < hi; ++r)
-                apply_rows<K, 1>(block_idx, r - base, stages, entries, bytes, per_position, table, v0, v1, last, scales_f16,
-                                 y, r);
+    const size_t entries = shape.entries, stages = shape.stages;
+    const size_t bytes = K == 0 ? stages : index_bytes<K>;
+    const size_t per_position = stages * entries;  // table floats
+    walk_rows<K>(shape, indices, chunk_positions(per_position), prefetch_chunks_ahead, row_begin, row_end,
+                 [&]<int R>(const uint8_t* block_idx, size_t in_block, size_t r, size_t v0, size_t v1, bool last) {
+                     apply_rows<K, R>(block_idx, in_block, stages, entries, bytes, per_position, table, v0, v1, last,
+                                      scales_f16, y, r);
+                 });
+}
+
+// ---- the approximate int8 mode (vq_lut.h, apply_vq_table_int8): the same
+// walk over an int8 table. A row's lookups are summed exactly in int32 within
+// each vq_int8_block of positions (one chunk: 24 KiB of a 3 × 256 table),
+// then block_scale · float(sum) is added to its f32 sum (product rounded,
+// never fused) — the scalar reference's operations, so its bits.
+template <int K, int S, int... k>
+inline void add_stage_int8(int32_t* sum, const int8_t* t, const uint64_t* w, std::integer_sequence<int, k...>) {
+    ((sum[k] += t[word_index<K, k, S>(w)]), ...);
+}
+
+template <int K, int R, int... S>
+inline void add_position_int8(int32_t* sum, const int8_t* t, size_t entries, const uint64_t* w,
+                              std::integer_sequence<int, S...>) {
+    (add_stage_int8<K, S>(sum, t + S * entries, w, std::make_integer_sequence<int, R>{}), ...);
+}
+
+template <int K, int R>
+inline void apply_rows_int8(const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
+                            size_t per_position, const int8_t* q, float block_scale, size_t v0, size_t v1, bool last,
+                            const uint8_t* scales_f16, float* y, size_t r0) {
+    int32_t sum[R];
+#pragma GCC unroll 16
+    for (int k = 0; k < R; ++k) sum[k] = 0;
+    if constexpr (K != 0 && R % 8 == 0) {
+        constexpr size_t words = index_bytes<K> * R / 8;
+        for (size_t v = v0; v < v1; ++v) {
+            const uint8_t* p = block_idx + (v * 64 + in_block) * index_bytes<K>;
+            uint64_t w[words];
+#pragma GCC unroll 8
+            for (size_t i = 0; i < words; ++i) std::memcpy(&w[i], p + 8 * i, 8);
+            add_position_int8<K, R>(sum, q + v * per_position, entries, w,
+                                    std::make_integer_sequence<int, static_cast<int>(index_stages<K>)>{});
         }
-        if (last) break;
+    } else {
+        const size_t n_stages = K == 0 ? stages : index_stages<K>;
+        for (size_t v = v0; v < v1; ++v) {
+            const uint8_t* p = block_idx + (v * 64 + in_block) * bytes;
+            const int8_t* t = q + v * per_position;
+            for (int k = 0; k < R; ++k)
+                for (size_t s = 0; s < n_stages; ++s) sum[k] += t[s * entries + stage_index<K>(p + k * bytes, s)];
+        }
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < R; ++k) {
+        float part = block_scale * static_cast<float>(sum[k]);
+        WASTE_KEEP(part);
+        const float acc = (v0 == 0 ? 0.0f : y[r0 + k]) + part;
+        if (!last) {
+            y[r0 + k] = acc;
+            continue;
+        }
+        uint16_t bits;
+        std::memcpy(&bits, scales_f16 + 2 * (r0 + k), 2);
+        y[r0 + k] = format::f16_to_f32(bits) * acc;
     }
 }
+
+template <int K>
+void apply_range_int8(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const int8_t* q,
+                      const float* block_scales, float* y, size_t row_begin, size_t row_end) {
+    const size_t entries = shape.entries, stages = shape.stages;
+    const size_t bytes = K == 0 ? stages : index_bytes<K>;
+    const size_t per_position = stages * entries;
+    // one chunk per int8 block; the next one's indices prefetched
+    walk_rows<K>(shape, indices, vq_int8_block, 1, row_begin, row_end,
+                 [&]<int R>(const uint8_t* block_idx, size_t in_block, size_t r, size_t v0, size_t v1, bool last) {
+                     apply_rows_int8<K, R>(block_idx, in_block, stages, entries, bytes, per_position, q,
+                                           block_scales[v0 / vq_int8_block], v0, v1, last, scales_f16, y, r);
+                 });
+}
+
+#pragma GCC pop_options
 
 bool apply_table(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                  const float* table, float* y, size_t row_begin, size_t row_end) {
@@ -466,6 +618,59 @@ bool apply_table(const VqTableShape& shape, bool packed6, const uint8_t* indices
         case 3: apply_range<3>(shape, indices, scales_f16, table, y, row_begin, row_end); return true;
         case 4: apply_range<4>(shape, indices, scales_f16, table, y, row_begin, row_end); return true;
         default: apply_range<0>(shape, indices, scales_f16, table, y, row_begin, row_end); return true;
+    }
+}
+
+// The int8 table (vq_lut.h, quantize_vq_table_int8): per block of
+// vq_int8_block positions, max|T| (exact in any order), then
+// q = clamp(round-to-nearest-even(T · (127 / max)), ±127) — cvtps_epi32
+// rounds as lrint does in the default mode, and turns a NaN into INT_MIN as
+// lrint does, so the clamp gives the reference's -127.
+void quantize_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
+    const size_t positions = shape.positions, per_position = static_cast<size_t>(shape.stages) * shape.entries;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (size_t b0 = 0; b0 < positions; b0 += vq_int8_block) {
+        const size_t begin = b0 * per_position, end = std::min(positions, b0 + vq_int8_block) * per_position;
+        __m256 max8 = _mm256_setzero_ps();
+        size_t i = begin;
+        // maxps returns its second operand when either is NaN: a NaN entry
+        // is skipped, as std::max(max, NaN) skips it in the reference
+        for (; i + 8 <= end; i += 8) max8 = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(table + i), abs_mask), max8);
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, max8);
+        float max_abs = 0;
+        for (float lane : lanes) max_abs = std::max(max_abs, lane);
+        for (; i < end; ++i) max_abs = std::max(max_abs, std::fabs(table[i]));
+        const bool usable = max_abs > 0 && std::isfinite(max_abs);
+        const float inv = usable ? 127.0f / max_abs : 0.0f;
+        const __m256 inv8 = _mm256_set1_ps(inv);
+        const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+        i = begin;
+        for (; i + 8 <= end; i += 8) {
+            __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(table + i), inv8));
+            v = _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+            const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(w16, w16));
+        }
+        for (; i < end; ++i) q[i] = static_cast<int8_t>(std::clamp(std::lrint(table[i] * inv), -127l, 127l));
+        block_scales[b0 / vq_int8_block] = usable ? max_abs / 127.0f : 0.0f;
+    }
+}
+
+bool apply_table_int8(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                      const int8_t* q, const float* block_scales, float* y, size_t row_begin, size_t row_end) {
+    if (row_begin >= row_end) return true;
+    if (packed6) {
+        if (shape.stages != 4) return false;
+        apply_range_int8<6>(shape, indices, scales_f16, q, block_scales, y, row_begin, row_end);
+        return true;
+    }
+    switch (shape.stages) {
+        case 1: apply_range_int8<1>(shape, indices, scales_f16, q, block_scales, y, row_begin, row_end); return true;
+        case 2: apply_range_int8<2>(shape, indices, scales_f16, q, block_scales, y, row_begin, row_end); return true;
+        case 3: apply_range_int8<3>(shape, indices, scales_f16, q, block_scales, y, row_begin, row_end); return true;
+        case 4: apply_range_int8<4>(shape, indices, scales_f16, q, block_scales, y, row_begin, row_end); return true;
+        default: apply_range_int8<0>(shape, indices, scales_f16, q, block_scales, y, row_begin, row_end); return true;
     }
 }
 
@@ -507,7 +712,8 @@ bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, flo
     switch (isa) {
         case Isa::avx512: return avx512::matvec_rows(t, x, y, row_begin, row_end);
         case Isa::avx2: return avx2::matvec_rows(t, x, y, row_begin, row_end);
-        case Isa::scalar: return false;
+        case Isa::scalar:
+        case Isa::neon: return false;
     }
     return false;
 }
@@ -533,7 +739,8 @@ bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, 
     switch (isa) {
         case Isa::avx512: return avx512::build_table(shape, books, x, table);
         case Isa::avx2: return avx2::build_table(shape, books, x, table);
-        case Isa::scalar: return false;
+        case Isa::scalar:
+        case Isa::neon: return false;
     }
     return false;
 }
@@ -543,14 +750,27 @@ bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const 
     switch (isa) {
         case Isa::avx512: return avx512::apply_table(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
         case Isa::avx2: return avx2::apply_table(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
-        case Isa::scalar: return false;
+        case Isa::scalar:
+        case Isa::neon: return false;
     }
     return false;
 }
 
-bool apply_vq_table_int8_x86(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
-                             const int8_t* q, const float* block_scales, float* y, size_t row_begin, size_t row_end) {
-    return avx512::vbmi::apply_int8(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end);
+bool quantize_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
+    if (isa == Isa::scalar) return false;
+    avx2::quantize_table_int8(shape, table, q, block_scales);
+    return true;
+}
+
+bool apply_vq_table_int8_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
+                             const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y, size_t row_begin,
+                             size_t row_end) {
+    if (isa == Isa::avx512 && vq_int8_fast_path() &&
+        avx512::vbmi::apply_int8(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end))
+        return true;
+    // the AVX2 body also serves AVX-512 CPUs without VBMI
+    if (isa == Isa::scalar) return false;
+    return avx2::apply_table_int8(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end);
 }
 
 }  // namespace waste::kernels

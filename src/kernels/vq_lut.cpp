@@ -85,9 +85,7 @@ void apply_vq_table_int8_scalar(const VqTableShape& shape, bool packed6, const u
     }
 }
 
-}  // namespace
-
-void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
+void quantize_vq_table_int8_scalar(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
     const size_t positions = shape.positions, per_position = static_cast<size_t>(shape.stages) * shape.entries;
     for (size_t b0 = 0; b0 < positions; b0 += vq_int8_block) {
         const size_t begin = b0 * per_position, end = std::min(positions, b0 + vq_int8_block) * per_position;
@@ -101,12 +99,21 @@ void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_
     }
 }
 
+}  // namespace
+
+void quantize_vq_table_int8(Isa isa, const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
+#if WASTE_X86_SIMD
+    if (isa != Isa::scalar && quantize_vq_table_int8_x86(isa, shape, table, q, block_scales)) return;
+#endif
+    quantize_vq_table_int8_scalar(shape, table, q, block_scales);
+}
+
 void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                          const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,
                          size_t row_begin, size_t row_end) {
 #if WASTE_X86_SIMD
-    if (isa == Isa::avx512 && vq_int8_fast_path() &&
-        apply_vq_table_int8_x86(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end))
+    if (isa != Isa::scalar &&
+        apply_vq_table_int8_x86(isa, shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end))
         return;
 #endif
     apply_vq_table_int8_scalar(shape, packed6, indices, scales_f16, q, block_scales, y, row_begin, row_end);

@@ -55,9 +55,10 @@ inline void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_
 }
 
 // ---------------------------------------------------------------------------
-// Approximate fast mode: OFF by default, not used by the engine (a caller
-// must choose it explicitly; its cost in perplexity is still to be measured on
-// a trained model, models.md §4).
+// Approximate fast mode: OFF by default. The engine uses it only when the
+// model is opened with it (waste_open_options.lut_mode = WASTE_LUT_INT8,
+// `--lut int8`), for the decode step's expert matvecs; its cost in logits
+// and perplexity is measured in docs/BENCHMARKS.md (models.md §4).
 //
 // The f32 table is quantised to int8 with one f32 scale per block of
 // vq_int8_block consecutive positions (all their stages and entries):
@@ -66,23 +67,31 @@ inline void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_
 //     y[r] = scale[r] · Σ_b (block_scale[b] · Σ_{v in b, s} q[v][s][idx(r,v,s)])
 // with the f32 steps in that order (products rounded, never fused). On a CPU
 // with AVX-512 VBMI (Isa::avx512 and vq_int8_fast_path()) the lookup is a byte
-// permute over the table held in registers, 64 rows per instruction; every
-// path gives the same bits, so thread counts and ISAs never change the output.
-// Error vs the exact f32 path: see tests/kernels_test.cpp (VqInt8Error) and
-// docs/BENCHMARKS.md.
+// permute over the table held in registers, 64 rows per instruction; on AVX2
+// it is the exact path's walk over a table a quarter the size (a 3 × 256
+// position is 768 bytes: a mid-sized layer's gate and up tables fit in L2).
+// Every path gives the same bits, so thread counts and ISAs never change the
+// output. Error vs the exact f32 path: see tests/kernels_test.cpp
+// (VqInt8Error) and docs/BENCHMARKS.md.
+enum class VqLutMode { exact, int8 };
 constexpr int vq_int8_block = 32;
 inline size_t vq_int8_blocks(const VqTableShape& shape) {
     return (static_cast<size_t>(shape.positions) + vq_int8_block - 1) / vq_int8_block;
 }
 // q: shape.floats() values; block_scales: vq_int8_blocks(shape) values. The
-// whole table at once (the blocks start at position 0).
-void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales);
+// whole table at once (the blocks start at position 0; a part of a table
+// starting at a multiple of vq_int8_block positions is quantised alike).
+// Every ISA variant gives the scalar reference's bits.
+void quantize_vq_table_int8(Isa isa, const VqTableShape& shape, const float* table, int8_t* q, float* block_scales);
+inline void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
+    quantize_vq_table_int8(active_isa(), shape, table, q, block_scales);
+}
 // Like apply_vq_table, over the quantised table.
 void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                          const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,
                          size_t row_begin, size_t row_end);
 // Does this CPU have the byte-permute path (AVX-512 VBMI)? Without it the
-// int8 mode runs a scalar loop, slower than the exact SIMD path.
+// int8 mode runs the AVX2 walk (or the scalar loop on other CPUs).
 bool vq_int8_fast_path();
 
 }  // namespace waste::kernels
