@@ -20,6 +20,10 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
     command->add_option("--usage", args.usage, "The hotlist file")->default_str("usage.waste in the container directory");
     command->add_flag("--no-hotlist", args.no_hotlist, "Do not warm the expert cache from the hotlist at open");
     command->add_option("--dump-route", args.dump_route, "Write each token's routing as JSON lines (waste simulate reads it)")->default_str("none");
+    command->add_option("--lut", args.lut,
+                        "Decode's expert lookup tables: exact (f32) or int8 (approximate, smaller tables; error in docs/BENCHMARKS.md)")
+        ->default_val("exact")
+        ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
 }
 
 waste_open_options model_open_options(uint32_t context, unsigned threads, const std::string& budget, bool verify,
@@ -45,6 +49,7 @@ void apply_open_options(const StreamArgs& args, waste_open_options& options) {
     if (args.mlock) options.flags |= WASTE_OPEN_MLOCK_TRUNK;
     if (args.no_hotlist) options.flags |= WASTE_OPEN_NO_HOTLIST;
     options.usage_path = args.usage.empty() ? nullptr : args.usage.c_str();
+    options.lut_mode = args.lut == "int8" ? WASTE_LUT_INT8 : WASTE_LUT_EXACT;
 }
 
 void report_open(const StreamArgs& args, waste_model* model) {

@@ -1,6 +1,6 @@
 // stream_options.h — the expert-streaming options shared by run, eval and
 // bench: --io, --lookahead, --mlock, --learn/--usage/--no-hotlist and
-// --dump-route. Each command keeps a StreamArgs, registers the options,
+// --dump-route, and --lut (how decode reads the expert lookup tables). Each command keeps a StreamArgs, registers the options,
 // and applies them to the open options and the session.
 #pragma once
 
@@ -21,6 +21,7 @@ struct StreamArgs {
     bool no_hotlist = false;
     std::string usage;        // empty: usage.waste in the container
     std::string dump_route;   // empty: none
+    std::string lut = "exact";  // decode's lookup tables: exact (f32) or int8 (approximate)
 };
 
 void add_stream_options(CLI::App* command, StreamArgs& args);

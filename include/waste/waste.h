@@ -114,7 +114,21 @@ typedef struct waste_open_options {
      * WASTE_OPEN_NO_HOTLIST) and written by waste_model_save_usage.
      * NULL = "usage.waste" in the container directory. */
     const char* usage_path;
+    uint32_t lut_mode;         /* a waste_lut_mode; 0 = WASTE_LUT_EXACT          */
 } waste_open_options;
+
+/* How the decode step's expert matvecs read their lookup tables. */
+typedef enum waste_lut_mode {
+    /* f32 tables: the exact path, the default (engine vs the PyTorch
+     * reference within 1e-5). */
+    WASTE_LUT_EXACT = 0,
+    /* An approximation: each table quantised to int8 with one scale per 32
+     * positions (a table a quarter the size). Decode steps only (prefill
+     * chunks of several tokens never use tables); identical for every thread
+     * count and ISA. Its logit error and perplexity cost are measured in
+     * docs/BENCHMARKS.md. */
+    WASTE_LUT_INT8 = 1
+} waste_lut_mode;
 
 /* Fills *options with the defaults (all zero today; call it anyway so that
  * fields added later get their defaults). */

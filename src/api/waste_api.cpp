@@ -68,10 +68,14 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         container_options.verify_checksums = (model->options.flags & WASTE_OPEN_VERIFY_CHECKSUMS) != 0;
         model->container = waste::format::Container::open(path, container_options);
         const uint32_t context = model->options.context_length ? model->options.context_length : 4096;
-        model->plan = waste::runtime::plan_memory(*model->container, context, model->options.budget_bytes,
-                                                  waste::platform::query_memory_info());
         if (model->options.io_backend > WASTE_IO_SYNC)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: io_backend {} is not a waste_io_backend", model->options.io_backend);
+        if (model->options.lut_mode > WASTE_LUT_INT8)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: lut_mode {} is not a waste_lut_mode (0-1)",
+                        model->options.lut_mode);
+        const bool int8_tables = model->options.lut_mode == WASTE_LUT_INT8;
+        model->plan = waste::runtime::plan_memory(*model->container, context, model->options.budget_bytes,
+                                                  waste::platform::query_memory_info(), int8_tables);
         model->usage_path = model->options.usage_path ? model->options.usage_path
                                                       : waste::runtime::default_usage_path(*model->container);
         model->options.usage_path = nullptr;  // the caller's string is not kept
@@ -88,6 +92,7 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
             engine_options.threads = model->options.threads;
             engine_options.cache_policy = waste::api::cache_policy_of(model->options.cache_policy);
             engine_options.io = static_cast<waste::runtime::ExpertIo>(model->options.io_backend);
+            engine_options.lut = int8_tables ? waste::kernels::VqLutMode::int8 : waste::kernels::VqLutMode::exact;
             model->engine = std::make_unique<waste::runtime::Engine>(*model->container, model->plan, engine_options);
             if (model->container->has_experts()) {
                 auto usage = waste::runtime::read_usage_file(model->usage_path, model->container->config());
@@ -149,6 +154,7 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
             info["trunk_mlock"] = model->mlock_note;
         }
         info["usage_path"] = model->usage_path;
+        info["lut_mode"] = model->options.lut_mode == WASTE_LUT_INT8 ? "int8" : "exact";
         if (!model->hotlist_note.empty()) info["hotlist"] = {{"note", model->hotlist_note}, {"records_warmed", model->hotlist_warmed}};
         *out_json = to_c_string(info.dump());
     });
@@ -160,7 +166,8 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         if (!model || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_plan_json: model and out_json are required");
         const uint32_t context = options && options->context_length ? options->context_length : 4096;
         const uint64_t budget = options ? options->budget_bytes : 0;
-        const auto plan = waste::runtime::plan_memory(*model->container, context, budget, waste::platform::query_memory_info());
+        const auto plan = waste::runtime::plan_memory(*model->container, context, budget, waste::platform::query_memory_info(),
+                                                      model->options.lut_mode == WASTE_LUT_INT8);
         json out;
         out["ctx"] = plan.context_length;
         out["trunk_bytes"] = plan.trunk_bytes;

@@ -134,6 +134,10 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     // (decode only: a prefill chunk runs its experts as matrix products,
     // model/moe_experts.h, with no tables)
     const bool use_tables = tokens == 1;
+    // the approximate int8 mode (kernels/vq_lut.h): each thread quantises the
+    // positions it built, split at int8 block boundaries
+    const bool int8 = use_tables && ctx.lut == kernels::VqLutMode::int8;
+    WASTE_CHECK(!int8 || ws.gate_q.size() == ws.gate_table.size());
     std::optional<ProfileScope> build_scope(std::in_place, ctx.profile, ProfileCategory::lut_build);
     if (use_tables)
         ctx.pool.parallel_for(positions, [&](size_t begin, size_t end) {
@@ -143,7 +147,14 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             const size_t offset = begin * position_floats;
             kernels::build_vq_table(part, gate_books, input, ws.gate_table.data() + offset);
             kernels::build_vq_table(part, up_books, input, ws.up_table.data() + offset);
-        });
+            if (int8) {
+                const size_t block = begin / kernels::vq_int8_block;
+                kernels::quantize_vq_table_int8(part, ws.gate_table.data() + offset, ws.gate_q.data() + offset,
+                                                ws.gate_q_scales.data() + block);
+                kernels::quantize_vq_table_int8(part, ws.up_table.data() + offset, ws.up_q.data() + offset,
+                                                ws.up_q_scales.data() + block);
+            }
+        }, int8 ? kernels::vq_int8_block : 1);
 
     build_scope.reset();
 
@@ -162,6 +173,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
         return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
     });
     const bool packed6 = quant.index_bits == 6;
+    const kernels::Isa isa = kernels::active_isa();
     const size_t slices = ctx.pool.size();
     std::vector<int> group;                   // distinct experts of the group, ascending
     std::vector<size_t> group_begin;          // [group.size() + 1]: each expert's run in assignments
@@ -222,13 +234,27 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                         const Assignment& a = assignments[batch[i].first];
                         const uint8_t* record = batch[i].second;
                         const uint8_t* scales = record + layout.scales_off;
-                        const float* gate_table = ws.gate_table.data();
-                        const float* up_table = ws.up_table.data();
-                        kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, gate_table, g, 0, inter);
-                        kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, up_table, u, 0, inter);
+                        float* result = ws.slot_out.data() + (a.token * top_k + a.slot) * lat;
+                        if (int8) {
+                            int8_t* down_q = ws.thread_down_q[slice].data();
+                            float* down_q_scales = ws.thread_down_q_scales[slice].data();
+                            kernels::apply_vq_table_int8(isa, in_shape, packed6, record + layout.gate_off, scales,
+                                                         ws.gate_q.data(), ws.gate_q_scales.data(), g, 0, inter);
+                            kernels::apply_vq_table_int8(isa, in_shape, packed6, record + layout.up_off, scales + 2 * inter,
+                                                         ws.up_q.data(), ws.up_q_scales.data(), u, 0, inter);
+                            for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
+                            kernels::build_vq_table(down_shape, down_books, g, down_table);
+                            kernels::quantize_vq_table_int8(down_shape, down_table, down_q, down_q_scales);
+                            kernels::apply_vq_table_int8(isa, down_shape, packed6, record + layout.down_off, scales + 4 * inter,
+                                                         down_q, down_q_scales, result, 0, lat);
+                            continue;
+                        }
+                        kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, ws.gate_table.data(), g, 0,
+                                                inter);
+                        kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, ws.up_table.data(),
+                                                u, 0, inter);
                         for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
                         kernels::build_vq_table(down_shape, down_books, g, down_table);
-                        float* result = ws.slot_out.data() + (a.token * top_k + a.slot) * lat;
                         kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4 * inter, down_table,
                                                 result, 0, lat);
                     }

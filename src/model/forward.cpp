@@ -51,6 +51,21 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
     }
 }
 
+void Workspace::enable_int8_tables(const format::Container& container) {
+    if (!container.has_experts() || !gate_q.empty()) return;
+    const format::ExpertQuant& quant = container.manifest().quant;
+    const kernels::VqTableShape in{static_cast<int>(lat / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
+    const kernels::VqTableShape down{static_cast<int>(inter / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
+    gate_q.assign(in.floats(), 0);
+    up_q.assign(in.floats(), 0);
+    gate_q_scales.assign(kernels::vq_int8_blocks(in), 0.0f);
+    up_q_scales.assign(kernels::vq_int8_blocks(in), 0.0f);
+    for (size_t t = 0; t < thread_down_table.size(); ++t) {
+        thread_down_q.emplace_back(down.floats(), 0);
+        thread_down_q_scales.emplace_back(kernels::vq_int8_blocks(down), 0.0f);
+    }
+}
+
 void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
              size_t ldy) {
     ProfileScope scope(ctx.profile, ProfileCategory::trunk_matvec);

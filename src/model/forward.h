@@ -73,6 +73,14 @@ struct Workspace {
     std::vector<std::vector<float>> thread_down_table;         // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_gate, thread_up;    // [threads][I]
     std::vector<float> logits;                                 // [vocab], the chunk's last token
+    // The int8 lookup-table mode (kernels/vq_lut.h, decode only): the gate/up
+    // tables and each thread's down table quantised, with their block scales.
+    // Empty unless enable_int8_tables() was called (ForwardContext::lut).
+    std::vector<int8_t> gate_q, up_q;                          // [positions(lat)][S][entries]
+    std::vector<float> gate_q_scales, up_q_scales;             // [blocks of vq_int8_block positions]
+    std::vector<std::vector<int8_t>> thread_down_q;            // [threads][positions(I)][S][entries]
+    std::vector<std::vector<float>> thread_down_q_scales;      // [threads][blocks]
+    void enable_int8_tables(const format::Container& container);
 };
 
 struct ForwardContext {
@@ -96,6 +104,9 @@ struct ForwardContext {
     const int32_t* next_tokens = nullptr;
     double* next_logprobs = nullptr;
     size_t scored_rows = 0;
+    // How decode's expert matvecs read their tables (the int8 mode needs
+    // ws.enable_int8_tables()). Prefill chunks run matrix products either way.
+    kernels::VqLutMode lut = kernels::VqLutMode::exact;
 };
 
 // Y = X Wᵀ over the chunk (kernels::matmul), timed as trunk_matvec.

@@ -96,7 +96,8 @@ Engine::Engine(const format::Container& container, const MemoryPlan& plan, const
     : container_(container), weights_(model::bind_weights(container)), pool_(options.threads),
       cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy,
              options.io, plan.io_depth),
-      usage_(container.has_experts() ? static_cast<size_t>(container.config().layers) * container.config().experts : 0, 0) {}
+      usage_(container.has_experts() ? static_cast<size_t>(container.config().layers) * container.config().experts : 0, 0),
+      lut_(options.lut) {}
 
 uint64_t Engine::warm_cache() {
     std::vector<CacheKey> order;
@@ -123,7 +124,9 @@ uint64_t Engine::warm_cache(std::span<const CacheKey> order) {
 }
 
 Session::Session(Engine& engine, uint32_t context_length)
-    : engine_(engine), state_(engine.config(), context_length), workspace_(engine.config(), engine.container(), engine.threads()) {}
+    : engine_(engine), state_(engine.config(), context_length), workspace_(engine.config(), engine.container(), engine.threads()) {
+    if (engine.lut_mode() == kernels::VqLutMode::int8) workspace_.enable_int8_tables(engine.container());
+}
 
 void Session::set_chunk_tokens(size_t chunk_tokens) {
     if (chunk_tokens < 1 || chunk_tokens > static_cast<size_t>(model::max_chunk_tokens))
@@ -146,6 +149,7 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
                               kernels::GluActivation{c.activation == format::Activation::situ, static_cast<float>(c.situ_beta),
                                                      static_cast<float>(c.situ_linear_beta)},
                               want_routes ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
+    ctx.lut = engine_.lut_mode();
     for (size_t done = 0; done < count;) {
         const size_t n = std::min(chunk_tokens_, count - done);
         if (hidden) {

@@ -26,6 +26,7 @@ struct EngineOptions {
     unsigned threads = 0;   // 0 = one per core
     CachePolicyKind cache_policy = default_cache_policy;
     ExpertIo io = ExpertIo::automatic;
+    kernels::VqLutMode lut = kernels::VqLutMode::exact;  // decode's expert tables (kernels/vq_lut.h)
 };
 
 // Router lookahead's default: upstream measured 81% precision in the top 6
@@ -59,6 +60,7 @@ public:
     // Demand lookups per (MoE layer, expert) since open, for the hotlist:
     // [moe layer ordinal][experts], ordinals as in container banks' order.
     std::vector<uint64_t>& usage() { return usage_; }
+    kernels::VqLutMode lut_mode() const { return lut_; }
 
 private:
     const format::Container& container_;
@@ -66,6 +68,7 @@ private:
     platform::ThreadPool pool_;
     ExpertCache cache_;
     std::vector<uint64_t> usage_;
+    kernels::VqLutMode lut_ = kernels::VqLutMode::exact;
 };
 
 class Session {

@@ -25,7 +25,7 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
     return bytes;
 }
 
-uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length) {
+uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, bool int8_tables) {
     constexpr uint64_t prefill_chunk = 64;  // tokens per prefill chunk (models.md §7)
     const uint64_t kda_width = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
     const uint64_t mla_width = static_cast<uint64_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
@@ -51,12 +51,19 @@ uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, u
         bytes += 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) * per_position;
         bytes += 2 * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim) * per_position;
         bytes += prefill_chunk * 2 * (static_cast<uint64_t>(c.expert_input()) + c.moe_intermediate) * 4;
+        if (int8_tables) {
+            // the same four tables at one byte per entry, and their block
+            // scales (one f32 per 32 positions, rounded up: a position each)
+            const uint64_t positions = 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) +
+                                       2 * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
+            bytes += positions * (per_position / 4 + 4);
+        }
     }
     return bytes;
 }
 
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
-                       const platform::MemoryInfo& memory) {
+                       const platform::MemoryInfo& memory, bool int8_tables) {
     const ModelConfig& c = container.config();
     MemoryPlan plan;
     plan.memory = memory;
@@ -65,7 +72,8 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
     plan.state_bytes = session_state_bytes(c, context_length);
     format::ExpertQuant no_experts;  // a trunk-only container: unit shapes, no tables
     no_experts.stages = no_experts.vec_dim = no_experts.entries = 1;
-    plan.scratch_bytes = scratch_bytes(c, container.has_experts() ? container.manifest().quant : no_experts, context_length);
+    plan.scratch_bytes = scratch_bytes(c, container.has_experts() ? container.manifest().quant : no_experts, context_length,
+                                       int8_tables);
     uint64_t record = 0, moe_layers = 0;
     for (const auto& [layer, bank] : container.manifest().banks) {
         record = bank.record_bytes;

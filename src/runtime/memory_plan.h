@@ -53,11 +53,13 @@ struct MemoryPlan {
 uint64_t session_state_bytes(const format::ModelConfig& config, uint32_t context_length);
 
 // The engine's scratch at a context length (activations, lookup tables,
-// prefill chunk buffers, logits).
-uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length);
+// prefill chunk buffers, logits); int8_tables: the int8 lookup-table mode's
+// quantised copies too (kernels/vq_lut.h).
+uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
+                       bool int8_tables = false);
 
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
-                       const platform::MemoryInfo& memory);
+                       const platform::MemoryInfo& memory, bool int8_tables = false);
 
 // The process's own resident memory before the engine allocates anything:
 // `waste --help` peaks at 10.7 MB (binary, libstdc++, PCRE2, liburing, fmt),
