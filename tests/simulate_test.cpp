@@ -135,6 +135,21 @@ TEST(Simulate, KimiLinearTraceOrdering) {
     expect_ordering(trace, "kimi");
 }
 
+// A trained router's routing: the bundled kimi-mini (3 MoE layers, top-4 of
+// 32) generating 400 tokens from a held-out chapter opening (Exodus 10,
+// T 0.8, seed 1; docs/BENCHMARKS.md says how it was made; ids only). Nearly
+// memoryless and mildly skewed, in a cache of 12-96 records: the case where
+// ours once trailed sampled LFRU (it counted lifetime uses, which stop
+// telling records apart on a long run of a small model).
+TEST(Simulate, KimiMiniTraceOrdering) {
+    const RoutingTrace trace =
+        waste::runtime::read_routing_trace((waste_test::source_dir() / "tests" / "data" / "kimi-mini-route-exodus10.jsonl").string());
+    EXPECT_EQ(trace.tokens, 411u);
+    EXPECT_EQ(trace.layers, 3u);
+    EXPECT_EQ(trace.top_k, 4u);
+    expect_ordering(trace, "kimi_mini");
+}
+
 TEST(Simulate, SyntheticTraceOrdering) {
     expect_ordering(waste::runtime::synthetic_routing_trace({}), "synthetic");
     waste::runtime::SyntheticTraceOptions flat;  // no stickiness, mild skew: little for any policy to find

@@ -11,14 +11,21 @@
 // period — accesses between two visits of a layer — is learned as a running
 // mean.
 //
+// The class of a record: how often it has been used lately — its use count
+// decayed by half every 64 visits of its layer (each use adds 1), in
+// half-octave steps (1, 1.4, 2, 2.8, 4, ...). A decayed count estimates a
+// rate, so a class means the same thing at token 50 and at token 5000: a
+// lifetime count does not (on a long run every record of a small model
+// climbs into the top class, and the classes stop telling records apart —
+// kimi-mini's 96 records did, docs/BENCHMARKS.md).
+//
 // The hazard h(c, a): the probability that a record idle for a visits of its
-// layer is used at the next one, per use-count class c (1, 2-3, 4-7, ...
-// uses). It is counted exactly for every record ever seen, cached or not: at
-// the start of each visit every record of the layer is "at risk" at its age,
-// and those used are the events. Counts are halved every 64 visits of each
-// layer on average, so the curve follows the text as it changes; a cell with
-// few observations leans on the class below at the same age (4
-// pseudo-observations; class 0 on its average).
+// layer is used at the next one, per class c. It is counted exactly for every
+// record ever seen, cached or not: at the start of each visit every record of
+// the layer is "at risk" at its age, and those used are the events. Counts
+// are halved every 128 visits of each layer on average, so the curve follows
+// the text as it changes; a cell with few observations leans on the class
+// below at the same age (4 pseudo-observations; class 0 on its average).
 //
 // Density. Looking ahead over the record's expected residence — R visits, R =
 // slots / misses per period, what the cache's own miss rate gives a record
@@ -29,13 +36,17 @@
 //     density  = hits(age) / (until its layer's next visit + period × stay(age))
 // (constant hazard past max_age: geometric tails). The unpinned record of
 // lowest density is evicted; ties go to the lower slot. A record of the layer
-// being visited now has its chance now (until = 0).
+// being visited now, not used yet in this visit, has what is left of its
+// chance now: h × the share of the visit's lookups still to come (the visit's
+// length is learned as a running mean) — a visit that is nearly over has
+// little chance left to give, and counting it whole kept such records over
+// the next layer's, which are about to be asked for.
 //
-// Measured against LRU, upstream's LFRU and Belady on the Kimi-Linear trace
-// and on synthetic traces of other shapes: docs/BENCHMARKS.md. The only
-// constants are the class and age resolution, the prior weight and the
-// half-life; the hit rates moved by at most 0.3 points when the half-life
-// went from 32 visits to never, or max_age from 32 to 64.
+// Measured against LRU, upstream's LFRU and Belady on the Kimi-Linear trace,
+// on kimi-mini's own routing and on synthetic traces of other shapes:
+// docs/BENCHMARKS.md. The only constants are the class and age resolution,
+// the prior weight and the two half-lives; BENCHMARKS says how far the hit
+// rates move with them.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -48,9 +59,10 @@
 namespace waste::runtime {
 namespace {
 
-constexpr int classes = 8;            // use counts 1, 2-3, 4-7, ..., 128+: log2 buckets
+constexpr int classes = 16;           // decayed use counts 1, 1.4, 2, 2.8, ..., 181+: half-octave buckets
 constexpr int max_age = 32;           // ages >= max_age share one cell (the tail)
-constexpr double half_life = 64;      // visits of each layer between halvings of the counts
+constexpr double half_life = 128;     // visits of each layer between halvings of the hazard counts
+constexpr double use_half_life = 64;  // visits of its layer between halvings of a record's use count
 constexpr double prior_weight = 4;    // pseudo-observations of the class below, per cell
 
 class ReusePolicy final : public CachePolicy {
@@ -94,7 +106,7 @@ public:
 private:
     struct KeyInfo {
         int64_t last_visit = -1;  // visit of its layer at the last use; -1 = never used
-        uint32_t uses = 0;
+        double uses = 0;          // use count, decayed by half every use_half_life visits of its layer
         int cls = 0;
     };
     struct LayerInfo {
@@ -106,9 +118,16 @@ private:
         std::array<double, classes> older{};
     };
 
-    static int class_of(uint32_t uses) { return std::min(classes - 1, static_cast<int>(std::bit_width(uses)) - 1); }
+    // uses >= 1: floor(2 log2 uses), so 1 -> 0, 1.41 -> 1, 2 -> 2, ...
+    static int class_of(double uses) { return std::clamp(static_cast<int>(std::floor(2 * std::log2(uses) + 1e-9)), 0, classes - 1); }
 
     void begin_visit(LayerInfo& layer) {
+        if (visits_ > 0) {  // the visit of the previous layer ended at the access before this one
+            const double length = static_cast<double>(clock_ - any_visit_start_);
+            visit_length_ += (length - visit_length_) / static_cast<double>(std::min<uint64_t>(visits_, 64));
+        }
+        ++visits_;
+        any_visit_start_ = clock_;
         if (layer.visits > 0) {
             const double gap = static_cast<double>(clock_ - layer.visit_start);
             ++periods_;
@@ -146,7 +165,7 @@ private:
             else layer.older[info.cls] -= 1;
             use_[info.cls][std::min<int64_t>(age, max_age)] += 1;
         }
-        ++info.uses;
+        info.uses = info.last_visit >= 0 ? info.uses * std::exp2(-static_cast<double>(v - info.last_visit) / use_half_life) + 1 : 1;
         info.cls = class_of(info.uses);
         info.last_visit = v;
         layer.recent[info.cls][static_cast<int>(v % max_age)] += 1;
@@ -157,9 +176,15 @@ private:
         const double period = std::max(1.0, period_);
         double until;
         int64_t age;
-        if (layer_id == last_layer_ && info.last_visit < current) {  // its layer is being visited now
-            until = 0;
-            age = current - info.last_visit;
+        if (layer_id == last_layer_ && info.last_visit < current) {  // its layer is being visited now, not used yet
+            // what is left of this visit's chance, then the next visits'
+            const int a = static_cast<int>(std::min<int64_t>(current - info.last_visit, max_age));
+            const int next = std::min(a + 1, max_age);
+            const double done = static_cast<double>(clock_ - layer.visit_start + 1);  // lookups of this visit so far
+            const double left = std::clamp((visit_length_ - done) / std::max(1.0, visit_length_), 0.0, 1.0);
+            const double now = hazard_[info.cls][a] * left;
+            const double hits = now + (1 - now) * discount_ * hits_[info.cls][next];
+            return hits / (period * (1 - now) * discount_ * (1 + stay_[info.cls][next]) + 1);
         } else {
             until = std::clamp(static_cast<double>(layer.visit_start) + period - static_cast<double>(clock_), 0.0, period);
             age = current + 1 - info.last_visit;
@@ -176,6 +201,7 @@ private:
         const double miss_rate = (static_cast<double>(misses_) + 1) / (static_cast<double>(clock_) + 1);
         const double residence = static_cast<double>(slot_count_) / (miss_rate * std::max(1.0, period_));
         const double g = std::clamp(1 - 1 / residence, 0.0, 1.0 - 1e-9);
+        discount_ = g;
         double all_use = 0, all_risk = 0;
         for (int c = 0; c < classes; ++c)
             for (int a = 1; a <= max_age; ++a) all_use += use_[c][a], all_risk += risk_[c][a];
@@ -193,6 +219,7 @@ private:
             for (int a = 1; a <= max_age; ++a)
                 h[a] = std::clamp((use_[c][a] + prior_weight * below[a]) / (risk_[c][a] + prior_weight), 1e-9, 1.0);
             below = h;
+            hazard_[c] = h;
             const double tail = h[max_age];
             hits_[c][max_age] = tail / (1 - (1 - tail) * g);
             stay_[c][max_age] = (1 - tail) * g / (1 - (1 - tail) * g);
@@ -214,6 +241,10 @@ private:
     std::unordered_map<int32_t, LayerInfo> layers_;
     std::array<std::array<double, max_age + 1>, classes> use_{}, risk_{};   // [class][age], age 0 unused
     std::array<std::array<double, max_age + 1>, classes> hits_{}, stay_{};  // [class][age] from the hazard
+    std::array<std::array<double, max_age + 1>, classes> hazard_{};         // [class][age], with its prior
+    double discount_ = 0;        // g, per visit
+    double visit_length_ = 1;    // running mean of the lookups in one visit of a layer
+    uint64_t visits_ = 0, any_visit_start_ = 0;
     uint64_t clock_ = 0, misses_ = 0, periods_ = 0;
     int32_t last_layer_ = INT32_MIN;
     double period_ = 1;
