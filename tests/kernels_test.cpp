@@ -7,8 +7,12 @@
 //
 // Variants: every Isa the CPU runs (called explicitly, whatever WASTE_ISA
 // says), plus — when SIMDe's headers are installed (Debian: libsimde-dev) —
-// the AVX-512 bodies (src/kernels/isa_avx512.inc) compiled over SIMDe's
-// portable intrinsics, so they are checked on CPUs without AVX-512 too.
+// the AVX-512 bodies (src/kernels/isa_avx512.inc) and the AArch64 NEON bodies
+// (src/kernels/isa_neon.inc) compiled over SIMDe's portable intrinsics, so
+// they are checked on CPUs without AVX-512 and on x86 too. (SIMDe's vfmaq_f32
+// without FMA hardware is an unfused multiply-add: the emulated NEON trunk
+// and matmul kernels round like a real CPU's only within the tolerances
+// below; the VQ build and apply use no FMA and are checked bit for bit.)
 //
 // Tolerances:
 // * trunk matvec: |y - y_scalar| <= 1e-5 · Σ_i |w_i·x_i| per row. The variants
@@ -159,6 +163,22 @@ namespace vbmi {
 }  // namespace waste::kernels::emu
 #endif
 
+#if !WASTE_NEON_SIMD && __has_include(<simde/arm/neon.h>)
+#define WASTE_TEST_EMULATED_NEON 1
+#ifndef SIMDE_ENABLE_NATIVE_ALIASES
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#endif
+#include <simde/arm/neon.h>
+
+namespace waste::kernels::neon_emu {
+// SIMDe's vmulq_f32/vaddq_f32 are plain f32 operations and the test is not
+// compiled for FMA, so no barrier is needed.
+#define WASTE_KEEP(v) ((void)0)
+#include "kernels/isa_neon.inc"
+#undef WASTE_KEEP
+}  // namespace waste::kernels::neon_emu
+#endif
+
 namespace waste::kernels {
 namespace {
 
@@ -166,12 +186,18 @@ using format::TrunkFormat;
 
 // ---------------------------------------------------------------- variants
 
+// The prefill kernels (matmul, vq_matmul) are empty for a variant that has
+// none of its own (the emulated AVX-512: the AVX2 bodies serve those CPUs).
 struct Variant {
     std::string name;
     std::function<void(const format::LoadedTensor&, const float*, float*, size_t, size_t)> matvec;
     std::function<void(const VqTableShape&, const float*, const float*, float*)> build;
     std::function<void(const VqTableShape&, bool, const uint8_t*, const uint8_t*, const float*, float*, size_t, size_t)>
         apply;
+    std::function<void(const format::LoadedTensor&, const float*, size_t, size_t, float*, size_t, size_t, size_t)> matmul;
+    std::function<void(const VqTableShape&, bool, const uint8_t*, const uint8_t*, const float*, const float*, size_t, size_t,
+                       float*, size_t, size_t, size_t)>
+        vq_matmul;
 };
 
 Variant native(Isa isa) {
@@ -180,14 +206,19 @@ Variant native(Isa isa) {
         [isa](const format::LoadedTensor& w, const float* x, float* y, size_t b, size_t e) { matvec_rows(isa, w, x, y, b, e); },
         [isa](const VqTableShape& s, const float* books, const float* x, float* t) { build_vq_table(isa, s, books, x, t); },
         [isa](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* t, float* y, size_t b,
-              size_t e) { apply_vq_table(isa, s, p6, idx, sc, t, y, b, e); }};
+              size_t e) { apply_vq_table(isa, s, p6, idx, sc, t, y, b, e); },
+        [isa](const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t b,
+              size_t e) { matmul_rows(isa, w, x, ldx, tokens, y, ldy, b, e); },
+        [isa](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* books, const float* x,
+              size_t ldx, size_t tokens, float* y, size_t ldy, size_t b,
+              size_t e) { vq_matmul_rows(isa, s, p6, idx, sc, books, x, ldx, tokens, y, ldy, b, e); }};
 }
 
 // Every variant this machine can run except the scalar reference itself.
 std::vector<Variant> variants() {
     std::vector<Variant> out;
-    for (Isa isa : {Isa::avx2, Isa::avx512})
-        if (static_cast<int>(isa) <= static_cast<int>(best_isa())) out.push_back(native(isa));
+    for (Isa isa : {Isa::avx2, Isa::avx512, Isa::neon})
+        if (isa_runs(isa)) out.push_back(native(isa));
 #if defined(WASTE_TEST_EMULATED_AVX512)
     out.push_back(Variant{
         "avx512-emulated",
@@ -200,6 +231,34 @@ std::vector<Variant> variants() {
         [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* t, float* y, size_t b,
            size_t e) {
             if (!emu::apply_table(s, p6, idx, sc, t, y, b, e)) apply_vq_table(Isa::scalar, s, p6, idx, sc, t, y, b, e);
+        },
+        {},
+        {}});
+#endif
+#if defined(WASTE_TEST_EMULATED_NEON)
+    out.push_back(Variant{
+        "neon-emulated",
+        [](const format::LoadedTensor& w, const float* x, float* y, size_t b, size_t e) {
+            if (!neon_emu::matvec_rows(trunk_view(w), x, y, b, e)) matvec_rows(Isa::scalar, w, x, y, b, e);
+        },
+        [](const VqTableShape& s, const float* books, const float* x, float* t) {
+            if (!neon_emu::build_table(s, books, x, t)) build_vq_table(Isa::scalar, s, books, x, t);
+        },
+        [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* t, float* y, size_t b,
+           size_t e) {
+            if (!neon_emu::apply_table(s, p6, idx, sc, t, y, b, e)) apply_vq_table(Isa::scalar, s, p6, idx, sc, t, y, b, e);
+        },
+        [](const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t b,
+           size_t e) {
+            const TrunkView t = trunk_view(w);
+            std::vector<float> tile(neon_emu::matmul_tile_floats(t));
+            if (!neon_emu::matmul_rows(t, x, ldx, tokens, y, ldy, b, e, tile.data()))
+                matmul_rows(Isa::scalar, w, x, ldx, tokens, y, ldy, b, e);
+        },
+        [](const VqTableShape& s, bool p6, const uint8_t* idx, const uint8_t* sc, const float* books, const float* x,
+           size_t ldx, size_t tokens, float* y, size_t ldy, size_t b, size_t e) {
+            if (!neon_emu::vq_matmul_rows(s, p6, idx, sc, books, x, ldx, tokens, y, ldy, b, e))
+                vq_matmul_rows(Isa::scalar, s, p6, idx, sc, books, x, ldx, tokens, y, ldy, b, e);
         }});
 #endif
     return out;
@@ -213,6 +272,9 @@ TEST(Kernels, ReportsVariants) {
 #if !defined(WASTE_TEST_EMULATED_AVX512)
     if (best_isa() != Isa::avx512)
         std::printf("note: the AVX-512 bodies are not checked here (no AVX-512 CPU, no SIMDe headers)\n");
+#endif
+#if !defined(WASTE_TEST_EMULATED_NEON)
+    if (best_isa() != Isa::neon) std::printf("note: the NEON bodies are not checked here (not AArch64, no SIMDe headers)\n");
 #endif
 }
 
@@ -314,7 +376,7 @@ TEST(Kernels, TrunkMatvecMatchesScalar) {
     }
 }
 
-// The chunk matmul (prefill) of every native variant against the scalar
+// The chunk matmul (prefill) of every variant against the scalar
 // reference, on the matvec cases at several chunk sizes (token counts that
 // leave each micro-kernel's token and row tails), with the matvec's tolerance
 // per (token, row); any split of the rows gives the same bits.
@@ -336,13 +398,13 @@ TEST(Kernels, TrunkMatmulMatchesScalar) {
                 for (size_t i = c.cols; i < ldx; ++i) x[t * ldx + i] = NAN;
             std::vector<float> ref(tokens * ldy, -7.0f);
             matmul_rows(Isa::scalar, w, x.data(), ldx, tokens, ref.data(), ldy, 0, c.rows);
-            for (Isa isa : {Isa::avx2, Isa::avx512}) {
-                if (static_cast<int>(isa) > static_cast<int>(best_isa())) continue;
-                SCOPED_TRACE(std::string(isa_name(isa)) + " " + format::trunk_format_name(c.fmt) + " group " +
-                             std::to_string(c.group) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
-                             " tokens " + std::to_string(tokens));
+            for (const Variant& variant : variants()) {
+                if (!variant.matmul) continue;
+                SCOPED_TRACE(variant.name + " " + format::trunk_format_name(c.fmt) + " group " + std::to_string(c.group) +
+                             " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + " tokens " +
+                             std::to_string(tokens));
                 std::vector<float> y(tokens * ldy, -7.0f);
-                matmul_rows(isa, w, x.data(), ldx, tokens, y.data(), ldy, 0, c.rows);
+                variant.matmul(w, x.data(), ldx, tokens, y.data(), ldy, 0, c.rows);
                 for (size_t t = 0; t < tokens; ++t) {
                     const std::vector<double> mag =
                         magnitudes(w, std::vector<float>(x.begin() + t * ldx, x.begin() + t * ldx + c.cols));
@@ -354,8 +416,8 @@ TEST(Kernels, TrunkMatmulMatchesScalar) {
                 for (size_t split : {size_t{1}, size_t{3}, size_t{5}, c.rows / 2, c.rows - 1}) {
                     if (split == 0 || split >= c.rows) continue;
                     std::vector<float> parts(tokens * ldy, -7.0f);
-                    matmul_rows(isa, w, x.data(), ldx, tokens, parts.data(), ldy, 0, split);
-                    matmul_rows(isa, w, x.data(), ldx, tokens, parts.data(), ldy, split, c.rows);
+                    variant.matmul(w, x.data(), ldx, tokens, parts.data(), ldy, 0, split);
+                    variant.matmul(w, x.data(), ldx, tokens, parts.data(), ldy, split, c.rows);
                     ASSERT_EQ(0, std::memcmp(parts.data(), y.data(), 4 * tokens * ldy)) << "split " << split;
                 }
             }
@@ -514,7 +576,7 @@ TEST(Kernels, VqExpertMatchesDequantised) {
 }
 
 // The chunk (prefill) form of the expert matrix: the scalar reference and
-// every native variant against an f64 evaluation of the dequantised matrix,
+// every variant against an f64 evaluation of the dequantised matrix,
 // per (token, row) within 1e-5 of Σ|w·x| (f32 sums in other orders; a wrong
 // index or a dropped stage moves a row by far more); splits of the rows give
 // the same bits.
@@ -549,12 +611,14 @@ TEST(Kernels, VqMatmulMatchesDequantised) {
                     }
                 }
             }
-            for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-                if (static_cast<int>(isa) > static_cast<int>(best_isa())) continue;
-                SCOPED_TRACE(std::string(isa_name(isa)) + " " + c.name + " tokens " + std::to_string(tokens));
+            std::vector<Variant> all = variants();
+            all.insert(all.begin(), native(Isa::scalar));
+            for (const Variant& variant : all) {
+                if (!variant.vq_matmul) continue;
+                SCOPED_TRACE(variant.name + " " + c.name + " tokens " + std::to_string(tokens));
                 std::vector<float> y(tokens * ldy, -7.0f);
-                vq_matmul_rows(isa, shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
-                               y.data(), ldy, 0, c.rows);
+                variant.vq_matmul(shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
+                                  y.data(), ldy, 0, c.rows);
                 for (size_t t = 0; t < tokens; ++t) {
                     for (size_t r = 0; r < c.rows; ++r)
                         ASSERT_LE(std::fabs(y[t * ldy + r] - want[t * c.rows + r]), 1e-5 * mag[t * c.rows + r] + 1e-30)
@@ -564,10 +628,10 @@ TEST(Kernels, VqMatmulMatchesDequantised) {
                 for (size_t split : {size_t{1}, size_t{5}, size_t{64}, c.rows / 2}) {
                     if (split == 0 || split >= c.rows) continue;
                     std::vector<float> parts(tokens * ldy, -7.0f);
-                    vq_matmul_rows(isa, shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
-                                   parts.data(), ldy, 0, split);
-                    vq_matmul_rows(isa, shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
-                                   parts.data(), ldy, split, c.rows);
+                    variant.vq_matmul(shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
+                                      parts.data(), ldy, 0, split);
+                    variant.vq_matmul(shape, c.packed6, indices.data(), scales.data(), books.data(), x.data(), ldx, tokens,
+                                      parts.data(), ldy, split, c.rows);
                     ASSERT_EQ(0, std::memcmp(parts.data(), y.data(), 4 * tokens * ldy)) << "split " << split;
                 }
             }
@@ -730,8 +794,8 @@ double median_ns(const std::function<void()>& body, int reps) {
 
 std::vector<Isa> native_isas() {
     std::vector<Isa> out;
-    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
-        if (static_cast<int>(isa) <= static_cast<int>(best_isa())) out.push_back(isa);
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon})
+        if (isa_runs(isa)) out.push_back(isa);
     return out;
 }
 

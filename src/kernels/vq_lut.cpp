@@ -6,6 +6,7 @@
 
 #include "format/f16.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/isa_neon.h"
 
 namespace waste::kernels {
 
@@ -22,7 +23,9 @@ void build_vq_table_scalar(const VqTableShape& shape, const float* books, const 
             for (int e = 0; e < shape.entries; ++e) {
                 const float* centroid = book + static_cast<size_t>(e) * shape.vec_dim;
                 float acc = 0;
-                for (int j = 0; j < shape.vec_dim; ++j) acc += xv[j] * centroid[j];
+                // products rounded, never fused (vq_lut.h): rounded() keeps
+                // an FMA target's compiler from contracting them
+                for (int j = 0; j < shape.vec_dim; ++j) acc += rounded(xv[j] * centroid[j]);
                 out[e] = acc;
             }
         }
@@ -135,6 +138,9 @@ void build_vq_table(Isa isa, const VqTableShape& shape, const float* books, cons
 #if WASTE_X86_SIMD
     if (isa != Isa::scalar && build_vq_table_x86(isa, shape, books, x, table)) return;
 #endif
+#if WASTE_NEON_SIMD
+    if (isa == Isa::neon && build_vq_table_neon(shape, books, x, table)) return;
+#endif
     build_vq_table_scalar(shape, books, x, table);
 }
 
@@ -144,6 +150,9 @@ void apply_vq_table(Isa isa, const VqTableShape& shape, bool packed6, const uint
     if (isa != Isa::scalar &&
         apply_vq_table_x86(isa, shape, packed6, indices, scales_f16, table, y, row_begin, row_end))
         return;
+#endif
+#if WASTE_NEON_SIMD
+    if (isa == Isa::neon && apply_vq_table_neon(shape, packed6, indices, scales_f16, table, y, row_begin, row_end)) return;
 #endif
     apply_vq_table_scalar(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
 }
