@@ -420,27 +420,23 @@ inline unsigned word_index(const uint64_t* w) {
     }
 }
 
-template <int K, int S, int... k>
-inline void add_stage(float* acc, const float* t, const uint64_t* w, std::integer_sequence<int, k...>) {
+template <int K, int S, class Acc, class T, int... k>
+inline void add_stage(Acc* acc, const T* t, const uint64_t* w, std::integer_sequence<int, k...>) {
     ((acc[k] += t[word_index<K, k, S>(w)]), ...);
 }
 
-template <int K, int R, int... S>
-inline void add_position(float* acc, const float* t, size_t entries, const uint64_t* w, std::integer_sequence<int, S...>) {
+template <int K, int R, class Acc, class T, int... S>
+inline void add_position(Acc* acc, const T* t, size_t entries, const uint64_t* w, std::integer_sequence<int, S...>) {
     (add_stage<K, S>(acc, t + S * entries, w, std::make_integer_sequence<int, R>{}), ...);
 }
 
-// R consecutive rows of one 64-row block over positions [v0, v1): partial
-// sums enter from y (v0 > 0) and leave to y, scaled once the last position
-// is in (one rounding, as in the scalar reference). R = 8 or 16 read the
-// indices as words (K > 0); R = 1 (and K = 0) byte by byte.
-template <int K, int R>
-inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
-                       size_t per_position, const float* table, size_t v0, size_t v1, bool last, const uint8_t* scales_f16,
-                       float* y, size_t r0) {
-    float acc[R];
-#pragma GCC unroll 16
-    for (int k = 0; k < R; ++k) acc[k] = v0 == 0 ? 0.0f : y[r0 + k];
+// Adds the lookups of R rows over positions [v0, v1) to acc (f32 sums over
+// the f32 table, or int32 sums over the int8 one), each row in the
+// reference's order: position by position, stage by stage. R = 8 or 16 read
+// the indices as words (K > 0); R = 1 (and K = 0) byte by byte.
+template <int K, int R, class Acc, class T>
+inline void add_lookups(Acc* acc, const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
+                        size_t per_position, const T* table, size_t v0, size_t v1) {
     if constexpr (K != 0 && R % 8 == 0) {
         constexpr size_t words = index_bytes<K> * R / 8;
         for (size_t v = v0; v < v1; ++v) {
@@ -455,11 +451,24 @@ inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages,
         const size_t n_stages = K == 0 ? stages : index_stages<K>;
         for (size_t v = v0; v < v1; ++v) {
             const uint8_t* p = block_idx + (v * 64 + in_block) * bytes;
-            const float* t = table + v * per_position;
+            const T* t = table + v * per_position;
             for (int k = 0; k < R; ++k)
                 for (size_t s = 0; s < n_stages; ++s) acc[k] += t[s * entries + stage_index<K>(p + k * bytes, s)];
         }
     }
+}
+
+// R consecutive rows of one 64-row block over positions [v0, v1): partial
+// sums enter from y (v0 > 0) and leave to y, scaled once the last position
+// is in (one rounding, as in the scalar reference).
+template <int K, int R>
+inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
+                       size_t per_position, const float* table, size_t v0, size_t v1, bool last, const uint8_t* scales_f16,
+                       float* y, size_t r0) {
+    float acc[R];
+#pragma GCC unroll 16
+    for (int k = 0; k < R; ++k) acc[k] = v0 == 0 ? 0.0f : y[r0 + k];
+    add_lookups<K, R>(acc, block_idx, in_block, stages, entries, bytes, per_position, table, v0, v1);
 #pragma GCC unroll 16
     for (int k = 0; k < R; ++k) {
         if (!last) {
@@ -536,17 +545,6 @@ void apply_range(const VqTableShape& shape, const uint8_t* indices, const uint8_
 // each vq_int8_block of positions (one chunk: 24 KiB of a 3 × 256 table),
 // then block_scale · float(sum) is added to its f32 sum (product rounded,
 // never fused) — the scalar reference's operations, so its bits.
-template <int K, int S, int... k>
-inline void add_stage_int8(int32_t* sum, const int8_t* t, const uint64_t* w, std::integer_sequence<int, k...>) {
-    ((sum[k] += t[word_index<K, k, S>(w)]), ...);
-}
-
-template <int K, int R, int... S>
-inline void add_position_int8(int32_t* sum, const int8_t* t, size_t entries, const uint64_t* w,
-                              std::integer_sequence<int, S...>) {
-    (add_stage_int8<K, S>(sum, t + S * entries, w, std::make_integer_sequence<int, R>{}), ...);
-}
-
 template <int K, int R>
 inline void apply_rows_int8(const uint8_t* block_idx, size_t in_block, size_t stages, size_t entries, size_t bytes,
                             size_t per_position, const int8_t* q, float block_scale, size_t v0, size_t v1, bool last,
@@ -554,25 +552,7 @@ inline void apply_rows_int8(const uint8_t* block_idx, size_t in_block, size_t st
     int32_t sum[R];
 #pragma GCC unroll 16
     for (int k = 0; k < R; ++k) sum[k] = 0;
-    if constexpr (K != 0 && R % 8 == 0) {
-        constexpr size_t words = index_bytes<K> * R / 8;
-        for (size_t v = v0; v < v1; ++v) {
-            const uint8_t* p = block_idx + (v * 64 + in_block) * index_bytes<K>;
-            uint64_t w[words];
-#pragma GCC unroll 8
-            for (size_t i = 0; i < words; ++i) std::memcpy(&w[i], p + 8 * i, 8);
-            add_position_int8<K, R>(sum, q + v * per_position, entries, w,
-                                    std::make_integer_sequence<int, static_cast<int>(index_stages<K>)>{});
-        }
-    } else {
-        const size_t n_stages = K == 0 ? stages : index_stages<K>;
-        for (size_t v = v0; v < v1; ++v) {
-            const uint8_t* p = block_idx + (v * 64 + in_block) * bytes;
-            const int8_t* t = q + v * per_position;
-            for (int k = 0; k < R; ++k)
-                for (size_t s = 0; s < n_stages; ++s) sum[k] += t[s * entries + stage_index<K>(p + k * bytes, s)];
-        }
-    }
+    add_lookups<K, R>(sum, block_idx, in_block, stages, entries, bytes, per_position, q, v0, v1);
 #pragma GCC unroll 16
     for (int k = 0; k < R; ++k) {
         float part = block_scale * static_cast<float>(sum[k]);
