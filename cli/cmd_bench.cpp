@@ -29,6 +29,7 @@ struct BenchArgs {
     int prompt = 64;
     int runs = 3;
     uint32_t seed = 1;
+    double temperature = 0;  // decode: 0 = argmax; else sampled (seeded by --seed, the same tokens every run)
     bool warm = true;
     bool json_output = false;
     StreamArgs stream;
@@ -86,6 +87,13 @@ void run_bench(const BenchArgs& args) {
         // decode: feed the argmax back, one token per step, profiled from
         // token `skip` on (the steady state, once the cache has filled)
         int32_t next = prompt.empty() ? 0 : -1;
+        waste_sampler_options sampling;
+        waste_sampler_options_init(&sampling);
+        sampling.temperature = args.temperature;
+        sampling.seed = args.seed;
+        waste_sampler* raw_sampler = nullptr;
+        if (waste_sampler_create(&sampling, &raw_sampler, &error) != WASTE_OK) fail_with(error, "sampler");
+        std::unique_ptr<waste_sampler, void (*)(waste_sampler*)> sampler(raw_sampler, waste_sampler_free);
         for (int i = 0; i < args.tokens; ++i) {
             if (i == args.skip) {
                 waste_session_set_profiling(session.get(), 1, &error);
@@ -96,7 +104,7 @@ void run_bench(const BenchArgs& args) {
                 const float* logits = nullptr;
                 size_t n = 0;
                 if (waste_session_logits(session.get(), &logits, &n, &error) != WASTE_OK) fail_with(error, "logits");
-                next = static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
+                if (waste_sampler_sample(sampler.get(), logits, n, &next, nullptr, &error) != WASTE_OK) fail_with(error, "sampling");
             }
             if (waste_session_eval(session.get(), &next, 1, &error) != WASTE_OK) fail_with(error, "decode");
             next = -1;
@@ -194,7 +202,11 @@ void add_bench_command(CLI::App& app) {
     bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
     bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     bench->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
-    bench->add_option("--seed", args->seed, "Seed of the random prompt")->default_val(1);
+    bench->add_option("--seed", args->seed, "Seed of the random prompt (and of the decode sampler with --temp)")->default_val(1);
+    bench->add_option("--temp", args->temperature,
+                      "Decode sampling temperature (0 = greedy: the argmax); each run draws the same tokens (the sampler is seeded by --seed)")
+        ->default_val(0)
+        ->check(CLI::Range(0.0, 100.0));
     bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");
     bench->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
     add_stream_options(bench, args->stream);
