@@ -2,7 +2,7 @@
 //
 //   waste convert SRC_DIR OUT [--quant VQ3R|VQ2R|VQ4P] [--stages N] [--entries N] [--jobs N]
 //                 [--seed N] [--sample-experts N] [--train-vectors N] [--iterations N]
-//                 [--reclaim dry|on] [--json]
+//                 [--small-matrices f32|quantized] [--reclaim dry|on] [--json]
 //
 // One line per finished layer on stdout (its relative weight error and
 // seconds per expert); a progress bar with an ETA on stderr when it is a
@@ -24,7 +24,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct ConvertArgs {
-    std::string source, out, quant = "VQ3R", reclaim = "off";
+    std::string source, out, quant = "VQ3R", reclaim = "off", small_matrices = "f32";
     int stages = 0, entries = 0, sample_experts = 16, iterations = 12;
     unsigned jobs = 0;
     uint64_t seed = 1, train_vectors = 65536;
@@ -111,6 +111,11 @@ void add_convert_command(CLI::App& app) {
     convert->add_option("--sample-experts", a->sample_experts, "Experts per layer the codebooks are fitted on")->default_val(16);
     convert->add_option("--train-vectors", a->train_vectors, "8-vectors per (layer, matrix kind) for k-means")->default_val(65536);
     convert->add_option("--iterations", a->iterations, "Lloyd iterations per stage at most")->default_val(12);
+    convert->add_option("--small-matrices", a->small_matrices,
+                        "Trunk matrices under 65,536 values: f32 (the container convention) or quantized like large "
+                        "ones (Q8G embedding and LM head, Q4G the rest)")
+        ->default_val("f32")
+        ->check(CLI::IsMember({"f32", "quantized"}));
     convert->add_option("--reclaim", a->reclaim, "dry: list source shards that could be deleted; on: delete them once "
                                                 "everything they hold is converted and verified")
         ->default_val("off")
@@ -121,7 +126,7 @@ void add_convert_command(CLI::App& app) {
                               {"entries", a->entries},     {"jobs", a->jobs},
                               {"seed", a->seed},           {"sample_experts", a->sample_experts},
                               {"train_vectors", a->train_vectors}, {"iterations", a->iterations},
-                              {"reclaim", a->reclaim}};
+                              {"reclaim", a->reclaim},     {"small_matrices", a->small_matrices}};
         ConvertProgress progress;
         progress.terminal = ::isatty(STDERR_FILENO) == 1;
         progress.json_output = a->json_output;

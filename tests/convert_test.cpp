@@ -538,6 +538,35 @@ TEST(Convert, DeterministicAcrossJobsAndReadable) {
         }
 }
 
+// --small-matrices quantized: the 2-D trunk matrices under 65,536 values are
+// quantised as a large model's are (Q4G; Q8G for embed/lm_head), vectors and
+// convolutions stay F32, and verify --source holds them to the Q4G limit.
+TEST(Convert, SmallMatricesQuantizedLikeLargeOnes) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    ConvertOptions options = small_options(2);
+    options.quantize_small_matrices = true;
+    convert_checkpoint((tmp / "src").string(), (tmp / "q").string(), options);
+    const auto container = waste::format::Container::open((tmp / "q").string(), {});
+    const auto& m = container->manifest();
+    EXPECT_EQ(m.find("model.layers.0.self_attn.q_proj.weight")->fmt, waste::format::TrunkFormat::q4g);
+    EXPECT_EQ(m.find("model.layers.0.mlp.down_proj.weight")->fmt, waste::format::TrunkFormat::q4g);
+    EXPECT_EQ(m.find("model.embed_tokens.weight")->fmt, waste::format::TrunkFormat::q8g);
+    EXPECT_EQ(m.find("model.norm.weight")->fmt, waste::format::TrunkFormat::f32);
+    for (const auto& t : m.trunk) {
+        if (t.shape.size() != 2) {
+            EXPECT_EQ(t.fmt, waste::format::TrunkFormat::f32) << t.name;
+        }
+    }
+    const json report = verify_against_source((tmp / "q").string(), (tmp / "src").string(), {});
+    EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
+    // The option is part of the conversion's identity: the default conversion
+    // into the same folder starts over rather than resuming, and differs.
+    convert_checkpoint((tmp / "src").string(), (tmp / "q").string(), small_options(2));
+    const auto plain = waste::format::Container::open((tmp / "q").string(), {});
+    EXPECT_EQ(plain->manifest().find("model.layers.0.self_attn.q_proj.weight")->fmt, waste::format::TrunkFormat::f32);
+}
+
 TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {
     waste_test::TempDir tmp;
     write_checkpoint(tmp / "src", tiny_tensors());

@@ -398,6 +398,9 @@ typedef void (*waste_event_fn)(const char* event_json, void* user);
  *   "train_vectors": 8-vectors per (layer, kind) for k-means (65536)
  *   "iterations": Lloyd iterations per stage (12)
  *   "reclaim": "off"|"dry"|"on"   delete source shards once converted
+ *   "small_matrices": "f32"|"quantized"   2-D trunk tensors under 65,536
+ *       values stay F32 (default, container-v0's convention) or are
+ *       quantised like large ones (Q8G embedding/LM head, Q4G the rest)
  * progress(done, total, user): bytes of output; non-zero cancels.
  * event(json, user): one object per finished unit ({"unit", "layer",
  *   "seconds", "error", "seconds_per_expert", "resumed"}) and per reclaimed

@@ -47,7 +47,7 @@ waste_status waste_convert(const char* source_dir, const char* out_dir, const ch
         const json o = parse_options(options_json, where);
         for (const auto& [key, value] : o.items()) {
             static const char* known[] = {"quant", "stages", "entries", "jobs", "seed", "sample_experts",
-                                          "train_vectors", "iterations", "reclaim"};
+                                          "train_vectors", "iterations", "reclaim", "small_matrices"};
             if (std::find(std::begin(known), std::end(known), key) == std::end(known))
                 waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: unknown option \"{}\"", where, key);
         }
@@ -65,6 +65,10 @@ waste_status waste_convert(const char* source_dir, const char* out_dir, const ch
             waste::fail(WASTE_ERR_INVALID_ARGUMENT,
                         "{}: sample_experts {} / train_vectors {} / iterations {} / jobs {} out of range", where,
                         options.sample_experts, options.train_vectors, options.iterations, options.jobs);
+        const std::string small_matrices = member<std::string>(o, "small_matrices", "f32", where);
+        if (small_matrices != "f32" && small_matrices != "quantized")
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: small_matrices \"{}\" is not f32 or quantized", where, small_matrices);
+        options.quantize_small_matrices = small_matrices == "quantized";
         const std::string reclaim = member<std::string>(o, "reclaim", "off", where);
         if (reclaim == "off") options.reclaim = waste::convert::Reclaim::off;
         else if (reclaim == "dry") options.reclaim = waste::convert::Reclaim::dry;

@@ -250,8 +250,8 @@ void clear_container(const fs::path& out, bool keep_banks) {
 
 // A unit's trunk tensors, written to a part file: payload then scales per
 // tensor, back to back (the same bytes trunk.bin will hold).
-json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const fs::path& part_path,
-                      const std::function<void(uint64_t)>& advance) {
+json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool quantize_small_matrices,
+                      const fs::path& part_path, const std::function<void(uint64_t)>& advance) {
     platform::OutputFileOptions file_options;
     file_options.buffer_bytes = part_buffer_bytes;
     file_options.buffers = 2;
@@ -260,7 +260,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const
     json entries = json::array();
     std::vector<float> values;
     for (const TrunkItem& item : unit.trunk) {
-        const format::TrunkFormat fmt = format::converter_trunk_format(item.name, item.shape);
+        const format::TrunkFormat fmt = format::converter_trunk_format(item.name, item.shape, quantize_small_matrices);
         format::TrunkTensor t;
         t.name = item.name;
         t.fmt = fmt;
@@ -607,7 +607,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                         {"seed", options.seed},
                         {"sample_experts", options.sample_experts},
                         {"train_vectors", options.train_vectors},
-                        {"iterations", options.iterations}};
+                        {"iterations", options.iterations},
+                        {"quantize_small_matrices", options.quantize_small_matrices}};
     json tensors = json::array();
     for (const ConvertUnit& u : plan.units) {
         for (const TrunkItem& t : u.trunk) tensors.push_back({t.name, source.info(t.name).storage});
@@ -666,7 +667,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     Job job{source, plan, quant, layout, options, out, work, pool};
     for (const ConvertUnit& u : plan.units) {
         for (const TrunkItem& t : u.trunk)
-            job.total += format::trunk_tensor_bytes(format::converter_trunk_format(t.name, t.shape), t.shape, trunk_group);
+            job.total += format::trunk_tensor_bytes(format::converter_trunk_format(t.name, t.shape, options.quantize_small_matrices), t.shape,
+                                                   trunk_group);
         if (u.moe) job.total += 3ull * quant.stages * quant.codebook_record_bytes() + layout.record_bytes * model.experts;
     }
 
@@ -687,7 +689,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         }
         const auto unit_started = Clock::now();
         json entry;
-        entry["trunk_part"] = write_trunk_part(source, unit, work / fmt::format("trunk-{:04}.part", index),
+        entry["trunk_part"] = write_trunk_part(source, unit, options.quantize_small_matrices,
+                                               work / fmt::format("trunk-{:04}.part", index),
                                                [&](uint64_t bytes) { job.advance(bytes); });
         if (unit.moe) {
             json experts = job.convert_layer_experts(unit);

@@ -45,6 +45,7 @@ struct ConvertOptions {
     int sample_experts = 16;      // experts of a layer the codebooks are fitted on
     uint64_t train_vectors = 1u << 16;  // normalised 8-vectors per (layer, kind) for k-means
     int iterations = 12;          // Lloyd iterations per stage at most
+    bool quantize_small_matrices = false;  // format::converter_trunk_format
     Reclaim reclaim = Reclaim::off;
     // done / total work in bytes of output; false cancels (WASTE_ERR_CANCELLED).
     std::function<bool(uint64_t done, uint64_t total)> progress;

@@ -96,10 +96,11 @@ ordered_json expert_quant_json(const ExpertQuant& q) {
     return entry;
 }
 
-TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape) {
+TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape, bool quantize_small_matrices) {
     uint64_t elements = 1;
     for (int64_t dim : shape) elements *= static_cast<uint64_t>(dim);
-    if (shape.size() <= 1 || elements < quantize_min_elements) return TrunkFormat::f32;
+    const bool small_exempt = !(quantize_small_matrices && shape.size() == 2);
+    if (shape.size() <= 1 || (elements < quantize_min_elements && small_exempt)) return TrunkFormat::f32;
     if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) return TrunkFormat::q8g;
     return TrunkFormat::q4g;
 }

@@ -49,7 +49,11 @@ namespace waste::format {
 
 // The converter convention (container-v0 §3): F32 for 1-D tensors and tensors
 // under 65,536 elements; Q8G for embed_tokens and lm_head; Q4G otherwise.
-TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape);
+// quantize_small_matrices: 2-D tensors under 65,536 elements are quantised
+// too (convolutions and vectors stay F32), so a small model stores its trunk
+// the way a large one does — to measure what Q4G costs on a small model.
+TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape,
+                                   bool quantize_small_matrices = false);
 
 // Bytes of a trunk tensor in trunk.bin (payload + f16 scales), as the codec
 // encodes it. Throws WASTE_ERR_INVALID_ARGUMENT for a shape the reader refuses.
