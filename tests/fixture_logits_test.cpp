@@ -19,14 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Opened {
-    waste_model* model = nullptr;
-    waste_session* session = nullptr;
-    ~Opened() {
-        waste_session_free(session);
-        waste_model_close(model);
-    }
-};
+using Opened = waste_test::OpenedSession;
 
 void open(const std::string& path, unsigned threads, Opened& out) {
     waste_open_options options;

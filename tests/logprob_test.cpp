@@ -39,14 +39,7 @@
 
 namespace {
 
-struct Opened {
-    waste_model* model = nullptr;
-    waste_session* session = nullptr;
-    ~Opened() {
-        waste_session_free(session);
-        waste_model_close(model);
-    }
-};
+using Opened = waste_test::OpenedSession;
 
 class Logprobs : public ::testing::TestWithParam<const char*> {
 protected:

@@ -352,14 +352,7 @@ TEST(SimulateCli, TableJsonAndErrors) {
 
 // --------------------------------------------------------------- engine
 
-struct Opened {
-    waste_model* model = nullptr;
-    waste_session* session = nullptr;
-    ~Opened() {
-        waste_session_free(session);
-        waste_model_close(model);
-    }
-};
+using Opened = waste_test::OpenedSession;
 
 json plan_of(const std::string& path) {
     waste_open_options options;

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "waste/waste.h"
+
 namespace waste_test {
 
 // The repository root, and ../shared beside it (CI lays it there read-only).
@@ -31,6 +33,19 @@ void copy_container(const std::filesystem::path& from, const std::filesystem::pa
 
 // Runs a shell command, returns its exit status; stdout+stderr into *output.
 int run_command(const std::string& command, std::string* output);
+
+// A model and a session opened through the C API, closed when the object dies.
+struct OpenedSession {
+    waste_model* model = nullptr;
+    waste_session* session = nullptr;
+    OpenedSession() = default;
+    OpenedSession(const OpenedSession&) = delete;
+    OpenedSession& operator=(const OpenedSession&) = delete;
+    ~OpenedSession() {
+        waste_session_free(session);
+        waste_model_close(model);
+    }
+};
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
