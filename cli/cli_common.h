@@ -29,6 +29,14 @@ struct ModelCloser {
     void operator()(waste_model* model) const { waste_model_close(model); }
 };
 using ModelHandle = std::unique_ptr<waste_model, ModelCloser>;
+struct SessionCloser {
+    void operator()(waste_session* session) const { waste_session_free(session); }
+};
+using SessionHandle = std::unique_ptr<waste_session, SessionCloser>;
+struct TokenizerCloser {
+    void operator()(waste_tokenizer* tokenizer) const { waste_tokenizer_free(tokenizer); }
+};
+using TokenizerHandle = std::unique_ptr<waste_tokenizer, TokenizerCloser>;
 
 ModelHandle open_model(const std::string& path, const waste_open_options& options);
 

@@ -40,12 +40,6 @@ struct PerplexityArgs {
     StreamArgs stream;
 };
 
-struct SessionCloser {
-    void operator()(waste_session* session) const { waste_session_free(session); }
-};
-struct TokenizerCloser {
-    void operator()(waste_tokenizer* tokenizer) const { waste_tokenizer_free(tokenizer); }
-};
 
 std::string read_whole(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -80,7 +74,7 @@ std::vector<int32_t> text_stream(waste_model* model, const std::string& bytes, c
     waste_tokenizer* raw = nullptr;
     waste_error error{};
     if (waste_model_tokenizer(model, nullptr, &raw, &error) != WASTE_OK) fail_with(error, "--format text needs the container's tokenizer");
-    const std::unique_ptr<waste_tokenizer, TokenizerCloser> tokenizer(raw);
+    const TokenizerHandle tokenizer(raw);
     const int32_t bos = waste_tokenizer_bos(tokenizer.get());
     if (bos < 0) throw RuntimeFailure{"--format text: the container's tokenizer has no BOS token to start the stream with"};
     int32_t* ids = nullptr;
@@ -120,7 +114,7 @@ void run_perplexity(const PerplexityArgs& args) {
     waste_session* raw_session = nullptr;
     waste_error error{};
     if (waste_session_create(model.get(), &raw_session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
-    const std::unique_ptr<waste_session, SessionCloser> session(raw_session);
+    const SessionHandle session(raw_session);
     apply_session_options(args.stream, session.get());
     if (waste_session_set_prefill_chunk(session.get(), args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
 

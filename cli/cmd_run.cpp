@@ -48,10 +48,6 @@ void add_common(CLI::App* command, RunArgs& args) {
     add_stream_options(command, args.stream);
 }
 
-struct SessionCloser {
-    void operator()(waste_session* session) const { waste_session_free(session); }
-};
-using SessionHandle = std::unique_ptr<waste_session, SessionCloser>;
 
 struct Loaded {
     ModelHandle model;

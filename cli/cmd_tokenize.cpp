@@ -22,10 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-struct TokenizerCloser {
-    void operator()(waste_tokenizer* tokenizer) const { waste_tokenizer_free(tokenizer); }
-};
-using TokenizerHandle = std::unique_ptr<waste_tokenizer, TokenizerCloser>;
 
 struct TokenizerArgs {
     std::vector<std::string> positional;  // MODEL then TEXT; TEXT alone with --rank-file

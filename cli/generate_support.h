@@ -42,12 +42,6 @@ struct GenerateArgs {
 // The options both commands take (each lists its own default in --help).
 void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tokens);
 
-struct SessionCloser {
-    void operator()(waste_session* session) const { waste_session_free(session); }
-};
-struct TokenizerCloser {
-    void operator()(waste_tokenizer* tokenizer) const { waste_tokenizer_free(tokenizer); }
-};
 struct SamplerCloser {
     void operator()(waste_sampler* sampler) const { waste_sampler_free(sampler); }
 };
@@ -57,8 +51,8 @@ struct ChatCloser {
 
 struct Generator {
     ModelHandle model;
-    std::unique_ptr<waste_session, SessionCloser> session;
-    std::unique_ptr<waste_tokenizer, TokenizerCloser> tokenizer;  // null: the container has none
+    SessionHandle session;
+    TokenizerHandle tokenizer;  // null: the container has none
     std::unique_ptr<waste_sampler, SamplerCloser> sampler;
     std::unique_ptr<waste_chat_template, ChatCloser> chat;        // null: none, or --raw
     std::string chat_missing;                                     // why chat is null, when not --raw
