@@ -52,6 +52,21 @@ std::vector<float> random_values(size_t n, uint32_t seed, float scale) {
 
 // ---------------------------------------------------------------- search
 
+}  // namespace
+
+namespace waste::convert {
+// gtest names a failing parameter by this.
+void PrintTo(SearchPath path, std::ostream* os) { *os << search_path_name(path); }
+}  // namespace waste::convert
+
+namespace {
+
+// Every search path besides the scalar reference (each test skips, or
+// passes over, the ones this CPU lacks).
+std::vector<SearchPath> fast_search_paths() {
+    return {SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512};
+}
+
 TEST(VqSearch, AgreesWithBruteForceAndAcrossPaths) {
     for (int entries : {256, 64, 37, 1}) {
         const std::vector<float> centroids = random_values(static_cast<size_t>(entries) * 8, 1u + entries, 1.0f);
@@ -61,10 +76,12 @@ TEST(VqSearch, AgreesWithBruteForceAndAcrossPaths) {
         for (int j = 0; j < 8; ++j) x[j] = centroids[static_cast<size_t>(j)];  // an exact hit
         std::vector<uint8_t> scalar(n), fast(n);
         nearest_centroids(book, x.data(), n, scalar.data(), SearchPath::scalar);
-        if (avx2_search_available()) {
-            nearest_centroids(book, x.data(), n, fast.data(), SearchPath::avx2);
-            EXPECT_EQ(scalar, fast) << entries << " entries: the AVX2 and scalar paths must pick the same centroid";
-        }
+        for (SearchPath path : fast_search_paths())
+            if (search_path_available(path)) {
+                nearest_centroids(book, x.data(), n, fast.data(), path);
+                EXPECT_EQ(scalar, fast) << entries << " entries: the " << search_path_name(path)
+                                        << " and scalar paths must pick the same centroid";
+            }
         for (size_t i = 0; i < n; ++i) {
             double best = INFINITY;
             for (int e = 0; e < entries; ++e) {
@@ -89,45 +106,63 @@ TEST(VqSearch, AgreesWithBruteForceAndAcrossPaths) {
     }
 }
 
-// The screened search (int8 scores, exact chain for the candidates a proven
-// bound leaves) must return exactly the exhaustive search's index — ties,
-// degenerate books and out-of-range magnitudes included. No tolerance: the
-// answer is an index and the scalar exhaustive loop defines it.
-void expect_same_as_exhaustive(const std::vector<float>& centroids, const std::vector<float>& x, const std::string& what,
-                               SearchStats* stats = nullptr) {
-    const SearchBook book(centroids);
-    const size_t n = x.size() / 8;
-    std::vector<uint8_t> scalar(n), exhaustive(n), screened(n);
-    nearest_centroids(book, x.data(), n, scalar.data(), SearchPath::scalar);
-    if (!avx2_search_available()) GTEST_SKIP() << "no AVX2+FMA on this CPU: the scalar path is the only one";
-    nearest_centroids(book, x.data(), n, exhaustive.data(), SearchPath::avx2);
-    nearest_centroids(book, x.data(), n, screened.data(), SearchPath::avx2_screened, stats);
-    for (size_t i = 0; i < n; ++i) {
-        ASSERT_EQ(exhaustive[i], scalar[i]) << what << ": AVX2 exhaustive, vector " << i;
-        ASSERT_EQ(screened[i], scalar[i]) << what << ": screened, vector " << i << " (" << x[i * 8] << ", " << x[i * 8 + 1]
-                                          << ", ...)";
+// Every fast path — exhaustive on wider registers, or screened (int8 scores,
+// then the exact chain for the candidates a proven bound leaves) — must return
+// exactly the scalar exhaustive loop's index: ties, padding, degenerate books
+// and out-of-range magnitudes included. No tolerance: the answer is an index
+// and the scalar loop defines it. Vector counts not a multiple of the paths'
+// vector groups are part of every call.
+class VqSearchPath : public ::testing::TestWithParam<SearchPath> {
+protected:
+    void SetUp() override {
+        if (!search_path_available(GetParam()))
+            GTEST_SKIP() << "the " << search_path_name(GetParam()) << " search path does not run on this CPU (or build)";
     }
-}
+
+    void expect_same_as_exhaustive(const std::vector<float>& centroids, const std::vector<float>& x,
+                                   const std::string& what, SearchStats* stats = nullptr) {
+        const SearchBook book(centroids);
+        const size_t n = x.size() / 8;
+        std::vector<uint8_t> scalar(n), fast(n);
+        nearest_centroids(book, x.data(), n, scalar.data(), SearchPath::scalar);
+        nearest_centroids(book, x.data(), n, fast.data(), GetParam(), stats);
+        for (size_t i = 0; i < n; ++i)
+            ASSERT_EQ(fast[i], scalar[i]) << what << ": " << search_path_name(GetParam()) << ", vector " << i << " of "
+                                          << n << " (" << x[i * 8] << ", " << x[i * 8 + 1] << ", ...)";
+    }
+};
+
+INSTANTIATE_TEST_SUITE_P(Paths, VqSearchPath, ::testing::ValuesIn(fast_search_paths()),
+                         [](const ::testing::TestParamInfo<SearchPath>& info) { return search_path_name(info.param); });
 
 std::vector<float> scaled(std::vector<float> v, float factor) {
     for (float& x : v) x *= factor;
     return v;
 }
 
-TEST(VqSearch, ScreenedSearchReturnsTheExhaustiveIndexOnRandomInputs) {
-    for (int entries : {256, 64, 37, 8, 1}) {
+TEST_P(VqSearchPath, ReturnsTheScalarIndexOnRandomInputs) {
+    // 200 entries pad to 224 (a 32-wide tail after 64-wide steps), 37 to 64, 1 to 32.
+    for (int entries : {256, 200, 64, 37, 8, 1}) {
         const std::vector<float> centroids = random_values(static_cast<size_t>(entries) * 8, 100u + entries, 1.0f);
         for (float scale : {1.0f, 0.3f, 1e-3f, 40.0f, 1e-9f, 1e9f}) {
-            std::vector<float> x = random_values(4000 * 8, 200u + entries, scale);
+            std::vector<float> x = random_values(4003 * 8, 200u + entries, scale);
             for (int j = 0; j < 8; ++j) x[j] = centroids[static_cast<size_t>(j)];  // an exact hit
             expect_same_as_exhaustive(centroids, x, fmt::format("{} entries, |x| ~ {}", entries, scale));
-            expect_same_as_exhaustive(scaled(centroids, scale), random_values(4000 * 8, 300u + entries, 1.0f),
+            expect_same_as_exhaustive(scaled(centroids, scale), random_values(4001 * 8, 300u + entries, 1.0f),
                                       fmt::format("{} entries, |c| ~ {}", entries, scale));
         }
     }
 }
 
-TEST(VqSearch, ScreenedSearchReturnsTheExhaustiveIndexOnAdversarialInputs) {
+TEST_P(VqSearchPath, ReturnsTheScalarIndexForEveryVectorCount) {
+    const std::vector<float> centroids = random_values(256 * 8, 40, 1.0f);
+    const std::vector<float> x = random_values(9 * 8, 41, 1.0f);
+    for (size_t n = 1; n <= 9; ++n)
+        expect_same_as_exhaustive(centroids, std::vector<float>(x.begin(), x.begin() + static_cast<ptrdiff_t>(n * 8)),
+                                  fmt::format("{} vectors", n));
+}
+
+TEST_P(VqSearchPath, ReturnsTheScalarIndexOnAdversarialInputs) {
     // Every centroid twice: each exact hit is a tie the lower index must win.
     {
         std::vector<float> c = random_values(128 * 8, 21, 1.0f);
@@ -203,12 +238,13 @@ TEST(VqSearch, ScreenedSearchReturnsTheExhaustiveIndexOnAdversarialInputs) {
     }
 }
 
-// On the converter's own data (a fitted residual book, normalised rows) the
+// On the converter's own data (a fitted residual book, normalised rows) a
 // screen must actually screen: the int8 bound left about 2 of 256 centroids
 // per vector in a model of it, so more than 16 means the bound or the codes
-// are broken even though the answer would still be right.
-TEST(VqSearch, ScreenedSearchEvaluatesFewCentroidsOnFittedBooks) {
-    if (!avx2_search_available()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+// are broken even though the answer would still be right. (The exhaustive
+// paths evaluate all 256 and only check the answer here.)
+TEST_P(VqSearchPath, FittedBooks) {
+    const bool screened = GetParam() == SearchPath::avx2_screened;
     waste::platform::ThreadPool pool(2);
     const uint32_t rows = 64, cols = 512;
     const std::vector<float> w = random_values(static_cast<size_t>(rows) * cols, 34, 0.02f);
@@ -222,9 +258,11 @@ TEST(VqSearch, ScreenedSearchEvaluatesFewCentroidsOnFittedBooks) {
         SearchStats stats;
         expect_same_as_exhaustive(std::vector<float>(book.centroid(0), book.centroid(0) + book.entries() * 8), residual,
                                   fmt::format("fitted book, stage {}", s), &stats);
-        EXPECT_EQ(stats.exhaustive_vectors, 0u) << "stage " << s;
-        const double per_vector = static_cast<double>(stats.exact_evaluations) / static_cast<double>(stats.vectors);
-        EXPECT_LT(per_vector, 16.0) << "stage " << s << ": exact evaluations per vector";
+        if (screened) {
+            EXPECT_EQ(stats.exhaustive_vectors, 0u) << "stage " << s;
+            const double per_vector = static_cast<double>(stats.exact_evaluations) / static_cast<double>(stats.vectors);
+            EXPECT_LT(per_vector, 16.0) << "stage " << s << ": exact evaluations per vector";
+        }
         std::vector<uint8_t> labels(residual.size() / 8);
         nearest_centroids(book, residual.data(), labels.size(), labels.data());
         for (size_t i = 0; i < labels.size(); ++i)
@@ -807,6 +845,45 @@ double cpu_seconds() {
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// f32 FMAs per second one core sustains: 12 independent chains of register
+// FMAs for ~0.2 s (enough chains to cover the FMA latency of any current x86
+// core), on the widest registers the search paths use here.
+#if defined(__x86_64__) && !defined(__clang__)
+template <typename V>
+__attribute__((always_inline)) inline double fma_rate(V m, V c) {
+    // Named values, not an array: an array would live in memory between the asm barriers.
+    V a0 = m, a1 = m * 2, a2 = m * 3, a3 = m * 4, a4 = m * 5, a5 = m * 6, a6 = m * 7, a7 = m * 8, a8 = m * 9,
+      a9 = m * 10, a10 = m * 11, a11 = m * 12;
+    const long iterations = 20000000;
+    const auto start = std::chrono::steady_clock::now();
+    for (long i = 0; i < iterations; ++i) {
+        // Each contracted to one FMA (the target has FMA; GCC contracts by default).
+        a0 = a0 * m + c, a1 = a1 * m + c, a2 = a2 * m + c, a3 = a3 * m + c, a4 = a4 * m + c, a5 = a5 * m + c;
+        a6 = a6 * m + c, a7 = a7 * m + c, a8 = a8 * m + c, a9 = a9 * m + c, a10 = a10 * m + c, a11 = a11 * m + c;
+        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(a8),
+                         "+v"(a9), "+v"(a10), "+v"(a11));
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return 12.0 * static_cast<double>(iterations) * (sizeof(V) / sizeof(float)) / s;
+}
+typedef float v16f __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+__attribute__((target("avx512f,fma"), noinline)) double fma_rate_avx512() {
+    return fma_rate<v16f>(v16f{} + 0.999999f, v16f{} + 1e-7f);
+}
+__attribute__((target("avx2,fma"), noinline)) double fma_rate_avx2() {
+    return fma_rate<v8f>(v8f{} + 0.999999f, v8f{} + 1e-7f);
+}
+#endif
+
+std::pair<double, const char*> peak_fma_rate() {
+#if defined(__x86_64__) && !defined(__clang__)
+    if (avx512_search_available()) return {fma_rate_avx512(), "avx512"};
+    if (avx2_search_available()) return {fma_rate_avx2(), "avx2"};
+#endif
+    return {std::nan(""), "none"};
+}
+
 TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
     uint32_t inter = 1024, hidden = 2304, experts = 3;
     if (const char* env = std::getenv("WASTE_CONVERT_BENCH")) std::sscanf(env, "%u %u %u", &inter, &hidden, &experts);
@@ -831,8 +908,8 @@ TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
         for (uint32_t r = 0; r < rows; ++r) normalise_row(&down[static_cast<size_t>(r) * inter], inter, &x[static_cast<size_t>(r) * inter]);
         const size_t n = x.size() / 8;
         std::vector<uint8_t> labels(n), reference(n);
-        for (SearchPath path : {SearchPath::scalar, SearchPath::avx2, SearchPath::avx2_screened}) {
-            if (path != SearchPath::scalar && !avx2_search_available()) continue;
+        for (SearchPath path : {SearchPath::scalar, SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512}) {
+            if (!search_path_available(path)) continue;
             const size_t count = path == SearchPath::scalar ? std::min<size_t>(n, 20000) : n;
             SearchStats stats;
             const double cpu0 = cpu_seconds();
@@ -851,15 +928,19 @@ TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
         }
     }
     // Distance evaluations of an exhaustive search: every 8-vector against every
-    // centroid of every stage, 8 FMAs each; this VM's peak is 2 cores x 2.45 GHz
-    // x 2 FMA units x 8 lanes.
+    // centroid of every stage, 8 FMAs each, at the f32 FMA rate this core
+    // sustains on its widest registers (measured here: 12 independent chains).
     const double fmas = weights / 8 * 3 * 256 * 8;
-    const double peak_fma_per_s_per_core = 2.45e9 * 2 * 8;
+    const auto [peak_fma_per_s_per_core, peak_isa] = peak_fma_rate();
     std::printf("{\"bench\": \"exhaustive_flop_bound\", \"weights_per_expert\": %.0f, \"gflop\": %.1f, "
+                "\"peak_gfma_per_s_per_core\": %.1f, \"peak_isa\": \"%s\", "
                 "\"seconds_per_expert_1_thread\": %.3f, \"seconds_per_expert_2_threads\": %.3f}\n",
-                weights, 2 * fmas / 1e9, fmas / peak_fma_per_s_per_core, fmas / peak_fma_per_s_per_core / 2);
-    std::vector<SearchPath> paths = {SearchPath::scalar};
-    if (avx2_search_available()) paths = {SearchPath::avx2, SearchPath::avx2_screened};
+                weights, 2 * fmas / 1e9, peak_fma_per_s_per_core / 1e9, peak_isa, fmas / peak_fma_per_s_per_core,
+                fmas / peak_fma_per_s_per_core / 2);
+    std::vector<SearchPath> paths;
+    for (SearchPath path : {SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512})
+        if (search_path_available(path)) paths.push_back(path);
+    if (paths.empty()) paths = {SearchPath::scalar};
     std::vector<uint8_t> reference_indices;
     for (unsigned jobs : {1u, 2u})
         for (SearchPath path : paths) {

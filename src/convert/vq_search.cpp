@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "convert/vq_search_paths.h"
 #include "kernels/isa.h"
 #include "platform/error.h"
 
@@ -302,6 +303,7 @@ const char* search_path_name(SearchPath path) {
     case SearchPath::scalar: return "scalar";
     case SearchPath::avx2: return "avx2";
     case SearchPath::avx2_screened: return "avx2_screened";
+    case SearchPath::avx512: return "avx512";
     }
     return "?";
 }
@@ -318,11 +320,43 @@ bool avx2_search_available() {
 #endif
 }
 
+bool avx512_search_available() {
+#if WASTE_X86_SIMD
+    static const bool available = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    }();
+    return available;
+#else
+    return false;
+#endif
+}
+
+bool search_path_available(SearchPath path) {
+    switch (path) {
+    case SearchPath::best:
+    case SearchPath::scalar: return true;
+    case SearchPath::avx2:
+    case SearchPath::avx2_screened: return avx2_search_available();
+    case SearchPath::avx512: return avx512_search_available();
+    }
+    return false;
+}
+
 void nearest_centroids(const SearchBook& book, const float* vectors, size_t count, uint8_t* out, SearchPath path,
                        SearchStats* stats) {
-    if (path == SearchPath::best) path = avx2_search_available() ? SearchPath::avx2 : SearchPath::scalar;
+    if (path == SearchPath::best)
+        path = avx512_search_available() ? SearchPath::avx512
+               : avx2_search_available() ? SearchPath::avx2
+                                         : SearchPath::scalar;
     if (stats) stats->vectors += count;
 #if WASTE_X86_SIMD
+    if (path == SearchPath::avx512) {
+        WASTE_CHECK(avx512_search_available());
+        detail::nearest_avx512(book, vectors, count, out);
+        if (stats) stats->exact_evaluations += count * static_cast<uint64_t>(book.padded());
+        return;
+    }
     if (path == SearchPath::avx2 || path == SearchPath::avx2_screened) {
         WASTE_CHECK(avx2_search_available());
         if (path == SearchPath::avx2) {

@@ -7,11 +7,14 @@
 // and the nearest is the first e with the smallest d (strict <, ascending e).
 // |x|^2 is left out: it is the same for every centroid.
 //
-// Three paths, one answer (convert_test checks it on random and adversarial
+// Four paths, one answer (convert_test checks it on random and adversarial
 // inputs; --jobs and the CPU never change a byte):
 //  - scalar: the formula itself, every centroid (the reference);
 //  - avx2: the same fma chain on 8 centroids per lane group, every centroid,
 //    ties reduced to the lowest index (exhaustive);
+//  - avx512: the same on 16 centroids per lane group, 4 vectors per pass
+//    sharing each centroid load (exhaustive; vq_search_avx512.cpp). fma is
+//    correctly rounded, so every lane width gives the scalar chain's bits;
 //  - avx2_screened: every centroid scored cheaply in int8 (x to 7 bits per
 //    vector, centroids to 8 bits per book, vpmaddubsw), then the exact chain
 //    only for the centroids whose score is within twice a proven error bound
@@ -69,7 +72,7 @@ private:
     double max_norm_ = 0, max_code_error_ = 0, max_norm2_ = 0;
 };
 
-enum class SearchPath { best, scalar, avx2, avx2_screened };
+enum class SearchPath { best, scalar, avx2, avx2_screened, avx512 };
 const char* search_path_name(SearchPath path);
 
 // What a search did (for benchmarks): exact-chain centroid evaluations and
@@ -79,14 +82,19 @@ struct SearchStats {
 };
 
 // Nearest centroid of each of `count` vectors ([count][8] f32) -> out[count].
-// best = avx2 where the CPU has AVX2+FMA, else scalar: the screened path
-// evaluates ~1.6 exact distances per vector instead of 256, but its int8
-// scoring costs about as many instructions as the f32 chains it saves, and
-// measured 1.25-1.4x slower than avx2 here (docs/BENCHMARKS.md).
+// best = avx512 where the CPU has AVX-512F, else avx2 where it has AVX2+FMA,
+// else scalar: the AVX2 screened path evaluates ~1.6 exact distances per
+// vector instead of 256, but its int8 scoring costs about as many
+// instructions as the f32 chains it saves, and measured 1.25-1.4x slower
+// than avx2 (docs/BENCHMARKS.md).
 void nearest_centroids(const SearchBook& book, const float* vectors, size_t count, uint8_t* out,
                        SearchPath path = SearchPath::best, SearchStats* stats = nullptr);
 
 // Whether the AVX2 variants exist in this build and run on this CPU.
 bool avx2_search_available();
+// Whether the AVX-512 exhaustive path exists in this build and runs on this CPU (AVX-512F).
+bool avx512_search_available();
+// Whether `path` runs here (best and scalar: always).
+bool search_path_available(SearchPath path);
 
 }  // namespace waste::convert
