@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include <time.h>
@@ -27,6 +28,7 @@
 #include "convert/converter.h"
 #include "convert/verify_source.h"
 #include "convert/vq_fit.h"
+#include "convert/vq_rows.h"
 #include "convert/vq_search.h"
 #include "format/container.h"
 #include "format/container_writer.h"
@@ -64,7 +66,7 @@ namespace {
 // Every search path besides the scalar reference (each test skips, or
 // passes over, the ones this CPU lacks).
 std::vector<SearchPath> fast_search_paths() {
-    return {SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512};
+    return {SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512, SearchPath::avx512_screened};
 }
 
 TEST(VqSearch, AgreesWithBruteForceAndAcrossPaths) {
@@ -244,7 +246,7 @@ TEST_P(VqSearchPath, ReturnsTheScalarIndexOnAdversarialInputs) {
 // are broken even though the answer would still be right. (The exhaustive
 // paths evaluate all 256 and only check the answer here.)
 TEST_P(VqSearchPath, FittedBooks) {
-    const bool screened = GetParam() == SearchPath::avx2_screened;
+    const bool screened = GetParam() == SearchPath::avx2_screened || GetParam() == SearchPath::avx512_screened;
     waste::platform::ThreadPool pool(2);
     const uint32_t rows = 64, cols = 512;
     const std::vector<float> w = random_values(static_cast<size_t>(rows) * cols, 34, 0.02f);
@@ -267,6 +269,60 @@ TEST_P(VqSearchPath, FittedBooks) {
         nearest_centroids(book, residual.data(), labels.size(), labels.data());
         for (size_t i = 0; i < labels.size(); ++i)
             for (int j = 0; j < 8; ++j) residual[i * 8 + static_cast<size_t>(j)] -= book.centroid(labels[i])[j];
+    }
+}
+
+// ---------------------------------------------------------------- row passes
+
+// The encoder's per-row passes have an AVX-512 copy and a generic one; both
+// must give the same bits (no tolerance: the container's scales and indices
+// follow from them, and the error figure is reported), on rows with NaN,
+// ±inf, ±0, subnormals and lengths that are not a multiple of 16.
+TEST(VqRows, AvxAndGenericPassesGiveTheSameBits) {
+    namespace rp = waste::convert::row_passes;
+    if (!avx512_search_available()) GTEST_SKIP() << "no AVX-512F on this CPU: only the generic row passes run here";
+    const std::vector<float> c = random_values(256 * 8, 50, 0.3f);
+    const SearchBook book(c);
+    for (uint32_t cols : {8u, 24u, 40u, 3584u}) {
+        std::vector<float> w = random_values(cols, 51 + cols, 0.02f);
+        const auto bits_of = [](float v) {
+            uint32_t b;
+            std::memcpy(&b, &v, 4);
+            return b;
+        };
+        EXPECT_EQ(rp::first_non_finite(w.data(), cols), cols);
+        EXPECT_EQ(rp::first_non_finite(w.data(), cols, rp::RowPath::generic), cols);
+        float reference = 0;
+        for (float v : w) reference = std::max(reference, std::fabs(v));
+        EXPECT_EQ(bits_of(rp::absmax(w.data(), cols)), bits_of(reference)) << cols;
+        EXPECT_EQ(bits_of(rp::absmax(w.data(), cols, rp::RowPath::generic)), bits_of(reference)) << cols;
+        std::vector<float> a(cols), b(cols);
+        rp::divide(w.data(), cols, 0.0371f, a.data());
+        rp::divide(w.data(), cols, 0.0371f, b.data(), rp::RowPath::generic);
+        EXPECT_EQ(0, std::memcmp(a.data(), b.data(), cols * 4)) << cols;
+        std::vector<uint8_t> labels(cols / 8);
+        for (size_t v = 0; v < labels.size(); ++v) labels[v] = static_cast<uint8_t>(v * 37 + 11);
+        std::vector<float> ra = a, rb = a;
+        rp::subtract_centroids(book, labels.data(), cols / 8, ra.data());
+        rp::subtract_centroids(book, labels.data(), cols / 8, rb.data(), rp::RowPath::generic);
+        EXPECT_EQ(0, std::memcmp(ra.data(), rb.data(), cols * 4)) << cols;
+        const rp::RowError ea = rp::row_error(w.data(), a.data(), ra.data(), cols, 0.0371);
+        const rp::RowError eb = rp::row_error(w.data(), a.data(), ra.data(), cols, 0.0371, rp::RowPath::generic);
+        EXPECT_EQ(ea.error2, eb.error2) << cols;
+        EXPECT_EQ(ea.weight2, eb.weight2) << cols;
+        // Special values, each at an index that is not a multiple of 16.
+        w[cols - 3] = -0.0f;
+        w[cols - 5] = 1e-42f;
+        w[cols / 2 + 1] = -INFINITY;
+        w[cols - 1] = NAN;
+        for (rp::RowPath path : {rp::RowPath::best, rp::RowPath::generic}) {
+            EXPECT_EQ(rp::first_non_finite(w.data(), cols, path), cols / 2 + 1) << cols;
+            EXPECT_EQ(rp::absmax(w.data(), cols, path), INFINITY) << cols << ": NaN skipped, -inf counted";
+        }
+        w[cols / 2 + 1] = 0.5f;
+        EXPECT_EQ(rp::first_non_finite(w.data(), cols), cols - 1);
+        EXPECT_EQ(bits_of(rp::absmax(w.data(), cols)), bits_of(rp::absmax(w.data(), cols, rp::RowPath::generic)));
+        EXPECT_EQ(rp::absmax(w.data(), cols), 0.5f) << cols;
     }
 }
 
@@ -908,7 +964,8 @@ TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
         for (uint32_t r = 0; r < rows; ++r) normalise_row(&down[static_cast<size_t>(r) * inter], inter, &x[static_cast<size_t>(r) * inter]);
         const size_t n = x.size() / 8;
         std::vector<uint8_t> labels(n), reference(n);
-        for (SearchPath path : {SearchPath::scalar, SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512}) {
+        for (SearchPath path : {SearchPath::scalar, SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512,
+                                SearchPath::avx512_screened}) {
             if (!search_path_available(path)) continue;
             const size_t count = path == SearchPath::scalar ? std::min<size_t>(n, 20000) : n;
             SearchStats stats;
@@ -938,14 +995,30 @@ TEST(ConvertSpeed, DISABLED_SecondsPerExpert) {
                 weights, 2 * fmas / 1e9, peak_fma_per_s_per_core / 1e9, peak_isa, fmas / peak_fma_per_s_per_core,
                 fmas / peak_fma_per_s_per_core / 2);
     std::vector<SearchPath> paths;
-    for (SearchPath path : {SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512})
+    // WASTE_CONVERT_BENCH_PATHS="avx512,avx2" limits the encoder runs to those paths (the first is the reference).
+    const char* only = std::getenv("WASTE_CONVERT_BENCH_PATHS");
+    std::vector<SearchPath> candidates = {SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512,
+                                          SearchPath::avx512_screened};
+    if (only) {
+        candidates.clear();
+        std::stringstream list(only);
+        for (std::string name; std::getline(list, name, ',');)
+            for (SearchPath path : {SearchPath::scalar, SearchPath::avx2, SearchPath::avx2_screened, SearchPath::avx512,
+                                    SearchPath::avx512_screened})
+                if (name == search_path_name(path)) candidates.push_back(path);
+    }
+    for (SearchPath path : candidates)
         if (search_path_available(path)) paths.push_back(path);
     if (paths.empty()) paths = {SearchPath::scalar};
     std::vector<uint8_t> reference_indices;
+    // One index buffer for every run, touched before the first: the converter
+    // reuses its record buffer, and a fresh 14 MB allocation per run would add
+    // its page faults (~0.03-0.07 s per expert here) to the encoder's time.
+    std::vector<uint8_t> indices(index_bytes * 3, 1);
     for (unsigned jobs : {1u, 2u})
         for (SearchPath path : paths) {
             waste::platform::ThreadPool pool(jobs);
-            std::vector<uint8_t> indices(index_bytes * 3);
+            std::fill(indices.begin(), indices.end(), static_cast<uint8_t>(0xA5));  // nothing left from the run before
             const double cpu0 = cpu_seconds();
             const auto start = std::chrono::steady_clock::now();
             double error2 = 0, weight2 = 0;

@@ -1,5 +1,7 @@
 #include "convert/vq_fit.h"
 
+#include "convert/vq_rows.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -207,57 +209,15 @@ StageBooks fit_residual_books(std::vector<float> vectors, int stages, int entrie
 }
 
 uint16_t normalise_row(const float* row, uint32_t cols, float* out) {
-    // The largest |w| as the largest magnitude bit pattern (the same order for
-    // non-negative floats), NaNs skipped as std::max skipped them: an integer
-    // max the compiler vectorises, where a float max reduction stays scalar.
-    uint32_t top = 0;
-    for (uint32_t i = 0; i < cols; ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, row + i, sizeof bits);
-        bits &= 0x7FFFFFFFu;
-        top = std::max(top, bits > 0x7F800000u ? 0u : bits);
-    }
-    float absmax;
-    std::memcpy(&absmax, &top, sizeof absmax);
-    const uint16_t bits = format::f32_to_f16(absmax);
+    const uint16_t bits = format::f32_to_f16(row_passes::absmax(row, cols));
     const float scale = format::f16_to_f32(bits);
     const bool usable = scale > 0 && std::isfinite(scale);  // a zero row, or one the caller will refuse
-    if (!usable) {
+    if (usable)
+        row_passes::divide(row, cols, scale, out);
+    else
         std::fill(out, out + cols, 0.0f);
-        return bits;
-    }
-    for (uint32_t i = 0; i < cols; ++i) out[i] = row[i] / scale;
     return bits;
 }
-
-namespace {
-
-// The index of the first non-finite value of row[0, cols), or cols: one
-// branch-free pass the compiler vectorises, and a scan only when there is one.
-uint32_t first_non_finite(const float* row, uint32_t cols) {
-    uint32_t any = 0;
-    for (uint32_t i = 0; i < cols; ++i) {
-        uint32_t bits;
-        std::memcpy(&bits, row + i, sizeof bits);
-        any |= static_cast<uint32_t>((bits & 0x7F800000u) == 0x7F800000u);
-    }
-    if (any == 0) return cols;
-    for (uint32_t i = 0; i < cols; ++i)
-        if (!std::isfinite(row[i])) return i;
-    return cols;
-}
-
-// residual -= the chosen centroid, per vector (restrict: the compiler may
-// then use whole-vector loads and stores).
-void subtract_centroids(const SearchBook& book, const uint8_t* labels, uint32_t positions, float* __restrict residual) {
-    for (uint32_t v = 0; v < positions; ++v) {
-        const float* __restrict c = book.centroid(labels[v]);
-        float* __restrict r = residual + static_cast<size_t>(v) * vq_dim;
-        for (int j = 0; j < vq_dim; ++j) r[j] -= c[j];
-    }
-}
-
-}  // namespace
 
 MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, const StageBooks& books,
                           const format::ExpertQuant& quant, uint8_t* indices, uint16_t* scales,
@@ -276,7 +236,7 @@ MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, co
             const uint32_t last = std::min(rows, static_cast<uint32_t>((b + 1) * rows_per_block));
             for (uint32_t r = static_cast<uint32_t>(b * rows_per_block); r < last; ++r) {
                 const float* w = weights + static_cast<size_t>(r) * cols;
-                if (const uint32_t i = first_non_finite(w, cols); i < cols)
+                if (const uint32_t i = row_passes::first_non_finite(w, cols); i < cols)
                     fail(WASTE_ERR_INVALID_ARGUMENT, "{}: weight [{}][{}] is {}", what, r, i, w[i]);
                 const uint16_t scale_bits = normalise_row(w, cols, normalised.data());
                 if ((scale_bits & 0x7C00) == 0x7C00)
@@ -287,7 +247,7 @@ MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, co
                     uint8_t* stage_labels = labels.data() + static_cast<size_t>(s) * positions;
                     const SearchBook& book = books.search[static_cast<size_t>(s)];
                     nearest_centroids(book, residual.data(), positions, stage_labels, path);
-                    subtract_centroids(book, stage_labels, positions, residual.data());
+                    row_passes::subtract_centroids(book, stage_labels, positions, residual.data());
                 }
                 for (uint32_t v = 0; v < positions; ++v) {
                     uint8_t stage_index[8];
@@ -297,23 +257,11 @@ MatrixError encode_matrix(const float* weights, uint32_t rows, uint32_t cols, co
                 // The decoded row is scale * (sum of the chosen centroids) = scale *
                 // (normalised - residual) up to f32 rounding (~1e-7 relative): the
                 // error figure from the residual, in one pass, instead of re-adding
-                // every stage's centroid per weight. Four partial sums (i mod 4,
-                // added in a fixed order; cols is a multiple of 8) so the f64 adds
-                // are not one serial dependency chain; this file is built without
-                // FMA, so no multiply is contracted and the figure is the same on
-                // every x86 CPU.
-                const double scale = format::f16_to_f32(scale_bits);
-                double error2[4] = {}, weight2[4] = {};
-                for (uint32_t i = 0; i < cols; i += 4)
-                    for (uint32_t k = 0; k < 4; ++k) {
-                        const double original = w[i + k];
-                        const double diff =
-                            original - scale * (static_cast<double>(normalised[i + k]) - residual[i + k]);
-                        error2[k] += diff * diff;
-                        weight2[k] += original * original;
-                    }
-                err.error2 += (error2[0] + error2[1]) + (error2[2] + error2[3]);
-                err.weight2 += (weight2[0] + weight2[1]) + (weight2[2] + weight2[3]);
+                // every stage's centroid per weight (the same bits on every CPU).
+                const row_passes::RowError e = row_passes::row_error(w, normalised.data(), residual.data(), cols,
+                                                         format::f16_to_f32(scale_bits));
+                err.error2 += e.error2;
+                err.weight2 += e.weight2;
             }
             block_error[b] = err;
         }

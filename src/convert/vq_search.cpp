@@ -23,15 +23,10 @@ constexpr float inf = std::numeric_limits<float>::infinity();
 // 2 * 255 * 63 = 32130 and never saturates its i16. (x within [-31, 31] would
 // let one vpaddw replace a vpmaddwd; measured, the extra candidates of the
 // coarser x cost more than the multiply saved.)
-constexpr int x_levels = 63;
+[[maybe_unused]] constexpr int x_levels = 63;  // (used by the AVX2 code only)
 constexpr int c_levels = 127;
 constexpr int c_offset = 128;
-constexpr double max_dot_u = 8.0 * 255 * x_levels;          // |sum code * xq|
-constexpr double max_dot_q = 8.0 * c_levels * x_levels;     // |sum (code - 128) * xq|
-// The range the error bound is proven for: every quantity it involves is a
-// normal f32/f64 well away from overflow.
-constexpr double range_lo = 0x1p-40, range_hi = 0x1p40;
-constexpr double f32_unit = 0x1p-24;  // unit roundoff of f32
+constexpr double range_lo = detail::screen_range_lo, range_hi = detail::screen_range_hi;
 
 void nearest_scalar(const SearchBook& book, const float* vectors, size_t count, uint8_t* out) {
     const int padded = book.padded();
@@ -148,8 +143,7 @@ __attribute__((noinline)) void nearest_screened_avx2(const SearchBook& book, con
     const int blocks = book.padded() / 8;
     const float* n = book.norms();
     const uint8_t* codes = book.screen_codes();
-    const double sc = book.screen_scale(), cmax = book.max_norm(), qmax = book.max_code_error(),
-                 nmax = book.max_norm2();
+    const double sc = book.screen_scale();
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
     const __m256i ones = _mm256_set1_epi16(1);
     alignas(32) float scores[256];
@@ -187,11 +181,7 @@ __attribute__((noinline)) void nearest_screened_avx2(const SearchBook& book, con
         const double ex = std::sqrt(static_cast<double>(sq[0])) * (1 + 0x1p-10) + 0x1p-20 * xm;
         const double xn = std::sqrt(static_cast<double>(sq[1])) * (1 + 0x1p-10);
         const float unit = static_cast<float>(2.0 * sx * sc);
-        const double u = f32_unit;
-        const double delta = (2 * (ex * cmax + (xn + ex) * qmax) + 9 * u * (nmax + 2 * xn * cmax) +
-                              u * (nmax + unit * max_dot_u) + u * 1.01 * unit * max_dot_q) *
-                                 (1 + 0x1p-20) +
-                             0x1p-140;
+        const double delta = detail::screen_delta(book, ex, xn, unit, x_levels);
         // Pass 1: every score.
         const __m256 neg_unit = _mm256_set1_ps(-unit);
         __m256 low = _mm256_set1_ps(inf);
@@ -279,14 +269,16 @@ SearchBook::SearchBook(std::span<const float> centroids) {
     if (!screenable_) return;
     scale_ = largest > 0 ? static_cast<float>(largest / c_levels) : 1.0f;
     codes_.assign(static_cast<size_t>(padded_ / 8) * 64, static_cast<uint8_t>(c_offset));
+    codes16_.assign(static_cast<size_t>(padded_ / 16) * 128, static_cast<uint8_t>(c_offset));
     for (int e = 0; e < entries_; ++e) {
         double norm2 = 0, error2 = 0;
         for (int j = 0; j < vq_dim; ++j) {
             const double v = centroids[static_cast<size_t>(e) * vq_dim + j];
             const double q = std::clamp(std::nearbyint(v / scale_), static_cast<double>(-c_levels),
                                         static_cast<double>(c_levels));
-            codes_[static_cast<size_t>(e / 8) * 64 + (j / 4) * 32 + (e % 8) * 4 + j % 4] =
-                static_cast<uint8_t>(static_cast<int>(q) + c_offset);
+            const auto code = static_cast<uint8_t>(static_cast<int>(q) + c_offset);
+            codes_[static_cast<size_t>(e / 8) * 64 + (j / 4) * 32 + (e % 8) * 4 + j % 4] = code;
+            codes16_[static_cast<size_t>(e / 16) * 128 + (j / 4) * 64 + (e % 16) * 4 + j % 4] = code;
             norm2 += v * v;
             error2 += (v - q * scale_) * (v - q * scale_);
         }
@@ -304,6 +296,7 @@ const char* search_path_name(SearchPath path) {
     case SearchPath::avx2: return "avx2";
     case SearchPath::avx2_screened: return "avx2_screened";
     case SearchPath::avx512: return "avx512";
+    case SearchPath::avx512_screened: return "avx512_screened";
     }
     return "?";
 }
@@ -332,6 +325,19 @@ bool avx512_search_available() {
 #endif
 }
 
+bool avx512_screen_available() {
+#if WASTE_X86_SIMD
+    static const bool available = [] {
+        __builtin_cpu_init();
+        return avx512_search_available() && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    }();
+    return available;
+#else
+    return false;
+#endif
+}
+
 bool search_path_available(SearchPath path) {
     switch (path) {
     case SearchPath::best:
@@ -339,6 +345,7 @@ bool search_path_available(SearchPath path) {
     case SearchPath::avx2:
     case SearchPath::avx2_screened: return avx2_search_available();
     case SearchPath::avx512: return avx512_search_available();
+    case SearchPath::avx512_screened: return avx512_screen_available();
     }
     return false;
 }
@@ -355,6 +362,11 @@ void nearest_centroids(const SearchBook& book, const float* vectors, size_t coun
         WASTE_CHECK(avx512_search_available());
         detail::nearest_avx512(book, vectors, count, out);
         if (stats) stats->exact_evaluations += count * static_cast<uint64_t>(book.padded());
+        return;
+    }
+    if (path == SearchPath::avx512_screened) {
+        WASTE_CHECK(avx512_screen_available());
+        detail::nearest_screened_avx512(book, vectors, count, out, stats);
         return;
     }
     if (path == SearchPath::avx2 || path == SearchPath::avx2_screened) {

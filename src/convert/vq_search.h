@@ -7,7 +7,7 @@
 // and the nearest is the first e with the smallest d (strict <, ascending e).
 // |x|^2 is left out: it is the same for every centroid.
 //
-// Four paths, one answer (convert_test checks it on random and adversarial
+// Five paths, one answer (convert_test checks it on random and adversarial
 // inputs; --jobs and the CPU never change a byte):
 //  - scalar: the formula itself, every centroid (the reference);
 //  - avx2: the same fma chain on 8 centroids per lane group, every centroid,
@@ -23,7 +23,10 @@
 //    left out has a larger exact d than the best one: the result is the
 //    exhaustive search's, ties included. A vector or book outside the range
 //    the bound is proven for (|x|max or |c|max beyond 2^±40, non-finite
-//    values) takes the exhaustive path.
+//    values) takes the exhaustive path;
+//  - avx512_screened: the same screen with x to 8 bits and the int8 dot
+//    products by vpdpbusd (AVX-512 VNNI), 16 centroids per register; a lone
+//    candidate is the answer without its exact distance.
 //
 // Deliberately not here: fitting codebooks (vq_fit.h), record layout.
 #pragma once
@@ -56,6 +59,9 @@ public:
     // when the bound is not proven for these centroids.
     bool screenable() const { return screenable_; }
     const uint8_t* screen_codes() const { return codes_.data(); }
+    // The same codes for 16-centroid blocks (the AVX-512 screen): block b
+    // (centroids 16b..16b+15) is [b][half][lane*4 + k] for dim 4*half + k.
+    const uint8_t* screen_codes16() const { return codes16_.data(); }
     float screen_scale() const { return scale_; }
     double max_norm() const { return max_norm_; }            // max_e |c_e|
     double max_code_error() const { return max_code_error_; }  // max_e |c_e - decoded code_e|
@@ -67,12 +73,13 @@ private:
     std::vector<float> norms_;      // [padded]
     std::vector<float> centroids_;  // [entries][8]
     bool screenable_ = false;
-    std::vector<uint8_t> codes_;  // [padded / 8][2][32]
+    std::vector<uint8_t> codes_;    // [padded / 8][2][32]
+    std::vector<uint8_t> codes16_;  // [padded / 16][2][64]
     float scale_ = 0;
     double max_norm_ = 0, max_code_error_ = 0, max_norm2_ = 0;
 };
 
-enum class SearchPath { best, scalar, avx2, avx2_screened, avx512 };
+enum class SearchPath { best, scalar, avx2, avx2_screened, avx512, avx512_screened };
 const char* search_path_name(SearchPath path);
 
 // What a search did (for benchmarks): exact-chain centroid evaluations and
@@ -83,10 +90,11 @@ struct SearchStats {
 
 // Nearest centroid of each of `count` vectors ([count][8] f32) -> out[count].
 // best = avx512 where the CPU has AVX-512F, else avx2 where it has AVX2+FMA,
-// else scalar: the AVX2 screened path evaluates ~1.6 exact distances per
-// vector instead of 256, but its int8 scoring costs about as many
-// instructions as the f32 chains it saves, and measured 1.25-1.4x slower
-// than avx2 (docs/BENCHMARKS.md).
+// else scalar. The screened paths evaluate ~0.8-1.6 exact distances per
+// vector instead of 256, but their per-vector work (quantising x, the bound,
+// the threshold, data-dependent branches) is serial and costs more than the
+// f32 chains it saves: avx2_screened measured 0.9-1.4x avx2's time, and
+// avx512_screened ~3x avx512's (docs/BENCHMARKS.md).
 void nearest_centroids(const SearchBook& book, const float* vectors, size_t count, uint8_t* out,
                        SearchPath path = SearchPath::best, SearchStats* stats = nullptr);
 
@@ -94,6 +102,9 @@ void nearest_centroids(const SearchBook& book, const float* vectors, size_t coun
 bool avx2_search_available();
 // Whether the AVX-512 exhaustive path exists in this build and runs on this CPU (AVX-512F).
 bool avx512_search_available();
+// Whether the AVX-512 VNNI screened path exists in this build and runs on this CPU
+// (AVX-512F/BW/VL/VNNI).
+bool avx512_screen_available();
 // Whether `path` runs here (best and scalar: always).
 bool search_path_available(SearchPath path);
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "kernels/isa.h"
@@ -124,6 +125,156 @@ void nearest_avx512(const SearchBook& book, const float* vectors, size_t count, 
         for (; e + 64 <= padded; e += 64) step<vecs, 4>(columns, n, e, x, r);
         if (e < padded) step<vecs, 2>(columns, n, e, x, r);
         for (int v = 0; v < vecs && i + v < count; ++v) out[i + v] = answer(r[v]);
+    }
+}
+
+namespace {
+
+// x to 8 bits: vpdpbusd adds u8 x s8 products straight into i32, so there is
+// no i16 pair sum to saturate (the AVX2 screen stops at 63 levels for that).
+constexpr int x_levels = 127;
+
+inline float horizontal_max(__m256 v) {
+    v = _mm256_max_ps(v, _mm256_permute2f128_ps(v, v, 1));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm256_max_ps(v, _mm256_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm256_cvtss_f32(v);
+}
+
+inline float horizontal_min(__m512 v) {
+    v = _mm512_min_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_min_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_min_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_min_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_cvtss_f32(v);
+}
+
+// The smallest f32 >= limit (a finite double).
+inline float round_up(double limit) {
+    float t = static_cast<float>(limit);
+    if (static_cast<double>(t) < limit) {
+        uint32_t bits;
+        std::memcpy(&bits, &t, sizeof bits);
+        if ((bits & 0x7FFFFFFFu) == 0) bits = 1;  // ±0 -> the smallest positive subnormal
+        else if (bits >> 31) --bits;              // negative: toward zero
+        else ++bits;
+        std::memcpy(&t, &bits, sizeof t);
+    }
+    return t;
+}
+
+}  // namespace
+
+// Screened, as nearest_screened_avx2 (vq_search.cpp derives the bound), with
+// x to 127 levels and the int8 dot products by vpdpbusd: two per 16
+// centroids. Candidates are visited in ascending index order, so the first
+// strictly smaller exact distance is the scalar loop's answer; a lone
+// candidate is the answer without its exact distance (every other centroid's
+// exact distance is proven larger).
+void nearest_screened_avx512(const SearchBook& book, const float* vectors, size_t count, uint8_t* out,
+                             SearchStats* stats) {
+    if (!book.screenable()) {
+        nearest_avx512(book, vectors, count, out);
+        if (stats) {
+            stats->exhaustive_vectors += count;
+            stats->exact_evaluations += count * static_cast<uint64_t>(book.padded());
+        }
+        return;
+    }
+    const int blocks = book.padded() / 16;  // even, at most 16
+    const int words = (blocks + 3) / 4;     // 64 candidate bits each
+    const float* n = book.norms();
+    const uint8_t* codes = book.screen_codes16();
+    const float* columns[8];
+    for (int j = 0; j < 8; ++j) columns[j] = book.column(j);
+    const double sc = book.screen_scale();
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    alignas(64) float scores[256];
+    uint64_t evaluations = 0, exhaustive = 0;
+    for (size_t i = 0; i < count; ++i) {
+        const float* v = vectors + i * vq_dim;
+        const __m256 x = _mm256_loadu_ps(v);
+        const __m256 ax = _mm256_and_ps(x, abs_mask);
+        // NaN or ±inf anywhere (max_ps would drop a NaN), or |x|max out of range: exhaustive.
+        const bool not_finite =
+            _mm256_movemask_ps(_mm256_cmp_ps(ax, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_NLE_UQ)) != 0;
+        const float xm = horizontal_max(ax);
+        if (not_finite || !(xm >= screen_range_lo && xm <= screen_range_hi)) {
+            nearest_avx512(book, v, 1, out + i);
+            ++exhaustive;
+            continue;
+        }
+        const float sx = xm / static_cast<float>(x_levels);
+        __m256 qf = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(static_cast<float>(x_levels) / xm)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        qf = _mm256_min_ps(_mm256_max_ps(qf, _mm256_set1_ps(-x_levels)), _mm256_set1_ps(x_levels));
+        const __m128i q8 = _mm256_cvtepi32_epi8(_mm256_cvtps_epi32(qf));  // x0..x7 as i8
+        const __m512i x_lo = _mm512_set1_epi32(_mm_cvtsi128_si32(q8));
+        const __m512i x_hi = _mm512_set1_epi32(_mm_extract_epi32(q8, 1));
+        // |x - sx xq|^2 and |x|^2 together.
+        const __m256 diff = _mm256_sub_ps(x, _mm256_mul_ps(qf, _mm256_set1_ps(sx)));
+        __m256 sums = _mm256_hadd_ps(_mm256_mul_ps(diff, diff), _mm256_mul_ps(x, x));
+        sums = _mm256_hadd_ps(sums, sums);
+        const __m128 both = _mm_add_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
+        alignas(16) float sq[4];
+        _mm_store_ps(sq, both);
+        // f32 rounding of those sums and of sx*xq: relative 2^-10 and absolute 2^-20 |x|max cover it.
+        const double ex = std::sqrt(static_cast<double>(sq[0])) * (1 + 0x1p-10) + 0x1p-20 * xm;
+        const double xn = std::sqrt(static_cast<double>(sq[1])) * (1 + 0x1p-10);
+        const float unit = static_cast<float>(2.0 * sx * sc);
+        const double delta = screen_delta(book, ex, xn, unit, x_levels);
+        // Every score.
+        const __m512 neg_unit = _mm512_set1_ps(-unit);
+        __m512 low = _mm512_set1_ps(inf);
+        for (int b = 0; b < blocks; ++b) {
+            const __m512i c_lo = _mm512_loadu_si512(codes + b * 128);
+            const __m512i c_hi = _mm512_loadu_si512(codes + b * 128 + 64);
+            const __m512i dot =
+                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), c_lo, x_lo), c_hi, x_hi);
+            const __m512 score = _mm512_fmadd_ps(neg_unit, _mm512_cvtepi32_ps(dot), _mm512_loadu_ps(n + b * 16));
+            _mm512_store_ps(scores + b * 16, score);
+            low = _mm512_min_ps(low, score);
+        }
+        const __m512 t = _mm512_set1_ps(round_up(static_cast<double>(horizontal_min(low)) + 2 * delta));
+        // The candidates: bit e % 64 of word e / 64.
+        uint64_t masks[4] = {0, 0, 0, 0};
+        int candidates = 0;
+        for (int w = 0; w < words; ++w) {
+            for (int k = 0; k < 4 && 4 * w + k < blocks; ++k)
+                masks[w] |= static_cast<uint64_t>(_mm512_cmp_ps_mask(_mm512_load_ps(scores + 64 * w + 16 * k), t,
+                                                                     _CMP_LE_OQ))
+                            << (16 * k);
+            candidates += __builtin_popcountll(masks[w]);
+        }
+        if (candidates == 1) {
+            int w = 0;
+            while (masks[w] == 0) ++w;
+            out[i] = static_cast<uint8_t>(64 * w + __builtin_ctzll(masks[w]));
+            continue;
+        }
+        float xs[vq_dim];
+        for (int j = 0; j < vq_dim; ++j) xs[j] = -2.0f * v[j];
+        float best = inf;
+        int best_e = 0;
+        for (int w = 0; w < words; ++w) {
+            uint64_t mask = masks[w];
+            while (mask != 0) {
+                const int e = 64 * w + __builtin_ctzll(mask);
+                mask &= mask - 1;
+                float d = n[e];
+                for (int j = 0; j < vq_dim; ++j) d = std::fma(xs[j], columns[j][e], d);
+                ++evaluations;
+                if (d < best) {
+                    best = d;
+                    best_e = e;
+                }
+            }
+        }
+        out[i] = static_cast<uint8_t>(best_e);
+    }
+    if (stats) {
+        stats->exact_evaluations += evaluations + exhaustive * static_cast<uint64_t>(book.padded());
+        stats->exhaustive_vectors += exhaustive;
     }
 }
 
