@@ -439,6 +439,8 @@ const std::vector<VqCase> vq_cases = {
     {"VQ3R-64", 7, 3, 64, 8, false, 64}, {"S1", 5, 1, 256, 8, false, 77},    {"S4", 6, 4, 256, 8, false, 100},
     {"S5", 4, 5, 256, 8, false, 70},     {"S8", 3, 8, 16, 4, false, 65},     {"odd", 5, 3, 100, 5, false, 33},
     {"D16", 3, 2, 7, 16, false, 1},      {"VQ4P-1row", 3, 4, 64, 8, true, 1},
+    // more rows than the AVX-512 apply walks in one pass (4096)
+    {"VQ3R-tall", 2, 3, 256, 8, false, 4200},
 };
 
 TEST(Kernels, VqBuildMatchesScalarBits) {
@@ -519,7 +521,8 @@ TEST(Kernels, VqApplyMatchesScalarBits) {
             // ranges starting and ending mid-block and mid-vector: same bits,
             // nothing written outside
             const std::vector<size_t> cuts = {0, std::min<size_t>(c.rows, 5), std::min<size_t>(c.rows, 21),
-                                              std::min<size_t>(c.rows, 64), std::min<size_t>(c.rows, 71), c.rows};
+                                              std::min<size_t>(c.rows, 64), std::min<size_t>(c.rows, 71),
+                                              std::min<size_t>(c.rows, 4100), c.rows};
             for (size_t i = 0; i + 1 < cuts.size(); ++i) {
                 const size_t b = cuts[i], e = cuts[i + 1];
                 std::vector<float> part(c.rows, -7.0f);

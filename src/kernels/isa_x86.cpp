@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "format/f16.h"
 
@@ -152,79 +153,6 @@ inline void trunk_range(const TrunkView& t, const float* x, float* y, size_t row
     for (; r < row_end; ++r) trunk_rows<F, 1>(t, x, y, r);
 }
 
-// ---- VQ matmul (prefill, kernels/vq_matmul.h): a position's 8 weights are
-// summed from the stage codebooks into one vector, then multiply-added with
-// TB tokens; R rows share each token's loads.
-template <bool P6>
-inline __m256 vq_weights(const uint8_t* p, const float* books, size_t stages, size_t book_floats) {
-    unsigned word = 0;
-    if constexpr (P6) word = p[0] | static_cast<unsigned>(p[1]) << 8 | static_cast<unsigned>(p[2]) << 16;
-    __m256 w = _mm256_setzero_ps();
-    for (size_t s = 0; s < stages; ++s) {
-        const unsigned e = P6 ? (word >> (6 * s)) & 63u : p[s];
-        w = _mm256_add_ps(w, _mm256_loadu_ps(books + s * book_floats + e * 8));
-    }
-    return w;
-}
-
-template <bool P6, int R, int TB>
-inline void vq_tile(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
-                    const float* x, size_t ldx, float* y, size_t ldy, size_t r0, size_t t0) {
-    const size_t positions = shape.positions, stages = shape.stages, book_floats = static_cast<size_t>(shape.entries) * 8;
-    const size_t bytes = P6 ? 3 : stages;
-    const uint8_t* p[R];
-    for (int k = 0; k < R; ++k) p[k] = indices + ((r0 + k) / 64 * positions * 64 + (r0 + k) % 64) * bytes;
-    __m256 acc[R][TB];
-    for (int k = 0; k < R; ++k)
-        for (int j = 0; j < TB; ++j) acc[k][j] = _mm256_setzero_ps();
-    for (size_t v = 0; v < positions; ++v) {
-        __m256 w[R];
-        for (int k = 0; k < R; ++k) w[k] = vq_weights<P6>(p[k] + v * 64 * bytes, books, stages, book_floats);
-        for (int j = 0; j < TB; ++j) {
-            const __m256 xv = _mm256_loadu_ps(x + (t0 + j) * ldx + v * 8);
-            for (int k = 0; k < R; ++k) acc[k][j] = _mm256_fmadd_ps(w[k], xv, acc[k][j]);
-        }
-    }
-    for (int k = 0; k < R; ++k) {
-        uint16_t bits;
-        std::memcpy(&bits, scales_f16 + 2 * (r0 + k), 2);
-        const float scale = format::f16_to_f32(bits);
-        for (int j = 0; j < TB; ++j) y[(t0 + j) * ldy + r0 + k] = scale * hsum(acc[k][j]);
-    }
-}
-
-template <bool P6, int R>
-inline void vq_tile_tokens(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
-                           const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t r0) {
-    size_t t = 0;
-    for (; t + 6 <= tokens; t += 6) vq_tile<P6, R, 6>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t);
-    switch (tokens - t) {
-        case 5: vq_tile<P6, R, 5>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
-        case 4: vq_tile<P6, R, 4>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
-        case 3: vq_tile<P6, R, 3>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
-        case 2: vq_tile<P6, R, 2>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
-        case 1: vq_tile<P6, R, 1>(shape, indices, scales_f16, books, x, ldx, y, ldy, r0, t); break;
-        default: break;
-    }
-}
-
-template <bool P6>
-void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
-                     const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
-    size_t r = row_begin;
-    for (; r + 2 <= row_end; r += 2) vq_tile_tokens<P6, 2>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, r);
-    if (r < row_end) vq_tile_tokens<P6, 1>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, r);
-}
-
-bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
-                    const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
-                    size_t row_end) {
-    if (shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
-    if (packed6) vq_matmul_range<true>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
-    else vq_matmul_range<false>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
-    return true;
-}
-
 // ---- trunk matmul (prefill): Y[t][r] = Σ_c W[r][c] X[t][c]
 //
 // Rows are dequantised a few at a time into an f32 tile (w = scale·q: an f16
@@ -310,6 +238,86 @@ void matmul_range(const TrunkView& t, const float* x, size_t ldx, size_t tokens,
 }
 
 size_t matmul_tile_floats(const TrunkView& t) { return tile_rows * ((t.cols + 7) / 8 * 8 + 8); }
+
+// ---- VQ matmul (prefill, kernels/vq_matmul.h): a few rows at a time are
+// dequantised into an f32 tile (a position's 8 weights summed from the stage
+// codebooks, ((0 + C_0) + C_1) + …), then every token routed to the expert
+// is dotted with the tile from L1 by the trunk matmul's tile_dot, and each
+// (token, row) sum is scaled once. Dequantising first keeps the codebooks
+// and the rows' index lines as the working set of the first step, and the
+// tile and a few tokens' x as that of the second. The earlier kernel summed
+// the codebook entries inside the token loop (the codebooks and six tokens'
+// x together overflow L1): 2.8x slower at 8 tokens per expert, 1.7x at one,
+// same bits (docs/BENCHMARKS.md). Per (token, row) the sum is 8 lanes of fmas
+// along the positions, a horizontal sum, times the row scale.
+// S: the stage count when known at compile time (1-4; VQ4P: 4), else 0.
+template <bool P6, int S>
+inline __m256 vq_weights(const uint8_t* p, const float* books, size_t stages, size_t book_floats) {
+    unsigned word = 0;
+    if constexpr (P6) word = p[0] | static_cast<unsigned>(p[1]) << 8 | static_cast<unsigned>(p[2]) << 16;
+    __m256 w = _mm256_setzero_ps();
+    const size_t n = S ? S : stages;
+#pragma GCC unroll 4
+    for (size_t s = 0; s < n; ++s) {
+        const unsigned e = P6 ? (word >> (6 * s)) & 63u : p[s];
+        w = _mm256_add_ps(w, _mm256_loadu_ps(books + s * book_floats + e * 8));
+    }
+    return w;
+}
+
+// Rows r..r+n-1 into the tile, position by position (the rows of one 64-row
+// block keep a position's index bytes side by side, so they share its line).
+template <bool P6, int S>
+inline void dequantise_vq_rows(const VqTableShape& shape, const uint8_t* indices, const float* books, size_t r, size_t n,
+                               float* tile, size_t ld_tile) {
+    const size_t positions = shape.positions, stages = shape.stages, book_floats = static_cast<size_t>(shape.entries) * 8;
+    const size_t bytes = P6 ? 3 : stages;
+    const uint8_t* p[tile_rows];
+    for (size_t k = 0; k < n; ++k) p[k] = indices + ((r + k) / 64 * positions * 64 + (r + k) % 64) * bytes;
+    for (size_t v = 0; v < positions; ++v)
+        for (size_t k = 0; k < n; ++k)
+            _mm256_storeu_ps(tile + k * ld_tile + v * 8, vq_weights<P6, S>(p[k] + v * 64 * bytes, books, stages, book_floats));
+}
+
+template <bool P6, int S>
+void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
+                     const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
+    const size_t cols = static_cast<size_t>(shape.positions) * 8, ld_tile = cols + 8;
+    thread_local std::vector<float> tile_buffer;
+    if (tile_buffer.size() < tile_rows * ld_tile) tile_buffer.resize(tile_rows * ld_tile);
+    float* tile = tile_buffer.data();
+    for (size_t r = row_begin; r < row_end; r += tile_rows) {
+        const size_t n = std::min(tile_rows, row_end - r);
+        dequantise_vq_rows<P6, S>(shape, indices, books, r, n, tile, ld_tile);
+        switch (n) {
+            case 4: tile_tokens<4>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            case 3: tile_tokens<3>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            case 2: tile_tokens<2>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            default: tile_tokens<1>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+        }
+        for (size_t k = 0; k < n; ++k) {
+            uint16_t bits;
+            std::memcpy(&bits, scales_f16 + 2 * (r + k), 2);
+            const float scale = format::f16_to_f32(bits);
+            for (size_t t = 0; t < tokens; ++t) y[t * ldy + r + k] = scale * y[t * ldy + r + k];
+        }
+    }
+}
+
+bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                    const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                    size_t row_end) {
+    if (shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
+    const auto run = [&]<bool P6, int S>() {
+        vq_matmul_range<P6, S>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+    };
+    if (packed6) run.template operator()<true, 4>();
+    else if (shape.stages == 3) run.template operator()<false, 3>();
+    else if (shape.stages == 2) run.template operator()<false, 2>();
+    else run.template operator()<false, 0>();
+    return true;
+}
+
 
 bool matmul_rows(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
                  size_t row_end, float* tile) {
@@ -728,7 +736,9 @@ bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, 
 bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                         const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end) {
     switch (isa) {
-        case Isa::avx512: return avx512::apply_table(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
+        case Isa::avx512:
+            if (avx512::apply_table(shape, packed6, indices, scales_f16, table, y, row_begin, row_end)) return true;
+            return avx2::apply_table(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
         case Isa::avx2: return avx2::apply_table(shape, packed6, indices, scales_f16, table, y, row_begin, row_end);
         case Isa::scalar:
         case Isa::neon: return false;

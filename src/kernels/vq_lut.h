@@ -45,8 +45,9 @@ inline void build_vq_table(const VqTableShape& shape, const float* books, const 
 // Every ISA variant gives the scalar reference's bits: a row's lookups are
 // added in the same order (position, then stage) starting from 0, then
 // multiplied by the row scale; the variants keep 8 or 16 rows in flight (AVX2:
-// eight rows of plain loads, AVX-512: 16-lane gathers) and never split a row,
-// so thread splits change nothing either.
+// rows of plain loads; AVX-512: a (position, stage) table of 64 or 256
+// entries held in registers, 16 rows per vpermt2ps lookup) and never split a
+// row, so thread splits change nothing either.
 void apply_vq_table(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                     const uint8_t* scales_f16, const float* table, float* y, size_t row_begin, size_t row_end);
 inline void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
