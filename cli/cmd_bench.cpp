@@ -4,6 +4,7 @@
 // reported as the median of several runs, each run in this same process.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -27,6 +28,7 @@ struct BenchArgs {
     int tokens = 64;
     int skip = 0;  // decode tokens of each run left out of its figures (the cache filling)
     int prompt = 64;
+    int chunk = 64;  // prefill chunk (tokens evaluated together)
     int runs = 3;
     uint32_t seed = 1;
     double temperature = 0;  // decode: 0 = argmax; else sampled (seeded by --seed, the same tokens every run)
@@ -39,6 +41,31 @@ double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const size_t n = values.size();
     return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// The session's profile so far: seconds per category (cumulative while on).
+json profile_seconds(const waste_session* session) {
+    char* text = nullptr;
+    waste_error error{};
+    if (waste_session_profile_json(session, &text, &error) != WASTE_OK) fail_with(error, "profile");
+    return json::parse(take_string(text))["seconds"];
+}
+
+// total[name] += after[name] - before[name]
+void add_difference(json& total, const json& before, const json& after) {
+    for (auto& [name, seconds] : after.items())
+        total[name] = total.value(name, 0.0) + seconds.get<double>() - before.value(name, 0.0);
+}
+
+// ms per token of each category, and their sum
+json per_token_ms(const json& seconds, double tokens, double* total_ms) {
+    json out = json::object();
+    *total_ms = 0;
+    for (auto& [name, s] : seconds.items()) {
+        out[name] = tokens > 0 ? s.get<double>() * 1e3 / tokens : 0;
+        *total_ms += out[name].get<double>();
+    }
+    return out;
 }
 
 json call_json(waste_status (*fn)(const waste_model*, char**, waste_error*), const waste_model* model, const char* what) {
@@ -67,6 +94,8 @@ void run_bench(const BenchArgs& args) {
     if (waste_session_create(model.get(), &raw, &error) != WASTE_OK) fail_with(error, "session");
     std::unique_ptr<waste_session, void (*)(waste_session*)> session(raw, waste_session_free);
     apply_session_options(args.stream, session.get());
+    if (waste_session_set_prefill_chunk(session.get(), static_cast<uint32_t>(args.chunk), &error) != WASTE_OK)
+        fail_with(error, "prefill chunk");
 
     const int vocab = info["vocab"].get<int>();
     std::mt19937 random(args.seed);
@@ -75,15 +104,25 @@ void run_bench(const BenchArgs& args) {
 
     std::vector<double> prefill_rates, decode_rates;
     const int measured = args.tokens - args.skip;  // decode tokens each run reports
-    waste_session_stats before{}, after{};
+    waste_session_stats before{}, after{}, prefill_before{}, prefill_after{};
+    uint64_t prefill_records = 0;  // expert records the prefills used (each distinct one once per chunk)
+    json prefill_seconds_by = json::object(), decode_seconds_by = json::object(), mark;
     for (int run = 0; run < args.runs; ++run) {
         if (waste_session_reset(session.get(), &error) != WASTE_OK) fail_with(error, "reset");
-        waste_session_set_profiling(session.get(), 0, &error);
+        // profiled throughout; each phase's figures are differences of the
+        // cumulative profile
+        waste_session_set_profiling(session.get(), 1, &error);
+        mark = profile_seconds(session.get());
+        waste_session_stats_get(session.get(), &prefill_before, &error);
         auto start = std::chrono::steady_clock::now();
         if (!prompt.empty() && waste_session_eval(session.get(), prompt.data(), prompt.size(), &error) != WASTE_OK)
             fail_with(error, "prefill");
         const double prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (!prompt.empty()) prefill_rates.push_back(prompt.size() / prefill_seconds);
+        waste_session_stats_get(session.get(), &prefill_after, &error);
+        prefill_records += (prefill_after.expert_hits + prefill_after.expert_misses) -
+                           (prefill_before.expert_hits + prefill_before.expert_misses);
+        add_difference(prefill_seconds_by, mark, profile_seconds(session.get()));
         // decode: feed the argmax back, one token per step, profiled from
         // token `skip` on (the steady state, once the cache has filled)
         int32_t next = prompt.empty() ? 0 : -1;
@@ -96,7 +135,7 @@ void run_bench(const BenchArgs& args) {
         std::unique_ptr<waste_sampler, void (*)(waste_sampler*)> sampler(raw_sampler, waste_sampler_free);
         for (int i = 0; i < args.tokens; ++i) {
             if (i == args.skip) {
-                waste_session_set_profiling(session.get(), 1, &error);
+                mark = profile_seconds(session.get());
                 waste_session_stats_get(session.get(), &before, &error);
                 start = std::chrono::steady_clock::now();
             }
@@ -112,18 +151,14 @@ void run_bench(const BenchArgs& args) {
         const double decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (measured > 0) decode_rates.push_back(measured / decode_seconds);
         waste_session_stats_get(session.get(), &after, &error);
+        if (measured > 0) add_difference(decode_seconds_by, mark, profile_seconds(session.get()));
         waste_session_set_profiling(session.get(), 0, &error);
     }
-    char* profile_text = nullptr;
-    if (waste_session_profile_json(session.get(), &profile_text, &error) != WASTE_OK) fail_with(error, "profile");
-    const json profile = json::parse(take_string(profile_text));
     const double decoded = static_cast<double>(measured) * args.runs;
-    json breakdown = json::object();
-    double profiled_total = 0;
-    for (auto& [name, seconds] : profile["seconds"].items()) {
-        breakdown[name] = decoded > 0 ? seconds.get<double>() * 1e3 / decoded : 0;
-        profiled_total += seconds.get<double>();
-    }
+    const double prefilled = static_cast<double>(args.prompt) * args.runs;
+    double profiled_total = 0, prefill_profiled = 0;
+    const json breakdown = per_token_ms(decode_seconds_by, decoded, &profiled_total);
+    const json prefill_breakdown = per_token_ms(prefill_seconds_by, prefilled, &prefill_profiled);
     finish_stream(args.stream, model.get());
     const uint64_t hits = after.expert_hits - before.expert_hits, misses = after.expert_misses - before.expert_misses;
     const double bytes_per_token = traffic["total_bytes"].get<double>();
@@ -133,13 +168,33 @@ void run_bench(const BenchArgs& args) {
     out["threads"] = args.threads;
     out["cached_records"] = warmed;
     out["cache_policy"] = waste_cache_policy_name(options.cache_policy);
-    out["prefill"] = {{"tokens", args.prompt}, {"tok_per_s", prefill_rates}, {"median_tok_per_s", median(prefill_rates)}};
+    // What a prefill token touches: the trunk once per chunk (its matrices
+    // multiply the chunk's tokens together) and each distinct expert record
+    // of a chunk once, as counted by the session; the expert matrices are
+    // dequantised in registers (kernels/vq_matmul.h), so no table lookups.
+    const double moe_slots = info["moe_layers"].get<double>() * info["top_k"].get<double>();
+    const double record_payload = moe_slots > 0 ? traffic["expert_bytes"].get<double>() / moe_slots : 0;
+    const double chunks_per_run = args.prompt > 0 ? std::ceil(static_cast<double>(args.prompt) / args.chunk) : 0;
+    const double prefill_trunk = prefilled > 0 ? traffic["trunk_bytes"].get<double>() * chunks_per_run * args.runs / prefilled : 0;
+    const double prefill_experts = prefilled > 0 ? prefill_records * record_payload / prefilled : 0;
+    out["prefill"] = {{"tokens", args.prompt},
+                      {"chunk", args.chunk},
+                      {"tok_per_s", prefill_rates},
+                      {"median_tok_per_s", median(prefill_rates)},
+                      {"ms_per_token", prefill_breakdown},
+                      {"profiled_ms_per_token", prefill_profiled},
+                      {"traffic_per_token",
+                       {{"trunk_bytes", prefill_trunk},
+                        {"expert_bytes", prefill_experts},
+                        {"expert_records", prefilled > 0 ? prefill_records / prefilled : 0},
+                        {"lookups", 0},
+                        {"total_bytes", prefill_trunk + prefill_experts}}}};
     out["decode"] = {{"tokens", args.tokens},
                      {"skipped_tokens", args.skip},
                      {"tok_per_s", decode_rates},
                      {"median_tok_per_s", median(decode_rates)}};
     out["ms_per_token"] = breakdown;
-    out["profiled_ms_per_token"] = decoded > 0 ? profiled_total * 1e3 / decoded : 0;
+    out["profiled_ms_per_token"] = profiled_total;
     out["traffic_per_token"] = traffic;
     out["memory_bandwidth_gb_per_s"] = bandwidth / 1e9;
     out["bandwidth_bound_tok_per_s"] = bytes_per_token > 0 ? bandwidth / bytes_per_token : 0;
@@ -174,7 +229,18 @@ void run_bench(const BenchArgs& args) {
                100 * out["expert_hit_rate_last_run"].get<double>(), st["bytes_read_per_token"].get<double>() / 1e6,
                st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>(),
                st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(), args.stream.lookahead);
-    fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens)\n", median(prefill_rates), prefill_rates.size(), args.prompt);
+    fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens, chunks of {})\n", median(prefill_rates),
+               prefill_rates.size(), args.prompt, args.chunk);
+    if (args.prompt > 0) {
+        fmt::print("  per token  ");
+        for (auto& [name, ms] : prefill_breakdown.items()) fmt::print("{} {:.2f} ms  ", name, ms.get<double>());
+        const json& pt = out["prefill"]["traffic_per_token"];
+        fmt::print("\n  traffic    {:.1f} MB per token ({:.1f} trunk, {:.1f} experts: {:.2f} records), no table lookups; "
+                   "that traffic alone would allow {:.1f} tok/s\n",
+                   pt["total_bytes"].get<double>() / 1e6, pt["trunk_bytes"].get<double>() / 1e6,
+                   pt["expert_bytes"].get<double>() / 1e6, pt["expert_records"].get<double>(),
+                   pt["total_bytes"].get<double>() > 0 ? bandwidth / pt["total_bytes"].get<double>() : 0.0);
+    }
     fmt::print("decode       {:.2f} tok/s median of {} runs ({} tokens{})\n", median(decode_rates), decode_rates.size(), args.tokens,
                args.skip ? fmt::format(", the first {} of each run not counted", args.skip) : "");
     fmt::print("per token    ");
@@ -198,6 +264,9 @@ void add_bench_command(CLI::App& app) {
         ->default_val(0)
         ->check(CLI::Range(0, 1 << 20));
     bench->add_option("--prompt", args->prompt, "Prompt tokens per run (random ids)")->default_val(64)->check(CLI::Range(0, 1 << 20));
+    bench->add_option("--chunk", args->chunk, "Prefill chunk: prompt tokens evaluated together (1 = token by token)")
+        ->default_val(64)
+        ->check(CLI::Range(1, 64));
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
     bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
     bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
