@@ -340,7 +340,8 @@ TEST(Kernels, TrunkMatvecMatchesScalar) {
         {TrunkFormat::f32, 128, 9, 1024},  {TrunkFormat::q8g, 128, 37, 1000}, {TrunkFormat::q8g, 128, 6, 7},
         {TrunkFormat::q8g, 32, 21, 301},   {TrunkFormat::q8g, 24, 5, 100},    {TrunkFormat::q4g, 128, 37, 1000},
         {TrunkFormat::q4g, 128, 3, 5},     {TrunkFormat::q4g, 64, 23, 1030},  {TrunkFormat::q4g, 128, 17, 2048},
-        {TrunkFormat::q4g, 8, 9, 77},      {TrunkFormat::q3g, 128, 37, 1000}, {TrunkFormat::q3g, 128, 4, 9},
+        {TrunkFormat::q4g, 8, 9, 77},      {TrunkFormat::q4g, 48, 7, 100},    {TrunkFormat::q3g, 128, 37, 1000},
+        {TrunkFormat::q3g, 128, 4, 9},
         {TrunkFormat::q3g, 32, 19, 333},   {TrunkFormat::q3g, 16, 11, 64},    {TrunkFormat::q3g, 8, 7, 61},
     };
     std::mt19937 rng(1234);
