@@ -85,7 +85,7 @@ RowError row_error_any(const float* w, const float* normalised, const float* res
 
 #if WASTE_X86_SIMD
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl")
+#pragma GCC target("avx512f")  // AVX-512F only: what the dispatch checks
 
 // (GCC 12 leaves the bodies' loops scalar at this target; hence intrinsics.)
 __attribute__((noinline)) uint32_t first_non_finite_avx512(const float* row, uint32_t cols) {

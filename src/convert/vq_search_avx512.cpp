@@ -19,8 +19,10 @@
 namespace waste::convert::detail {
 
 #if WASTE_X86_SIMD
+// The exhaustive path needs AVX-512F only (what avx512_search_available()
+// checks): no BW/VL/DQ instruction may be generated in this region.
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma")
+#pragma GCC target("avx512f,fma")
 
 namespace {
 
@@ -127,6 +129,12 @@ void nearest_avx512(const SearchBook& book, const float* vectors, size_t count, 
         for (int v = 0; v < vecs && i + v < count; ++v) out[i + v] = answer(r[v]);
     }
 }
+
+#pragma GCC pop_options
+
+// The screened path: AVX-512F/BW/VL and VNNI (avx512_screen_available()).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,fma")
 
 namespace {
 
