@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "format/expert_record.h"
+#include "kernels/elementwise.h"
 #include "model/forward.h"
 #include "model/moe_experts.h"
 #include "platform/error.h"
@@ -21,8 +22,8 @@ void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, s
     float* u = ctx.ws.ffn_up.data();
     project(ctx, *w.gate, x, hidden, tokens, g, ld);
     project(ctx, *w.up, x, hidden, tokens, u, ld);
-    for (size_t t = 0; t < tokens; ++t)
-        for (int i = 0; i < w.intermediate; ++i) g[t * ld + i] = ctx.act(g[t * ld + i], u[t * ld + i]);
+    const kernels::Isa isa = kernels::active_isa();
+    for (size_t t = 0; t < tokens; ++t) kernels::glu(isa, ctx.act, g + t * ld, u + t * ld, static_cast<size_t>(w.intermediate));
     project(ctx, *w.down, g, ld, tokens, out, hidden);
 }
 
@@ -242,7 +243,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                                                          ws.gate_q.data(), ws.gate_q_scales.data(), g, 0, inter);
                             kernels::apply_vq_table_int8(isa, in_shape, packed6, record + layout.up_off, scales + 2 * inter,
                                                          ws.up_q.data(), ws.up_q_scales.data(), u, 0, inter);
-                            for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
+                            kernels::glu(isa, ctx.act, g, u, inter);
                             kernels::build_vq_table(down_shape, down_books, g, down_table);
                             kernels::quantize_vq_table_int8(down_shape, down_table, down_q, down_q_scales);
                             kernels::apply_vq_table_int8(isa, down_shape, packed6, record + layout.down_off, scales + 4 * inter,
@@ -253,7 +254,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                                                 inter);
                         kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, ws.up_table.data(),
                                                 u, 0, inter);
-                        for (size_t r = 0; r < inter; ++r) g[r] = ctx.act(g[r], u[r]);
+                        kernels::glu(isa, ctx.act, g, u, inter);
                         kernels::build_vq_table(down_shape, down_books, g, down_table);
                         kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4 * inter, down_table,
                                                 result, 0, lat);
@@ -276,7 +277,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             for (size_t i = 0; i < lat; ++i) a[i] += weight * y[i];
         }
         if (w.latent_up && !w.latent_norm.empty())
-            kernels::rmsnorm(a, w.latent_norm.data(), static_cast<float>(c.rms_eps), lat, a);
+            kernels::rmsnorm(kernels::active_isa(), a, w.latent_norm.data(), static_cast<float>(c.rms_eps), lat, a);
     }
     if (w.latent_up) project(ctx, *w.latent_up, acc, lat, tokens, out, hidden);
     else

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/elementwise.h"
 #include "kernels/trunk_matmul.h"
 #include "kernels/trunk_matvec.h"
 #include "platform/error.h"
@@ -84,7 +85,7 @@ void attn_res(const std::vector<const float*>& values, const std::vector<float>&
     float* result = scratch.data() + hidden;
     float max_score = -INFINITY;
     for (size_t i = 0; i < values.size(); ++i) {
-        kernels::rmsnorm(values[i], nullptr, eps, hidden, normed);
+        kernels::rmsnorm(kernels::active_isa(), values[i], nullptr, eps, hidden, normed);
         double s = 0;
         for (size_t j = 0; j < hidden; ++j) s += static_cast<double>(normed[j]) * norm[j] * proj[j];
         scores[i] = static_cast<float>(s);
@@ -116,7 +117,8 @@ void ffn(ForwardContext& ctx, int layer, const float* normed, size_t tokens, flo
 }
 
 void norm_rows(const float* x, const std::vector<float>& weight, float eps, size_t tokens, size_t hidden, float* out) {
-    for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(x + t * hidden, weight.data(), eps, hidden, out + t * hidden);
+    const kernels::Isa isa = kernels::active_isa();
+    for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(isa, x + t * hidden, weight.data(), eps, hidden, out + t * hidden);
 }
 
 }  // namespace
@@ -207,7 +209,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
     ProfileScope head_scope(ctx.profile, ProfileCategory::lm_head);
     WASTE_CHECK(ctx.scored_rows <= count && (ctx.scored_rows == 0 || (ctx.next_tokens && ctx.next_logprobs)));
     auto head = [&](size_t row) {
-        kernels::rmsnorm(x + row * hidden, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
+        kernels::rmsnorm(kernels::active_isa(), x + row * hidden, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
         kernels::matvec(ctx.pool, *ctx.weights.lm_head, ws.normed.data(), ws.logits.data());
         if (row < ctx.scored_rows) ctx.next_logprobs[row] = token_logprob(ws.logits, ctx.next_tokens[row]);
     };

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/elementwise.h"
+#include "kernels/kda_step.h"
 #include "model/forward.h"
 
 namespace waste::model {
@@ -16,8 +18,8 @@ namespace {
 // Causal depthwise conv over [ring (kernel-1 inputs, oldest first) | current]
 // then silu, for each token of the chunk in order; the ring moves along.
 // values: [T][ld], first `channels` used, replaced by the outputs.
-void short_conv_silu(float* values, size_t ld, size_t tokens, float* ring, const std::vector<float>& taps, size_t channels,
-                     int kernel) {
+void short_conv_silu(kernels::Isa isa, float* values, size_t ld, size_t tokens, float* ring, const std::vector<float>& taps,
+                     size_t channels, int kernel) {
     const int history = kernel - 1;
     for (size_t t = 0; t < tokens; ++t) {
         float* in = values + t * ld;
@@ -28,8 +30,9 @@ void short_conv_silu(float* values, size_t ld, size_t tokens, float* ring, const
             for (int i = 0; i + 1 < history; ++i)
                 ring[static_cast<size_t>(i) * channels + c] = ring[static_cast<size_t>(i + 1) * channels + c];
             if (history > 0) ring[static_cast<size_t>(history - 1) * channels + c] = in[c];
-            in[c] = kernels::silu(y);
+            in[c] = y;
         }
+        kernels::mul_sigmoid(isa, in, in, channels);  // silu(y) = y·σ(y)
     }
 }
 
@@ -56,9 +59,10 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
     project(ctx, *w.k, x, hidden, tokens, k, ld);
     project(ctx, *w.v, x, hidden, tokens, v, ld);
     const size_t ring = static_cast<size_t>(std::max(kernel - 1, 0)) * channels;
-    short_conv_silu(q, ld, tokens, s.conv.data(), w.conv_q, channels, kernel);
-    short_conv_silu(k, ld, tokens, s.conv.data() + ring, w.conv_k, channels, kernel);
-    short_conv_silu(v, ld, tokens, s.conv.data() + 2 * ring, w.conv_v, channels, kernel);
+    const kernels::Isa isa = kernels::active_isa();
+    short_conv_silu(isa, q, ld, tokens, s.conv.data(), w.conv_q, channels, kernel);
+    short_conv_silu(isa, k, ld, tokens, s.conv.data() + ring, w.conv_k, channels, kernel);
+    short_conv_silu(isa, v, ld, tokens, s.conv.data() + 2 * ring, w.conv_v, channels, kernel);
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(d));
     for (size_t t = 0; t < tokens; ++t)
         for (size_t h = 0; h < heads; ++h) {
@@ -86,43 +90,28 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
         project(ctx, *w.g_a, x, hidden, tokens, ws.small.data(), lds);
         project(ctx, *w.g_b, ws.small.data(), lds, tokens, gate, ld);
     }
-    // per head, token by token: S ← diag(e^g) S; u = β (v − Sᵀk); S += k uᵀ; o = Sᵀ q
+    // per head over the chunk's tokens (kernels/kda_step.h):
+    // S ← diag(e^g) S; u = β (v − Sᵀk); S += k uᵀ; o = Sᵀ q; then o's norm and gate
     float* head_out = ws.head_out.data();
     const float eps = static_cast<float>(c.rms_eps);
     ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
-        std::vector<float> u(d);
+        std::vector<float> scratch(kernels::kda_scratch_floats(d));
         for (size_t h = begin; h < end; ++h) {
-            float* state = s.kda.data() + h * d * d;  // [D keys][D values]
+            kernels::KdaHeadRun run;
+            run.q = q + h * d;
+            run.k = k + h * d;
+            run.v = v + h * d;
+            run.decay = decay + h * d;
+            run.beta = beta + h;
+            run.out = head_out + h * d;
+            run.ld = ld;
+            run.beta_stride = heads;
+            run.tokens = tokens;
+            kernels::kda_head_run(isa, s.kda.data() + h * d * d, d, run, scratch.data());  // state [D keys][D values]
             for (size_t t = 0; t < tokens; ++t) {
-                const size_t base = t * ld + h * d;
-                const float* kh = k + base;
-                const float* qh = q + base;
-                const float* vh = v + base;
-                const float* factor = decay + base;
-                std::fill(u.begin(), u.end(), 0.0f);
-                for (size_t i = 0; i < d; ++i) {
-                    float* row = state + i * d;
-                    const float f = factor[i], ki = kh[i];
-                    for (size_t j = 0; j < d; ++j) {
-                        row[j] *= f;
-                        u[j] += row[j] * ki;
-                    }
-                }
-                const float b = beta[t * heads + h];
-                for (size_t j = 0; j < d; ++j) u[j] = b * (vh[j] - u[j]);
-                float* oh = head_out + base;
-                std::fill(oh, oh + d, 0.0f);
-                for (size_t i = 0; i < d; ++i) {
-                    float* row = state + i * d;
-                    const float ki = kh[i], qi = qh[i];
-                    for (size_t j = 0; j < d; ++j) {
-                        row[j] += ki * u[j];
-                        oh[j] += row[j] * qi;
-                    }
-                }
-                kernels::rmsnorm(oh, w.o_norm.data(), eps, d, oh);
-                const float* gh = gate + base;
-                for (size_t j = 0; j < d; ++j) oh[j] *= sigmoid(gh[j]);
+                float* oh = head_out + t * ld + h * d;
+                kernels::rmsnorm(isa, oh, w.o_norm.data(), eps, d, oh);
+                kernels::mul_sigmoid(isa, oh, gate + t * ld + h * d, d);
             }
         }
     });

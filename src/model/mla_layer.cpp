@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/elementwise.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
@@ -26,13 +27,14 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     else {
         project(ctx, *w.q_a, x, hidden, tokens, ws.small.data(), ws.small_width);
         for (size_t t = 0; t < tokens; ++t)
-            kernels::rmsnorm(ws.small.data() + t * ws.small_width, w.q_a_norm.data(), eps, c.q_lora,
+            kernels::rmsnorm(kernels::active_isa(), ws.small.data() + t * ws.small_width, w.q_a_norm.data(), eps, c.q_lora,
                              ws.small.data() + t * ws.small_width);
         project(ctx, *w.q_b, ws.small.data(), ws.small_width, tokens, q, ld);
     }
     float* entries = s.latent.data() + static_cast<size_t>(position) * row;  // [T][c (rank) | k_pe (rope)]
     project(ctx, *w.kv_a, x, hidden, tokens, entries, row);
-    for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
+    for (size_t t = 0; t < tokens; ++t)
+        kernels::rmsnorm(kernels::active_isa(), entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
     s.n_kv = position + static_cast<uint32_t>(tokens);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
     float* head_out = ws.head_out.data();  // [T][heads][vd]
@@ -86,7 +88,7 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     if (w.g) {
         project(ctx, *w.g, x, hidden, tokens, ws.gate.data(), ld);
         for (size_t t = 0; t < tokens; ++t)
-            for (size_t i = 0; i < heads * vd; ++i) head_out[t * ld + i] *= kernels::sigmoid(ws.gate[t * ld + i]);
+            kernels::mul_sigmoid(kernels::active_isa(), head_out + t * ld, ws.gate.data() + t * ld, heads * vd);
     }
     project(ctx, *w.o, head_out, ld, tokens, out, hidden);
 }

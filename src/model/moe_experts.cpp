@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "format/expert_record.h"
+#include "kernels/elementwise.h"
 #include "kernels/vq_matmul.h"
 #include "platform/error.h"
 
@@ -31,7 +32,7 @@ void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const uin
             kernels::vq_matmul_rows(isa, books.in_shape, books.packed6, record + layout.up_off, scales + 2 * inter, books.up,
                                     xe, lat, n, u, inter, std::max(begin, inter) - inter, end - inter);
     }, 16);
-    for (size_t i = 0; i < n * inter; ++i) g[i] = ctx.act(g[i], u[i]);
+    kernels::glu(isa, ctx.act, g, u, n * inter);
     ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
         kernels::vq_matmul_rows(isa, books.down_shape, books.packed6, record + layout.down_off, scales + 4 * inter, books.down,
                                 g, inter, n, out, lat, begin, end);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kernels/elementwise.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
@@ -24,7 +25,7 @@ void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x) {
     // row 1 of the chunk buffers: a decode chunk uses only row 0
     float* normed = ctx.ws.normed.data() + hidden;       // [H]
     float* scores = ctx.ws.router.data() + experts;      // [E]
-    kernels::rmsnorm(x, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed);
+    kernels::rmsnorm(kernels::active_isa(), x, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed);
     project(ctx, *lw.moe_weights.router, normed, hidden, 1, scores, experts);
     for (size_t e = 0; e < experts; ++e) scores[e] = kernels::sigmoid(scores[e]) + lw.moe_weights.router_bias[e];
     const size_t n = std::min(want, experts);

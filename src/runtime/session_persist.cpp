@@ -1,6 +1,6 @@
 // session_persist.cpp — Session::save_state / load_state over the state file
 // of model/session_file.h.
-#include "kernels/math.h"
+#include "kernels/elementwise.h"
 #include "kernels/trunk_matvec.h"
 #include "model/session_file.h"
 #include "runtime/engine.h"
@@ -17,7 +17,7 @@ void Session::load_state(const std::string& path) {
     // to the same bits.
     const format::ModelConfig& c = engine_.config();
     try {
-        kernels::rmsnorm(state_.residual.data(), engine_.weights().final_norm.data(), static_cast<float>(c.rms_eps), c.hidden,
+        kernels::rmsnorm(kernels::active_isa(), state_.residual.data(), engine_.weights().final_norm.data(), static_cast<float>(c.rms_eps), c.hidden,
                          workspace_.normed.data());
         kernels::matvec(engine_.pool(), *engine_.weights().lm_head, workspace_.normed.data(), workspace_.logits.data());
     } catch (...) {

@@ -1,0 +1,41 @@
+// elementwise.cpp — the dispatch of elementwise.h; the scalar reference is
+// math.h's functions, element by element.
+#include "kernels/elementwise.h"
+
+namespace waste::kernels {
+
+namespace {
+bool x86(Isa isa) { return WASTE_X86_SIMD && (isa == Isa::avx2 || isa == Isa::avx512) && isa_runs(isa); }
+bool neon(Isa isa) { return WASTE_NEON_SIMD && isa == Isa::neon; }
+}  // namespace
+
+void rmsnorm(Isa isa, const float* x, const float* w, float eps, size_t n, float* out) {
+    if (x86(isa) && rmsnorm_x86(isa, x, w, eps, n, out)) return;
+    if (neon(isa) && rmsnorm_neon(x, w, eps, n, out)) return;
+    rmsnorm(x, w, eps, n, out);
+}
+
+void glu(Isa isa, const GluActivation& act, float* g, const float* u, size_t n) {
+    if (x86(isa) && glu_x86(isa, act, g, u, n)) return;
+    if (neon(isa) && glu_neon(act, g, u, n)) return;
+    for (size_t i = 0; i < n; ++i) g[i] = act(g[i], u[i]);
+}
+
+void mul_sigmoid(Isa isa, float* x, const float* gate, size_t n) {
+    if (x86(isa) && mul_sigmoid_x86(isa, x, gate, n)) return;
+    if (neon(isa) && mul_sigmoid_neon(x, gate, n)) return;
+    for (size_t i = 0; i < n; ++i) x[i] *= sigmoid(gate[i]);
+}
+
+#if !WASTE_X86_SIMD
+bool rmsnorm_x86(Isa, const float*, const float*, float, size_t, float*) { return false; }
+bool glu_x86(Isa, const GluActivation&, float*, const float*, size_t) { return false; }
+bool mul_sigmoid_x86(Isa, float*, const float*, size_t) { return false; }
+#endif
+#if !WASTE_NEON_SIMD
+bool rmsnorm_neon(const float*, const float*, float, size_t, float*) { return false; }
+bool glu_neon(const GluActivation&, float*, const float*, size_t) { return false; }
+bool mul_sigmoid_neon(float*, const float*, size_t) { return false; }
+#endif
+
+}  // namespace waste::kernels

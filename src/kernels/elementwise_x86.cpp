@@ -1,0 +1,148 @@
+// elementwise_x86.cpp — the AVX2 and AVX-512 variants of elementwise.h: the
+// bodies are elementwise_simd.inc, included once per `#pragma GCC target`
+// region over that region's vector type. Precision: elementwise.h.
+#include "kernels/elementwise.h"
+
+#if WASTE_X86_SIMD
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace waste::kernels {
+
+namespace {
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+namespace avx2 {
+
+struct V {
+    using T = __m256;
+    static constexpr size_t W = 8;
+    static __m256i mask(size_t left) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(left < W ? left : W)),
+                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static T load(const float* p, size_t left) { return left >= W ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, mask(left)); }
+    static void store(float* p, size_t left, T v) {
+        if (left >= W) _mm256_storeu_ps(p, v);
+        else _mm256_maskstore_ps(p, mask(left), v);
+    }
+    static T set1(float v) { return _mm256_set1_ps(v); }
+    static T add(T a, T b) { return _mm256_add_ps(a, b); }
+    static T sub(T a, T b) { return _mm256_sub_ps(a, b); }
+    static T mul(T a, T b) { return _mm256_mul_ps(a, b); }
+    static T div(T a, T b) { return _mm256_div_ps(a, b); }
+    static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+    // min/max return their second operand when either is NaN: x there keeps NaN
+    static T min_c(float c, T x) { return _mm256_min_ps(_mm256_set1_ps(c), x); }
+    static T max_c(float c, T x) { return _mm256_max_ps(_mm256_set1_ps(c), x); }
+    static T round(T x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static T pow2_minus1(T n) {
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(126)), 23));
+    }
+    static T abs(T x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+    static T copysign(T mag, T sign) {
+        const T bit = _mm256_set1_ps(-0.0f);
+        return _mm256_or_ps(_mm256_andnot_ps(bit, mag), _mm256_and_ps(bit, sign));
+    }
+    static double sum_squares(const float* x, size_t n) {
+        __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+        for (size_t i = 0; i < n; i += W) {
+            const T v = load(x + i, n - i);  // lanes past n are 0 and add nothing
+            const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+            acc0 = _mm256_fmadd_pd(lo, lo, acc0);  // x² is exact in f64: the same as a multiply and an add
+            acc1 = _mm256_fmadd_pd(hi, hi, acc1);
+        }
+        const __m256d s = _mm256_add_pd(acc0, acc1);
+        const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    }
+};
+
+#include "kernels/elementwise_simd.inc"
+
+}  // namespace avx2
+
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+
+namespace avx512 {
+
+struct V {
+    using T = __m512;
+    static constexpr size_t W = 16;
+    static __mmask16 mask(size_t left) { return left >= W ? 0xFFFF : static_cast<__mmask16>((1u << left) - 1); }
+    static T load(const float* p, size_t left) { return _mm512_maskz_loadu_ps(mask(left), p); }
+    static void store(float* p, size_t left, T v) { _mm512_mask_storeu_ps(p, mask(left), v); }
+    static T set1(float v) { return _mm512_set1_ps(v); }
+    static T add(T a, T b) { return _mm512_add_ps(a, b); }
+    static T sub(T a, T b) { return _mm512_sub_ps(a, b); }
+    static T mul(T a, T b) { return _mm512_mul_ps(a, b); }
+    static T div(T a, T b) { return _mm512_div_ps(a, b); }
+    static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+    static T min_c(float c, T x) { return _mm512_min_ps(_mm512_set1_ps(c), x); }
+    static T max_c(float c, T x) { return _mm512_max_ps(_mm512_set1_ps(c), x); }
+    static T round(T x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+    static T pow2_minus1(T n) {
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(126)), 23));
+    }
+    static T abs(T x) { return _mm512_castsi512_ps(_mm512_andnot_si512(_mm512_set1_epi32(INT32_MIN), _mm512_castps_si512(x))); }
+    static T copysign(T mag, T sign) {
+        const __m512i bit = _mm512_set1_epi32(INT32_MIN);
+        return _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(bit, _mm512_castps_si512(mag)),
+                                                   _mm512_and_si512(bit, _mm512_castps_si512(sign))));
+    }
+    static double sum_squares(const float* x, size_t n) {
+        __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+        for (size_t i = 0; i < n; i += W) {
+            const T v = load(x + i, n - i);  // lanes past n are 0 and add nothing
+            const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+            const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+            acc0 = _mm512_fmadd_pd(lo, lo, acc0);  // x² is exact in f64: the same as a multiply and an add
+            acc1 = _mm512_fmadd_pd(hi, hi, acc1);
+        }
+        return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
+    }
+};
+
+#include "kernels/elementwise_simd.inc"
+
+}  // namespace avx512
+
+#pragma GCC pop_options
+
+}  // namespace
+
+bool rmsnorm_x86(Isa isa, const float* x, const float* w, float eps, size_t n, float* out) {
+    if (isa == Isa::avx512) avx512::rmsnorm_simd(x, w, eps, n, out);
+    else if (isa == Isa::avx2) avx2::rmsnorm_simd(x, w, eps, n, out);
+    else return false;
+    return true;
+}
+
+bool glu_x86(Isa isa, const GluActivation& act, float* g, const float* u, size_t n) {
+    if (isa == Isa::avx512) avx512::glu_simd(act, g, u, n);
+    else if (isa == Isa::avx2) avx2::glu_simd(act, g, u, n);
+    else return false;
+    return true;
+}
+
+bool mul_sigmoid_x86(Isa isa, float* x, const float* gate, size_t n) {
+    if (isa == Isa::avx512) avx512::mul_sigmoid_simd(x, gate, n);
+    else if (isa == Isa::avx2) avx2::mul_sigmoid_simd(x, gate, n);
+    else return false;
+    return true;
+}
+
+}  // namespace waste::kernels
+
+#endif  // WASTE_X86_SIMD

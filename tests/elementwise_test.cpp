@@ -1,0 +1,267 @@
+// elementwise_test.cpp — every ISA variant of rmsnorm, the GLU activations
+// and the sigmoid gate (kernels/elementwise.h) against the scalar reference
+// (kernels/math.h): this CPU's variants, called explicitly whatever WASTE_ISA
+// says, and — when SIMDe's headers are installed — the NEON bodies over
+// SIMDe's portable intrinsics.
+//
+// Tolerances (why: elementwise.h), in units of the reference's ulp, with
+// 2^-126 (FLT_MIN) as the unit where the reference is subnormal or zero:
+// * sigmoid ≤ 4 ulp and SiLU·b ≤ 8 ulp: the vectorised expm1 is within
+//   2 ulp of the truth, 1/(2+e) adds a rounding, the reference's own
+//   std::exp-based result is within ~1.5 ulp of the truth;
+// * SiTU ≤ 16 ulp: two tanh and a sigmoid, each a few ulp;
+// * rmsnorm ≤ 2 ulp: only Σx²'s order differs (f64), so the f32 scale is the
+//   same float or its neighbour;
+// * the sigmoid against f64 truth ≤ 3 ulp (the variants' own error, so a
+//   fault shared with the reference's structure would still show).
+// Infinities and NaN must match exactly (NaN with NaN). Hostile inputs:
+// zeros of both signs, subnormals, the edges of exp's range (±87, ±88.7,
+// ±89), huge and infinite values, NaN.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/elementwise.h"
+
+#if !WASTE_NEON_SIMD && __has_include(<simde/arm/neon.h>)
+#define WASTE_TEST_EMULATED_NEON 1
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/arm/neon.h>
+
+namespace waste::kernels::neon_emu {
+// The intrinsics the NEON bodies use that SIMDe 0.7 lacks, from Arm's
+// definitions (IEEE division per lane).
+inline float32x4_t vdivq_f32(float32x4_t a, float32x4_t b) {
+    float x[4], y[4];
+    vst1q_f32(x, a);
+    vst1q_f32(y, b);
+    for (int l = 0; l < 4; ++l) x[l] /= y[l];
+    return vld1q_f32(x);
+}
+#include "kernels/elementwise_neon_v.inc"
+#include "kernels/elementwise_simd.inc"
+}  // namespace waste::kernels::neon_emu
+#endif
+
+namespace waste::kernels {
+namespace {
+
+struct Variant {
+    std::string name;
+    std::function<void(const float*, const float*, float, size_t, float*)> rmsnorm;
+    std::function<void(const GluActivation&, float*, const float*, size_t)> glu;
+    std::function<void(float*, const float*, size_t)> mul_sigmoid;
+};
+
+std::vector<Variant> variants() {
+    std::vector<Variant> out;
+    for (Isa isa : {Isa::avx2, Isa::avx512, Isa::neon})
+        if (isa_runs(isa))
+            out.push_back({isa_name(isa),
+                           [isa](const float* x, const float* w, float eps, size_t n, float* o) { rmsnorm(isa, x, w, eps, n, o); },
+                           [isa](const GluActivation& a, float* g, const float* u, size_t n) { glu(isa, a, g, u, n); },
+                           [isa](float* x, const float* g, size_t n) { mul_sigmoid(isa, x, g, n); }});
+#if defined(WASTE_TEST_EMULATED_NEON)
+    out.push_back({"neon-emulated", neon_emu::rmsnorm_simd, neon_emu::glu_simd, neon_emu::mul_sigmoid_simd});
+#endif
+    return out;
+}
+
+// |got − want| in units of want's ulp, or of FLT_MIN where want is subnormal
+// or zero (f32 exp itself flushes there: e^−88.74 overflows); infinite when
+// one is NaN/inf and the other is not the same.
+double ulps(float want, float got) {
+    if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
+    if (std::isinf(want) || std::isinf(got)) return want == got ? 0 : INFINITY;
+    const double unit = std::fabs(want) < FLT_MIN ? FLT_MIN : std::ldexp(1.0, std::ilogb(want) - 23);
+    return std::fabs(static_cast<double>(got) - want) / unit;
+}
+
+std::vector<float> hostile_values() {
+    std::vector<float> v = {0.0f, -0.0f, 1e-40f, -1e-40f, FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MIN, -FLT_MIN, 1e-30f, -1e-30f,
+                            1e-7f, -1e-7f, 0.5f, -0.5f, 0.3466f, -0.3466f, 1.0f, -1.0f, 4.0f, -4.0f, 9.0f, -9.0f,
+                            17.0f, -17.0f, 20.0f, -20.0f, 25.0f, -25.0f, 80.0f, -80.0f, 87.0f, -87.0f, 87.5f, -87.5f,
+                            88.0f, -88.0f, 88.5f, -88.5f, 88.72f, -88.72f, 88.8f, -88.8f, 89.0f, -89.0f, 100.0f,
+                            -100.0f, 200.0f, -200.0f, 1e4f, -1e4f, 1e30f, -1e30f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY,
+                            std::numeric_limits<float>::quiet_NaN()};
+    return v;
+}
+
+// Inputs: the hostile list, then a sweep of exp's whole range, then normal
+// values at several scales.
+std::vector<float> inputs(std::mt19937& rng) {
+    std::vector<float> v = hostile_values();
+    for (float z = -110.0f; z <= 110.0f; z += 0.0371f) v.push_back(z);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float scale : {0.01f, 0.1f, 1.0f, 3.0f, 10.0f, 40.0f})
+        for (int i = 0; i < 2000; ++i) v.push_back(normal(rng) * scale);
+    return v;
+}
+
+struct Worst {
+    double ulps = 0;
+    float at = 0;
+    void see(double u, float x) {
+        if (u > ulps) ulps = u, at = x;
+    }
+};
+
+TEST(Elementwise, ReportsVariants) {
+    std::string names;
+    for (const Variant& v : variants()) names += " " + v.name;
+    std::printf("best_isa=%s variants:%s\n", isa_name(best_isa()), names.empty() ? " (none)" : names.c_str());
+}
+
+TEST(Elementwise, SigmoidGateWithinTolerance) {
+    std::mt19937 rng(1);
+    const std::vector<float> z = inputs(rng);
+    for (const Variant& v : variants()) {
+        std::vector<float> got(z.size(), 1.0f);
+        v.mul_sigmoid(got.data(), z.data(), z.size());
+        Worst vs_ref, vs_truth;
+        for (size_t i = 0; i < z.size(); ++i) {
+            vs_ref.see(ulps(sigmoid(z[i]), got[i]), z[i]);
+            if (!std::isnan(z[i]))
+                vs_truth.see(ulps(static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(z[i])))), got[i]), z[i]);
+        }
+        std::printf("%s sigmoid: max %.2f ulp vs reference (z=%g), %.2f ulp vs f64 (z=%g)\n", v.name.c_str(), vs_ref.ulps,
+                    vs_ref.at, vs_truth.ulps, vs_truth.at);
+        EXPECT_LE(vs_ref.ulps, 4.0) << v.name << " at z=" << vs_ref.at;
+        EXPECT_LE(vs_truth.ulps, 3.0) << v.name << " at z=" << vs_truth.at;
+        // x·σ(g) with x ≠ 1: the same product as the reference's
+        std::vector<float> x(z.size(), -3.5f), want(z.size(), -3.5f);
+        v.mul_sigmoid(x.data(), z.data(), z.size());
+        mul_sigmoid(Isa::scalar, want.data(), z.data(), z.size());
+        for (size_t i = 0; i < z.size(); ++i) EXPECT_LE(ulps(want[i], x[i]), 4.0) << v.name << " z=" << z[i];
+    }
+}
+
+void check_glu(const GluActivation& act, double tolerance, const char* label) {
+    std::mt19937 rng(2);
+    const std::vector<float> a = inputs(rng);
+    std::vector<float> b = a;
+    std::shuffle(b.begin(), b.end(), rng);
+    // pair every hostile value with every other as well
+    std::vector<float> ga = a, gb = b;
+    for (float x : hostile_values())
+        for (float y : hostile_values()) ga.push_back(x), gb.push_back(y);
+    for (const Variant& v : variants()) {
+        std::vector<float> got = ga, want = ga;
+        v.glu(act, got.data(), gb.data(), ga.size());
+        glu(Isa::scalar, act, want.data(), gb.data(), ga.size());
+        Worst worst;
+        size_t bad = 0;
+        for (size_t i = 0; i < ga.size(); ++i) {
+            const double u = ulps(want[i], got[i]);
+            worst.see(u, ga[i]);
+            if (u > tolerance && bad++ < 5)
+                ADD_FAILURE() << v.name << " " << label << " a=" << ga[i] << " b=" << gb[i] << " want " << want[i] << " got "
+                              << got[i] << " (" << u << " ulp)";
+        }
+        std::printf("%s %s: max %.2f ulp vs reference (a=%g)\n", v.name.c_str(), label, worst.ulps, worst.at);
+    }
+}
+
+TEST(Elementwise, SiluGluWithinTolerance) { check_glu(GluActivation{}, 8.0, "silu"); }
+TEST(Elementwise, SituGluWithinTolerance) { check_glu(GluActivation{true, 4.0f, 25.0f}, 16.0, "situ"); }
+TEST(Elementwise, SituNoLinearTanhWithinTolerance) { check_glu(GluActivation{true, 4.0f, 0.0f}, 16.0, "situ(lambda=0)"); }
+
+TEST(Elementwise, RmsnormWithinTolerance) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<size_t> sizes;
+    for (size_t n = 1; n <= 70; ++n) sizes.push_back(n);
+    for (size_t n : {127, 128, 129, 1024, 7168}) sizes.push_back(n);
+    for (const Variant& v : variants()) {
+        Worst worst;
+        for (size_t n : sizes)
+            for (int kind = 0; kind < 4; ++kind) {
+                std::vector<float> x(n), w(n);
+                for (size_t i = 0; i < n; ++i) {
+                    x[i] = normal(rng) * (kind == 1 ? 1e-20f : kind == 2 ? 1e15f : 1.0f);
+                    w[i] = normal(rng);
+                }
+                if (kind == 3)  // zeros and subnormals
+                    for (size_t i = 0; i < n; ++i) x[i] = i % 3 == 0 ? 0.0f : i % 3 == 1 ? 1e-40f : -1e-39f;
+                for (const float* wp : {static_cast<const float*>(nullptr), static_cast<const float*>(w.data())}) {
+                    std::vector<float> want(n), got(n);
+                    rmsnorm(x.data(), wp, 1e-6f, n, want.data());
+                    v.rmsnorm(x.data(), wp, 1e-6f, n, got.data());
+                    for (size_t i = 0; i < n; ++i) {
+                        const double u = ulps(want[i], got[i]);
+                        worst.see(u, static_cast<float>(n));
+                        ASSERT_LE(u, 2.0) << v.name << " n=" << n << " kind=" << kind << " i=" << i;
+                    }
+                    // in place (out aliases x) gives the same bits
+                    std::vector<float> in_place = x;
+                    v.rmsnorm(in_place.data(), wp, 1e-6f, n, in_place.data());
+                    ASSERT_EQ(0, std::memcmp(in_place.data(), got.data(), sizeof(float) * n)) << v.name << " n=" << n;
+                }
+            }
+        std::printf("%s rmsnorm: max %.2f ulp vs reference (n=%g)\n", v.name.c_str(), worst.ulps, worst.at);
+    }
+}
+
+#if defined(WASTE_TEST_EMULATED_NEON)
+// expm1 and tanh themselves against f64 (through the NEON body, the only one
+// this file can reach directly; the x86 ones differ only by fused
+// multiply-adds): the error budget elementwise.h states.
+TEST(Elementwise, Expm1AndTanhAgainstF64) {
+    std::mt19937 rng(5);
+    const std::vector<float> x = inputs(rng);
+    Worst e, t;
+    for (size_t i = 0; i < x.size(); i += 4) {
+        float in[4] = {0, 0, 0, 0}, em[4], th[4];
+        for (size_t l = 0; l < 4 && i + l < x.size(); ++l) in[l] = x[i + l];
+        vst1q_f32(em, neon_emu::expm1v(vld1q_f32(in)));
+        vst1q_f32(th, neon_emu::tanhv(vld1q_f32(in)));
+        for (size_t l = 0; l < 4; ++l) {
+            const double truth = std::expm1(static_cast<double>(in[l]));
+            const float want = truth > FLT_MAX ? INFINITY : static_cast<float>(truth);
+            e.see(ulps(want, em[l]), in[l]);
+            t.see(ulps(static_cast<float>(std::tanh(static_cast<double>(in[l]))), th[l]), in[l]);
+        }
+    }
+    std::printf("neon-emulated expm1: max %.2f ulp (x=%g); tanh: max %.2f ulp (x=%g)\n", e.ulps, e.at, t.ulps, t.at);
+    EXPECT_LE(e.ulps, 3.0) << "x=" << e.at;
+    EXPECT_LE(t.ulps, 4.0) << "x=" << t.at;
+}
+#endif
+
+// An element's result depends only on its inputs, not on n or its position
+// (tails run the same vector code): any split of an array — threads — gives
+// the same bits.
+TEST(Elementwise, PositionIndependent) {
+    std::mt19937 rng(4);
+    const std::vector<float> a = inputs(rng);
+    const size_t n = 37;
+    for (const Variant& v : variants())
+        for (const GluActivation act : {GluActivation{}, GluActivation{true, 4.0f, 25.0f}}) {
+            std::vector<float> whole(a.begin(), a.begin() + n);
+            const std::vector<float> u(a.begin() + n, a.begin() + 2 * n);
+            v.glu(act, whole.data(), u.data(), n);
+            for (size_t i = 0; i < n; ++i) {
+                float one = a[i];
+                v.glu(act, &one, &u[i], 1);
+                EXPECT_TRUE(std::memcmp(&one, &whole[i], 4) == 0) << v.name << " i=" << i;
+            }
+            for (size_t split = 1; split < n; split += 5) {
+                std::vector<float> parts(a.begin(), a.begin() + n);
+                v.glu(act, parts.data(), u.data(), split);
+                v.glu(act, parts.data() + split, u.data() + split, n - split);
+                EXPECT_EQ(0, std::memcmp(parts.data(), whole.data(), sizeof(float) * n)) << v.name << " split=" << split;
+            }
+        }
+}
+
+}  // namespace
+}  // namespace waste::kernels
