@@ -377,6 +377,40 @@ TEST(Kernels, TrunkMatvecMatchesScalar) {
     }
 }
 
+// dequantize_rows (MLA's W_UK/W_UV per head) gives W.row()'s bits on every
+// ISA this CPU runs: scale · q is exact in f32, so there is no tolerance.
+// Rows whose cols are not a multiple of 8 take W.row() itself; a row range
+// in the middle of the tensor and a wider ld leave the rest of out alone.
+TEST(Kernels, DequantizeRowsMatchesRowBits) {
+    const std::vector<TrunkCase> cases = {
+        {TrunkFormat::f32, 128, 9, 64},  {TrunkFormat::q8g, 128, 7, 1024}, {TrunkFormat::q8g, 32, 5, 96},
+        {TrunkFormat::q4g, 128, 6, 512}, {TrunkFormat::q4g, 64, 5, 200},   {TrunkFormat::q4g, 8, 4, 77},
+        {TrunkFormat::q3g, 128, 5, 256}, {TrunkFormat::q3g, 16, 4, 80},    {TrunkFormat::q4g, 48, 3, 144},
+    };
+    std::mt19937 rng(4321);
+    for (const TrunkCase& c : cases) {
+        const Trunk trunk = make_trunk(c.fmt, c.group, c.rows, c.cols, rng);
+        const format::LoadedTensor w = trunk.tensor();
+        const size_t first = 1, n = c.rows - 2, ld = c.cols + 5;
+        std::vector<float> ref(n * ld, -7.0f), row(c.cols);
+        for (size_t k = 0; k < n; ++k) {
+            w.row(first + k, row);
+            std::copy(row.begin(), row.end(), ref.begin() + k * ld);
+        }
+        for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon}) {
+            if (!isa_runs(isa)) continue;
+            SCOPED_TRACE(std::string(isa_name(isa)) + " " + format::trunk_format_name(c.fmt) + " group " +
+                         std::to_string(c.group) + " cols " + std::to_string(c.cols));
+            std::vector<float> out(n * ld, -7.0f);
+            dequantize_rows(isa, w, first, n, out.data(), ld);
+            for (size_t k = 0; k < n; ++k) {
+                ASSERT_EQ(0, std::memcmp(out.data() + k * ld, ref.data() + k * ld, 4 * c.cols)) << "row " << first + k;
+                for (size_t j = c.cols; j < ld; ++j) ASSERT_EQ(out[k * ld + j], -7.0f) << "written past cols, row " << k;
+            }
+        }
+    }
+}
+
 // The chunk matmul (prefill) of every variant against the scalar
 // reference, on the matvec cases at several chunk sizes (token counts that
 // leave each micro-kernel's token and row tails), with the matvec's tolerance

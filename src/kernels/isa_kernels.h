@@ -34,6 +34,9 @@ bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const 
 // Trunk matmul over a chunk of tokens (kernels/trunk_matmul.h); `tile` holds
 // matmul_tile_floats_x86(w) floats (the caller's, one per thread).
 size_t matmul_tile_floats_x86(const format::LoadedTensor& w);
+// Rows [row_begin, row_begin + n) dequantised to f32 (out: [n][ld], ld ≥ the
+// row's cols rounded up to 8, which the last vector of a row may write).
+bool dequantize_rows_x86(Isa isa, const format::LoadedTensor& w, size_t row_begin, size_t n, float* out, size_t ld);
 bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
                      size_t row_begin, size_t row_end, float* tile);
 bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table);

@@ -239,6 +239,20 @@ void matmul_range(const TrunkView& t, const float* x, size_t ldx, size_t tokens,
 
 size_t matmul_tile_floats(const TrunkView& t) { return tile_rows * ((t.cols + 7) / 8 * 8 + 8); }
 
+bool dequantize_rows(const TrunkView& t, size_t row_begin, size_t n, float* out, size_t ld) {
+    if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
+    for (size_t k = 0; k < n; ++k) {
+        float* row = out + k * ld;
+        switch (t.fmt) {
+            case TrunkFormat::f32: decode_row<TrunkFormat::f32>(t, row_begin + k, row); break;
+            case TrunkFormat::q8g: decode_row<TrunkFormat::q8g>(t, row_begin + k, row); break;
+            case TrunkFormat::q4g: decode_row<TrunkFormat::q4g>(t, row_begin + k, row); break;
+            case TrunkFormat::q3g: decode_row<TrunkFormat::q3g>(t, row_begin + k, row); break;
+        }
+    }
+    return true;
+}
+
 // ---- VQ matmul (prefill, kernels/vq_matmul.h): a few rows at a time are
 // dequantised into an f32 tile (a position's 8 weights summed from the stage
 // codebooks, ((0 + C_0) + C_1) + …), then every token routed to the expert
@@ -721,6 +735,11 @@ bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, siz
     // the AVX2 kernel also serves AVX-512 CPUs (no AVX-512 body yet)
     if (isa == Isa::scalar) return false;
     return avx2::matmul_rows(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
+}
+
+bool dequantize_rows_x86(Isa isa, const format::LoadedTensor& w, size_t row_begin, size_t n, float* out, size_t ld) {
+    if (isa == Isa::scalar || isa == Isa::neon) return false;
+    return avx2::dequantize_rows(trunk_view(w), row_begin, n, out, ld);  // the AVX2 body also serves AVX-512 CPUs
 }
 
 bool build_vq_table_x86(Isa isa, const VqTableShape& shape, const float* books, const float* x, float* table) {

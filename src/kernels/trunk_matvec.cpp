@@ -122,6 +122,18 @@ void matvec_rows(Isa isa, const format::LoadedTensor& w, const float* x, float* 
     matvec_rows_scalar(w, x, y, row_begin, row_end);
 }
 
+void dequantize_rows(Isa isa, const format::LoadedTensor& w, size_t row_begin, size_t n, float* out, size_t ld) {
+    const size_t cols = w.info->cols;
+    WASTE_CHECK(ld >= cols && row_begin + n <= w.info->rows);
+#if WASTE_X86_SIMD
+    // the SIMD body writes whole vectors of 8: rows of a multiple of 8 only
+    if (cols % 8 == 0 && dequantize_rows_x86(isa, w, row_begin, n, out, ld)) return;
+#else
+    (void)isa;
+#endif
+    for (size_t k = 0; k < n; ++k) w.row(row_begin + k, std::span<float>(out + k * ld, cols));
+}
+
 void matvec(platform::ThreadPool& pool, const format::LoadedTensor& w, const float* x, float* y) {
     const Isa isa = active_isa();
     const size_t rows = w.info->rows;

@@ -26,6 +26,12 @@ void matvec_rows(Isa isa, const format::LoadedTensor& w, const float* x, float* 
 // Whole matvec, rows split over the pool.
 void matvec(platform::ThreadPool& pool, const format::LoadedTensor& w, const float* x, float* y);
 
+// Rows [row_begin, row_begin + n) of W as f32, the values W.row() gives
+// (scale · q is exact in f32, so every ISA gives the same bits): out is
+// [n][ld], ld ≥ cols. The SIMD body (rows whose cols are a multiple of 8)
+// decodes 8 values per step; other rows take W.row().
+void dequantize_rows(Isa isa, const format::LoadedTensor& w, size_t row_begin, size_t n, float* out, size_t ld);
+
 // y[0..cols) += Σ_{i<n} coeff[i] * W[row_begin + i]  (a transposed product
 // over a block of rows: MLA's absorbed W_UKᵀ q).  Single-threaded; rows are
 // dequantised one at a time into `row_scratch` (cols floats).

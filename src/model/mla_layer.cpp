@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/elementwise.h"
+#include "kernels/trunk_matvec.h"
 #include "model/forward.h"
 #include "platform/error.h"
 
@@ -38,12 +39,16 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     s.n_kv = position + static_cast<uint32_t>(tokens);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
     float* head_out = ws.head_out.data();  // [T][heads][vd]
+    const kernels::Isa isa = kernels::active_isa();
     ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
         std::vector<float> uk(nope * rank), uv(vd * rank);  // W_UK[h] [nope][rank], W_UV[h] [vd][rank]
         std::vector<float> latent_q(rank), context(rank), scores(position + tokens);
         for (size_t h = begin; h < end; ++h) {
-            for (size_t i = 0; i < nope; ++i) w.kv_b->row(h * (nope + vd) + i, std::span<float>(uk.data() + i * rank, rank));
-            for (size_t i = 0; i < vd; ++i) w.kv_b->row(h * (nope + vd) + nope + i, std::span<float>(uv.data() + i * rank, rank));
+            // the head's rows of kv_b, dequantised with the SIMD row decoder
+            // (the same values as kv_b->row(): a scalar loop here was most of
+            // a decode token's MLA time)
+            kernels::dequantize_rows(isa, *w.kv_b, h * (nope + vd), nope, uk.data(), rank);
+            kernels::dequantize_rows(isa, *w.kv_b, h * (nope + vd) + nope, vd, uv.data(), rank);
             for (size_t t = 0; t < tokens; ++t) {
                 const float* q_nope = q + t * ld + h * qk;
                 const float* q_pe = q_nope + nope;
