@@ -60,6 +60,7 @@ struct Variant {
     std::function<void(const float*, const float*, float, size_t, float*)> rmsnorm;
     std::function<void(const GluActivation&, float*, const float*, size_t)> glu;
     std::function<void(float*, const float*, size_t)> mul_sigmoid;
+    std::function<float(const float*, const float*, size_t)> dot;
 };
 
 std::vector<Variant> variants() {
@@ -69,9 +70,11 @@ std::vector<Variant> variants() {
             out.push_back({isa_name(isa),
                            [isa](const float* x, const float* w, float eps, size_t n, float* o) { rmsnorm(isa, x, w, eps, n, o); },
                            [isa](const GluActivation& a, float* g, const float* u, size_t n) { glu(isa, a, g, u, n); },
-                           [isa](float* x, const float* g, size_t n) { mul_sigmoid(isa, x, g, n); }});
+                           [isa](float* x, const float* g, size_t n) { mul_sigmoid(isa, x, g, n); },
+                           [isa](const float* a, const float* b, size_t n) { return dot(isa, a, b, n); }});
 #if defined(WASTE_TEST_EMULATED_NEON)
-    out.push_back({"neon-emulated", neon_emu::rmsnorm_simd, neon_emu::glu_simd, neon_emu::mul_sigmoid_simd});
+    out.push_back({"neon-emulated", neon_emu::rmsnorm_simd, neon_emu::glu_simd, neon_emu::mul_sigmoid_simd,
+                   neon_emu::dot_simd});
 #endif
     return out;
 }
@@ -261,6 +264,42 @@ TEST(Elementwise, PositionIndependent) {
                 EXPECT_EQ(0, std::memcmp(parts.data(), whole.data(), sizeof(float) * n)) << v.name << " split=" << split;
             }
         }
+}
+
+// dot: every variant within 2·γ_n·Σ|a·b| of the scalar reference (each
+// order's rounding error is at most γ_n·Σ|a·b|), and within γ_n of an f64
+// sum; lengths around the vector widths (tails), cancelling sums, and a
+// NaN or an inf that must come through.
+TEST(Elementwise, DotWithinTolerance) {
+    std::mt19937 rng(17);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17},
+                     size_t{31}, size_t{32}, size_t{33}, size_t{64}, size_t{160}, size_t{513}}) {
+        std::vector<float> a(n), b(n);
+        for (size_t i = 0; i < n; ++i) {
+            a[i] = normal(rng);
+            b[i] = i % 2 ? a[i] * 1.0001f : -a[i];  // sums that nearly cancel
+            if (i % 5 == 0) b[i] = normal(rng) * 1e3f;
+        }
+        double exact = 0, magnitude = 0;
+        for (size_t i = 0; i < n; ++i) {
+            exact += static_cast<double>(a[i]) * b[i];
+            magnitude += std::fabs(static_cast<double>(a[i]) * b[i]);
+        }
+        const float ref = dot(Isa::scalar, a.data(), b.data(), n);
+        // γ_n = n·u/(1 − n·u) ≤ 1.01·n·u for n·u < 0.01 (u = 2⁻²⁴)
+        const double bound = 2.0 * 1.01 * static_cast<double>(n) * std::ldexp(1.0, -24) * magnitude;
+        for (const Variant& v : variants()) {
+            const float got = v.dot(a.data(), b.data(), n);
+            EXPECT_LE(std::fabs(static_cast<double>(got) - ref), bound + 1e-30) << v.name << " n=" << n;
+            EXPECT_LE(std::fabs(static_cast<double>(got) - exact), bound / 2 + 1e-30) << v.name << " n=" << n;
+        }
+    }
+    std::vector<float> a(37, 1.0f), b(37, 2.0f);
+    b[20] = NAN;
+    for (const Variant& v : variants()) EXPECT_TRUE(std::isnan(v.dot(a.data(), b.data(), a.size()))) << v.name;
+    b[20] = INFINITY;
+    for (const Variant& v : variants()) EXPECT_EQ(v.dot(a.data(), b.data(), a.size()), INFINITY) << v.name;
 }
 
 }  // namespace

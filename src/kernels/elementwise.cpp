@@ -27,15 +27,25 @@ void mul_sigmoid(Isa isa, float* x, const float* gate, size_t n) {
     for (size_t i = 0; i < n; ++i) x[i] *= sigmoid(gate[i]);
 }
 
+float dot(Isa isa, const float* a, const float* b, size_t n) {
+    float out = 0.0f;
+    if (x86(isa) && dot_x86(isa, a, b, n, &out)) return out;
+    if (neon(isa) && dot_neon(a, b, n, &out)) return out;
+    for (size_t i = 0; i < n; ++i) out += a[i] * b[i];
+    return out;
+}
+
 #if !WASTE_X86_SIMD
 bool rmsnorm_x86(Isa, const float*, const float*, float, size_t, float*) { return false; }
 bool glu_x86(Isa, const GluActivation&, float*, const float*, size_t) { return false; }
 bool mul_sigmoid_x86(Isa, float*, const float*, size_t) { return false; }
+bool dot_x86(Isa, const float*, const float*, size_t, float*) { return false; }
 #endif
 #if !WASTE_NEON_SIMD
 bool rmsnorm_neon(const float*, const float*, float, size_t, float*) { return false; }
 bool glu_neon(const GluActivation&, float*, const float*, size_t) { return false; }
 bool mul_sigmoid_neon(float*, const float*, size_t) { return false; }
+bool dot_neon(const float*, const float*, size_t, float*) { return false; }
 #endif
 
 }  // namespace waste::kernels

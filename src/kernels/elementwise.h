@@ -39,14 +39,21 @@ void glu(Isa isa, const GluActivation& act, float* g, const float* u, size_t n);
 // x[i] *= sigmoid(gate[i]) for i < n (the output gates of KDA and MLA);
 // gate may be x itself: silu(x) = x·σ(x), the reference's order.
 void mul_sigmoid(Isa isa, float* x, const float* gate, size_t n);
+// Σ a[i]·b[i] for i < n (MLA's attention scores and W_UV rows). The SIMD
+// variants sum in lanes with FMA, then the lanes: within 2·γ_n·Σ|a·b|
+// (γ_n ≈ n·2⁻²⁴) of the reference's sequential sum, the two orders' error
+// bounds added; the order depends only on n.
+float dot(Isa isa, const float* a, const float* b, size_t n);
 
 // The variants' entry points (elementwise_x86.cpp, elementwise_neon.cpp);
 // false when they have no kernel for the case.
 bool rmsnorm_x86(Isa isa, const float* x, const float* w, float eps, size_t n, float* out);
 bool glu_x86(Isa isa, const GluActivation& act, float* g, const float* u, size_t n);
 bool mul_sigmoid_x86(Isa isa, float* x, const float* gate, size_t n);
+bool dot_x86(Isa isa, const float* a, const float* b, size_t n, float* out);
 bool rmsnorm_neon(const float* x, const float* w, float eps, size_t n, float* out);
 bool glu_neon(const GluActivation& act, float* g, const float* u, size_t n);
 bool mul_sigmoid_neon(float* x, const float* gate, size_t n);
+bool dot_neon(const float* a, const float* b, size_t n, float* out);
 
 }  // namespace waste::kernels

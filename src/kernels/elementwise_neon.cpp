@@ -33,6 +33,11 @@ bool mul_sigmoid_neon(float* x, const float* gate, size_t n) {
     return true;
 }
 
+bool dot_neon(const float* a, const float* b, size_t n, float* out) {
+    *out = neon_elementwise::dot_simd(a, b, n);
+    return true;
+}
+
 }  // namespace waste::kernels
 
 #endif  // WASTE_NEON_SIMD

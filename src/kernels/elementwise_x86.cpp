@@ -143,6 +143,13 @@ bool mul_sigmoid_x86(Isa isa, float* x, const float* gate, size_t n) {
     return true;
 }
 
+bool dot_x86(Isa isa, const float* a, const float* b, size_t n, float* out) {
+    if (isa == Isa::avx512) *out = avx512::dot_simd(a, b, n);
+    else if (isa == Isa::avx2) *out = avx2::dot_simd(a, b, n);
+    else return false;
+    return true;
+}
+
 }  // namespace waste::kernels
 
 #endif  // WASTE_X86_SIMD

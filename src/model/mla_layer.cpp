@@ -62,9 +62,8 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                 float max_score = -INFINITY;
                 for (size_t p = 0; p < n; ++p) {
                     const float* cached = s.latent.data() + p * row;
-                    float dot = 0;
-                    for (size_t j = 0; j < rank; ++j) dot += latent_q[j] * cached[j];
-                    for (size_t j = 0; j < rope; ++j) dot += q_pe[j] * cached[rank + j];
+                    const float dot = kernels::dot(isa, latent_q.data(), cached, rank) +
+                                      (rope ? kernels::dot(isa, q_pe, cached + rank, rope) : 0.0f);
                     scores[p] = dot * scale;
                     max_score = std::max(max_score, scores[p]);
                 }
@@ -81,12 +80,7 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                     for (size_t j = 0; j < rank; ++j) context[j] += weight * cached[j];
                 }
                 float* oh = head_out + t * ld + h * vd;  // o_h = W_UV · context
-                for (size_t i = 0; i < vd; ++i) {
-                    const float* r = uv.data() + i * rank;
-                    float dot = 0;
-                    for (size_t j = 0; j < rank; ++j) dot += r[j] * context[j];
-                    oh[i] = dot;
-                }
+                for (size_t i = 0; i < vd; ++i) oh[i] = kernels::dot(isa, uv.data() + i * rank, context.data(), rank);
             }
         }
     });
