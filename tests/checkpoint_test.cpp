@@ -152,23 +152,7 @@ void write_checkpoint(const fs::path& dir, const std::vector<RawTensor>& tensors
 
 // --- the python writer -------------------------------------------------------
 
-struct SynthCheckpoint {
-    waste_test::TempDir tmp;
-    fs::path dir, expected;
-};
-
-std::unique_ptr<SynthCheckpoint> hf_synth(const std::string& args) {
-    auto s = std::make_unique<SynthCheckpoint>();
-    s->dir = s->tmp / "ckpt";
-    s->expected = s->tmp / "expected.safetensors";
-    const std::string command = "cd '" + (waste_test::source_dir() / "python").string() +
-                                "' && /usr/bin/python3 -m waste_ref.hf_synth '" + s->dir.string() + "' " + args +
-                                " --expected-f32 '" + s->expected.string() + "'";
-    std::string output;
-    const int rc = waste_test::run_command(command, &output);
-    EXPECT_EQ(rc, 0) << command << "\n" << output;
-    return s;
-}
+using waste_test::hf_synth;
 
 }  // namespace
 

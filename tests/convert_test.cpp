@@ -822,6 +822,54 @@ TEST(Convert, ResumeAfterReclaimIsByteIdentical) {
     }
 }
 
+// A compressed-tensors INT4 release keeps each weight's `_shape` beside its
+// packed codes; indexing the checkpoint reads those two integers for every
+// weight, including the ones a reclaimed shard held. The converter keeps the
+// values of a reclaimed shard's tiny tensors, so the resumed run indexes the
+// checkpoint and finishes byte-identical to an uninterrupted conversion.
+TEST(Convert, ResumeAfterReclaimWithInt4ShapesIsByteIdentical) {
+    auto synth = waste_test::hf_synth("--model kimi-linear --experts-format int4 --shards 3");
+    ASSERT_TRUE(fs::exists(synth->dir / "config.json"));
+    waste_test::TempDir tmp;
+    fs::copy(synth->dir, tmp / "src", fs::copy_options::recursive);
+    fs::copy(synth->dir, tmp / "intact", fs::copy_options::recursive);
+    convert_checkpoint((tmp / "intact").string(), (tmp / "ref").string(), small_options(2));
+    const auto want = container_files(tmp / "ref");
+
+    // the shards holding INT4 `_shape` tensors
+    std::set<std::string> shape_shards;
+    for (const auto& entry : fs::directory_iterator(tmp / "intact")) {
+        if (entry.path().extension() != ".safetensors") continue;
+        const SafetensorsFile shard = SafetensorsFile::open(entry.path());
+        for (const TensorEntry& t : shard.tensors())
+            if (t.name.ends_with("_shape")) shape_shards.insert(entry.path().filename().string());
+    }
+    ASSERT_FALSE(shape_shards.empty()) << "the writer wrote no INT4 _shape: the test would not test what it says";
+    // interrupted at the first progress step after such a shard went
+    ConvertOptions interrupted = small_options(1);
+    interrupted.reclaim = Reclaim::on;
+    bool shape_shard_deleted = false;
+    interrupted.event = [&](const json& e) {
+        if (e.value("deleted", false) && shape_shards.count(e["reclaim"].get<std::string>())) shape_shard_deleted = true;
+    };
+    interrupted.progress = [&](uint64_t, uint64_t) { return !shape_shard_deleted; };
+    try {
+        convert_checkpoint((tmp / "src").string(), (tmp / "out").string(), interrupted);
+        FAIL() << "not interrupted";
+    } catch (const waste::Error& e) {
+        EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED) << e.what();
+    }
+    ASSERT_TRUE(shape_shard_deleted);
+
+    ConvertOptions resume = small_options(2);
+    resume.reclaim = Reclaim::on;
+    const json summary = convert_checkpoint((tmp / "src").string(), (tmp / "out").string(), resume);
+    EXPECT_GT(summary["resumed_units"].get<int>(), 0);
+    const auto got = container_files(tmp / "out");
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [name, bytes] : want) EXPECT_TRUE(got.at(name) == bytes) << name << " differs after a reclaimed resume";
+}
+
 void expect_refused(const fs::path& src, const fs::path& out, const std::vector<std::string>& words) {
     try {
         convert_checkpoint(src.string(), out.string(), small_options(1));

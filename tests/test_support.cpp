@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <gtest/gtest.h>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -43,6 +45,19 @@ void copy_container(const fs::path& from, const fs::path& dest) {
         fs::copy_file(entry.path(), target, fs::copy_options::overwrite_existing);
         fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add);
     }
+}
+
+std::unique_ptr<SynthCheckpoint> hf_synth(const std::string& args) {
+    auto s = std::make_unique<SynthCheckpoint>();
+    s->dir = s->tmp / "ckpt";
+    s->expected = s->tmp / "expected.safetensors";
+    const std::string command = "cd '" + (source_dir() / "python").string() +
+                                "' && /usr/bin/python3 -m waste_ref.hf_synth '" + s->dir.string() + "' " + args +
+                                " --expected-f32 '" + s->expected.string() + "'";
+    std::string output;
+    const int rc = run_command(command, &output);
+    EXPECT_EQ(rc, 0) << command << "\n" << output;
+    return s;
 }
 
 int run_command(const std::string& command, std::string* output) {

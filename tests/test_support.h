@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "waste/waste.h"
@@ -46,6 +47,17 @@ struct OpenedSession {
         waste_model_close(model);
     }
 };
+
+// A synthetic Hugging Face checkpoint written by the PyTorch reference's
+// writer (python/waste_ref/hf_synth.py, /usr/bin/python3): dir holds the
+// shards, config and index; expected the f32 values it encoded. args are the
+// writer's options (e.g. "--model k3 --experts-format int4"). A failed write
+// is a test failure (EXPECT), and dir is then empty.
+struct SynthCheckpoint {
+    TempDir tmp;
+    std::filesystem::path dir, expected;
+};
+std::unique_ptr<SynthCheckpoint> hf_synth(const std::string& args);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);

@@ -220,7 +220,7 @@ Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& op
         const auto reclaimed = options.reclaimed.find(shard);
         if (reclaimed != options.reclaimed.end() && !fs::exists(dir / shard, ec))
             ck.files_.push_back(SafetensorsFile::reclaimed(dir / shard, reclaimed->second.header_json,
-                                                           reclaimed->second.file_bytes));
+                                                           reclaimed->second.file_bytes, reclaimed->second.kept));
         else
             ck.files_.push_back(SafetensorsFile::open(dir / shard));
     }

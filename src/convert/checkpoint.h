@@ -83,6 +83,9 @@ struct ShardInfo {
 struct ReclaimedShard {
     std::string header_json;
     uint64_t file_bytes = 0;
+    // The bytes of its tiny tensors (an INT4 weight's `_shape`): indexing the
+    // checkpoint reads them, so a resumed run needs them after the delete.
+    std::map<std::string, std::string, std::less<>> kept;
 };
 
 struct CheckpointOpenOptions {

@@ -191,11 +191,25 @@ private:
 };
 
 std::string reclaimed_header_name(const std::string& shard) { return "reclaimed-" + shard + ".header"; }
+std::string reclaimed_kept_name(const std::string& shard) { return "reclaimed-" + shard + ".kept.json"; }
+
+// A reclaimed shard's tensors of at most this many bytes keep their values
+// (an INT4 weight's `_shape` is 8 or 16 bytes; indexing reads it).
+constexpr uint64_t kept_tensor_bytes = 64;
+
+std::string to_hex(const std::string& bytes) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
+    return out;
+}
 
 // Saves a shard's safetensors header (and its file size) into the work folder
 // before --reclaim deletes the shard, so a resumed run still knows the names,
 // dtypes and shapes of what it held (the fingerprint and the plan's shape
-// checks need them; the values are never needed again).
+// checks need them), and the values of its tiny tensors: an INT4 weight's
+// `_shape` is read whenever the checkpoint is indexed. No other value is
+// needed again.
 void record_shard_header(const fs::path& shard_path, const fs::path& work, const std::string& shard) {
     const int fd = ::open(shard_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) fail(WASTE_ERR_IO, "reclaim: cannot open {} to record its header: {}", shard_path.string(), std::strerror(errno));
@@ -217,6 +231,16 @@ void record_shard_header(const fs::path& shard_path, const fs::path& work, const
         if (got <= 0) fail(WASTE_ERR_IO, "reclaim: {}: short read of its header", shard_path.string());
         done += static_cast<uint64_t>(got);
     }
+    json kept = json::object();
+    const SafetensorsHeader parsed = parse_safetensors_header(header, static_cast<uint64_t>(size), shard_path.string());
+    for (const TensorEntry& t : parsed.tensors) {
+        if (t.bytes == 0 || t.bytes > kept_tensor_bytes) continue;
+        std::string bytes(static_cast<size_t>(t.bytes), '\0');
+        if (::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(t.begin)) != static_cast<ssize_t>(bytes.size()))
+            fail(WASTE_ERR_IO, "reclaim: {}: cannot read tensor \"{}\" to keep it", shard_path.string(), t.name);
+        kept[t.name] = to_hex(bytes);
+    }
+    platform::write_small_file((work / reclaimed_kept_name(shard)).string(), kept.dump() + "\n");
     platform::write_small_file((work / reclaimed_header_name(shard)).string(), std::to_string(size) + "\n" + header);
 }
 
@@ -584,6 +608,23 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
             fail(WASTE_ERR_FORMAT, "{}: not a recorded shard header (no file size line)", header_path.string());
         recorded.file_bytes = std::stoull(size_text);
         recorded.header_json = text.substr(newline + 1);
+        // the kept tiny tensors (absent in a work folder of an older engine)
+        const fs::path kept_path = work / reclaimed_kept_name(shard);
+        if (fs::exists(kept_path, error)) {
+            const json kept = json::parse(read_text_file(kept_path, uint64_t{16} << 20), nullptr, false);
+            if (kept.is_discarded() || !kept.is_object())
+                fail(WASTE_ERR_FORMAT, "{}: not a JSON object of kept tensors", kept_path.string());
+            for (const auto& [name, hex] : kept.items()) {
+                const std::string digits = hex.is_string() ? hex.get<std::string>() : std::string("?");
+                if (digits.size() % 2 || digits.size() > 2 * kept_tensor_bytes ||
+                    digits.find_first_not_of("0123456789abcdef") != std::string::npos)
+                    fail(WASTE_ERR_FORMAT, "{}: tensor \"{}\" is not up to {} bytes of lowercase hex", kept_path.string(),
+                         name, kept_tensor_bytes);
+                std::string bytes;
+                for (size_t i = 0; i < digits.size(); i += 2) bytes += static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16));
+                recorded.kept.emplace(name, std::move(bytes));
+            }
+        }
         options.reclaimed.emplace(shard, std::move(recorded));
     }
     return options;

@@ -260,7 +260,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 }
 
 SafetensorsFile SafetensorsFile::reclaimed(const std::filesystem::path& path, std::string_view header_json,
-                                           uint64_t file_bytes) {
+                                           uint64_t file_bytes, const std::map<std::string, std::string, std::less<>>& kept) {
     SafetensorsFile file;
     file.path_ = path;
     file.handle_ = std::make_unique<Handle>();
@@ -270,6 +270,13 @@ SafetensorsFile SafetensorsFile::reclaimed(const std::filesystem::path& path, st
     file.header_ = parse_safetensors_header(header_json, file_bytes, path.string() + " (reclaimed, recorded header)");
     file.file_bytes_ = file_bytes;
     file.reclaimed_ = true;
+    for (const auto& [name, bytes] : kept) {
+        const TensorEntry* entry = file.header_.find(name);
+        if (!entry || entry->bytes != bytes.size())
+            fail_format("{}: kept bytes of tensor \"{}\" ({} bytes) do not match its recorded header", path.string(), name,
+                        bytes.size());
+    }
+    file.kept_ = kept;
     return file;
 }
 
@@ -299,6 +306,12 @@ void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst
         fail(WASTE_ERR_INVALID_ARGUMENT, "{}: read of {} bytes at {} is outside tensor \"{}\" ({} bytes)", path_.string(),
              bytes, offset, tensor.name, tensor.bytes);
     if (bytes == 0) return;
+    if (reclaimed_) {
+        if (const auto kept = kept_.find(tensor.name); kept != kept_.end()) {
+            std::memcpy(dst, kept->second.data() + offset, bytes);
+            return;
+        }
+    }
     if (reclaimed_)
         fail(WASTE_ERR_IO, "{}: tensor \"{}\" cannot be read: the shard was reclaimed (deleted by convert --reclaim on)",
              path_.string(), tensor.name);

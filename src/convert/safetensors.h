@@ -70,9 +70,12 @@ public:
     static SafetensorsFile open(const std::filesystem::path& path);
     // A shard that `waste convert --reclaim on` deleted, rebuilt from the header
     // it saved before the delete (header_json without the 8-byte length, the
-    // file's size then): names, dtypes and shapes are known, every read fails
-    // naming the tensor and the file.
-    static SafetensorsFile reclaimed(const std::filesystem::path& path, std::string_view header_json, uint64_t file_bytes);
+    // file's size then): names, dtypes and shapes are known. The bytes of the
+    // few tiny tensors it kept (`kept`: name → bytes, e.g. an INT4 weight's
+    // `_shape`, which indexing the checkpoint reads) can be read; every other
+    // read fails naming the tensor and the file.
+    static SafetensorsFile reclaimed(const std::filesystem::path& path, std::string_view header_json, uint64_t file_bytes,
+                                     const std::map<std::string, std::string, std::less<>>& kept = {});
 
     SafetensorsFile(SafetensorsFile&&) noexcept;
     SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
@@ -98,6 +101,7 @@ private:
     std::filesystem::path path_;
     uint64_t file_bytes_ = 0;
     bool reclaimed_ = false;
+    std::map<std::string, std::string, std::less<>> kept_;  // a reclaimed file's readable tiny tensors
     SafetensorsHeader header_;
     struct Handle;
     std::unique_ptr<Handle> handle_;
