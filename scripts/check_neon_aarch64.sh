@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# check_neon_aarch64.sh — build tests/kernels_test.cpp for AArch64 with a
-# cross compiler and run it under qemu-user: the NEON kernel variants
-# (src/kernels/isa_neon.inc) natively compiled with <arm_neon.h>, real FMA
-# and GCC's AArch64 code generation, against the scalar reference compiled
-# for the same target. Not part of scripts/test.sh (it needs the cross
+# check_neon_aarch64.sh — build the kernel tests (tests/kernels_test.cpp,
+# kda_step_test.cpp, elementwise_test.cpp) for AArch64 with a cross compiler
+# and run them under qemu-user: the NEON kernel variants (isa_neon.inc,
+# kda_step_neon.inc, elementwise_neon_v.inc) natively compiled with
+# <arm_neon.h>, real FMA and GCC's AArch64 code generation, against the
+# scalar reference compiled for the same target. Not part of scripts/test.sh (it needs the cross
 # toolchain: Debian `apt-get install g++-aarch64-linux-gnu qemu-user`).
 #
 # Only the sources the kernel test links are built (kernels/, the trunk codec
@@ -13,7 +14,8 @@
 # would pull in the I/O layer and libdeflate). The full library needs arm64
 # builds of liburing, libdeflate and pcre2, which this check does not.
 #
-# Usage: scripts/check_neon_aarch64.sh [BUILD_DIR] [gtest args...]
+# Usage: scripts/check_neon_aarch64.sh [BUILD_DIR] [gtest args...]  (the
+# gtest args go to every test; the script fails if any test fails)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build/neon/aarch64}
@@ -27,9 +29,11 @@ mkdir -p "$out"
 
 flags=(-std=c++20 -O2 -ffunction-sections -fdata-sections -Wall -Wextra -Wno-unused-parameter -DFMT_HEADER_ONLY -I"$root/src" -I"$root/include"
        -I"$root/tests" -I"$gtest/include" -I"$gtest" -DWASTE_SOURCE_DIR="\"$root\"" -DWASTE_CLI_PATH="\"/nonexistent\"")
+tests=(kernels_test kda_step_test elementwise_test)
 sources=("$root"/src/kernels/*.cpp "$root/src/format/trunk_codec.cpp" "$root/src/format/manifest.cpp"
-         "$root/src/format/container.cpp" "$root/src/platform/thread_pool.cpp" "$root/tests/kernels_test.cpp"
+         "$root/src/format/container.cpp" "$root/src/platform/thread_pool.cpp"
          "$gtest/src/gtest-all.cc" "$gtest/src/gtest_main.cc")
+for test in "${tests[@]}"; do sources+=("$root/tests/$test.cpp"); done
 # an object is rebuilt when it is missing or older than a file its depfile names
 stale() {
     [ -f "$1" ] && [ -f "$1.d" ] || return 0
@@ -39,10 +43,10 @@ stale() {
     done
     return 1
 }
-objects=()
+objects=()  # what every test links (not the tests' own objects)
 for src in "${sources[@]}"; do
     obj="$out/$(basename "${src%.*}").o"
-    objects+=("$obj")
+    case " ${tests[*]} " in *" $(basename "${src%.*}") "*) ;; *) objects+=("$obj") ;; esac
     if stale "$obj"; then
         echo "compile $(basename "$src")"
         "$cxx" "${flags[@]}" -MMD -MF "$obj.d" -c "$src" -o "$obj" &
@@ -51,7 +55,15 @@ for src in "${sources[@]}"; do
     fi
 done
 for pid in $(jobs -p); do wait "$pid"; done  # a failed compile stops the script (set -e)
-"$cxx" -o "$out/kernels_test" "${objects[@]}" -pthread -Wl,--gc-sections
-echo "built $out/kernels_test ($(file -b "$out/kernels_test" | cut -d, -f1-2))"
-# the AArch64 sysroot of the cross toolchain holds the dynamic loader and libstdc++
-exec qemu-aarch64 -L /usr/aarch64-linux-gnu "$out/kernels_test" "$@"
+failed=()
+for test in "${tests[@]}"; do
+    "$cxx" -o "$out/$test" "$out/$test.o" "${objects[@]}" -pthread -Wl,--gc-sections
+    echo "built $out/$test ($(file -b "$out/$test" | cut -d, -f1-2))"
+    # the AArch64 sysroot of the cross toolchain holds the dynamic loader and libstdc++
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "$out/$test" "$@" || failed+=("$test")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "check_neon_aarch64: failed: ${failed[*]}" >&2
+    exit 1
+fi
+echo "check_neon_aarch64: ${tests[*]} passed"
