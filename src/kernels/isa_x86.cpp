@@ -332,7 +332,6 @@ bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indi
     return true;
 }
 
-
 bool matmul_rows(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
                  size_t row_end, float* tile) {
     if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;

@@ -22,24 +22,24 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     const size_t heads = c.heads, nope = c.qk_nope, rope = c.qk_rope, vd = c.v_head, rank = c.kv_lora;
     const size_t qk = nope + rope, row = rank + rope, hidden = c.hidden, ld = ws.attn_width;
     const float eps = static_cast<float>(c.rms_eps);
+    const kernels::Isa isa = kernels::active_isa();
     WASTE_CHECK(s.n_kv == position && (position + tokens) * row <= s.latent.size());
     float* q = ws.q.data();  // [T][heads][nope + rope]
     if (w.q) project(ctx, *w.q, x, hidden, tokens, q, ld);
     else {
         project(ctx, *w.q_a, x, hidden, tokens, ws.small.data(), ws.small_width);
         for (size_t t = 0; t < tokens; ++t)
-            kernels::rmsnorm(kernels::active_isa(), ws.small.data() + t * ws.small_width, w.q_a_norm.data(), eps, c.q_lora,
+            kernels::rmsnorm(isa, ws.small.data() + t * ws.small_width, w.q_a_norm.data(), eps, c.q_lora,
                              ws.small.data() + t * ws.small_width);
         project(ctx, *w.q_b, ws.small.data(), ws.small_width, tokens, q, ld);
     }
     float* entries = s.latent.data() + static_cast<size_t>(position) * row;  // [T][c (rank) | k_pe (rope)]
     project(ctx, *w.kv_a, x, hidden, tokens, entries, row);
     for (size_t t = 0; t < tokens; ++t)
-        kernels::rmsnorm(kernels::active_isa(), entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
+        kernels::rmsnorm(isa, entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
     s.n_kv = position + static_cast<uint32_t>(tokens);
     const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
     float* head_out = ws.head_out.data();  // [T][heads][vd]
-    const kernels::Isa isa = kernels::active_isa();
     ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
         std::vector<float> uk(nope * rank), uv(vd * rank);  // W_UK[h] [nope][rank], W_UV[h] [vd][rank]
         std::vector<float> latent_q(rank), context(rank), scores(position + tokens);
@@ -87,7 +87,7 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     if (w.g) {
         project(ctx, *w.g, x, hidden, tokens, ws.gate.data(), ld);
         for (size_t t = 0; t < tokens; ++t)
-            kernels::mul_sigmoid(kernels::active_isa(), head_out + t * ld, ws.gate.data() + t * ld, heads * vd);
+            kernels::mul_sigmoid(isa, head_out + t * ld, ws.gate.data() + t * ld, heads * vd);
     }
     project(ctx, *w.o, head_out, ld, tokens, out, hidden);
 }
