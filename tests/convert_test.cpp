@@ -587,6 +587,17 @@ ConvertOptions small_options(unsigned jobs) {
     return options;
 }
 
+// Runs a conversion that options.progress stops: it must end cancelled.
+// Wrap the call in ASSERT_NO_FATAL_FAILURE to stop the test when it did not.
+void expect_cancelled(const fs::path& src, const fs::path& out, const ConvertOptions& options) {
+    try {
+        convert_checkpoint(src.string(), out.string(), options);
+        FAIL() << "not interrupted (" << out.filename().string() << ")";
+    } catch (const waste::Error& e) {
+        EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED) << e.what();
+    }
+}
+
 TEST(Convert, DeterministicAcrossJobsAndReadable) {
     waste_test::TempDir tmp;
     write_checkpoint(tmp / "src", tiny_tensors());
@@ -680,12 +691,7 @@ TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {
         const fs::path out = tmp / ("cut" + std::to_string(cut));
         ConvertOptions interrupted = small_options(1);
         interrupted.progress = [&](uint64_t done, uint64_t) { return done < cut * total; };
-        try {
-            convert_checkpoint((tmp / "src").string(), out.string(), interrupted);
-            FAIL() << "not interrupted at " << cut;
-        } catch (const waste::Error& e) {
-            EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED);
-        }
+        ASSERT_NO_FATAL_FAILURE(expect_cancelled(tmp / "src", out, interrupted)) << "cut at " << cut;
         EXPECT_FALSE(fs::exists(out / "manifest.json")) << "nothing is published by an interrupted run";
         waste_test::write_file(out / "experts-L1.bin.tmp", std::string(5000, 'x'));
         waste_test::write_file(out / ".waste-convert" / "trunk-0002.part.tmp", "junk");
@@ -749,12 +755,7 @@ TEST(Convert, ResumeAfterReclaimIsByteIdentical) {
     bool reclaimed = false;
     interrupted.event = [&](const json& e) { reclaimed = reclaimed || e.value("deleted", false); };
     interrupted.progress = [&](uint64_t, uint64_t) { return !reclaimed; };
-    try {
-        convert_checkpoint((tmp / "src").string(), (tmp / "out").string(), interrupted);
-        FAIL() << "not interrupted";
-    } catch (const waste::Error& e) {
-        EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED) << e.what();
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_cancelled(tmp / "src", tmp / "out", interrupted));
     ASSERT_FALSE(fs::exists(tmp / "src" / "model-00002-of-00002.safetensors")) << "a shard was reclaimed";
     ASSERT_TRUE(fs::exists(tmp / "src" / "model-00001-of-00002.safetensors"));
     EXPECT_FALSE(fs::exists(tmp / "out" / "manifest.json"));
@@ -853,13 +854,28 @@ TEST(Convert, ResumeAfterReclaimWithInt4ShapesIsByteIdentical) {
         if (e.value("deleted", false) && shape_shards.count(e["reclaim"].get<std::string>())) shape_shard_deleted = true;
     };
     interrupted.progress = [&](uint64_t, uint64_t) { return !shape_shard_deleted; };
-    try {
-        convert_checkpoint((tmp / "src").string(), (tmp / "out").string(), interrupted);
-        FAIL() << "not interrupted";
-    } catch (const waste::Error& e) {
-        EXPECT_EQ(e.status(), WASTE_ERR_CANCELLED) << e.what();
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_cancelled(tmp / "src", tmp / "out", interrupted));
     ASSERT_TRUE(shape_shard_deleted);
+    // A kept-tensors file that is not lowercase hex is refused, naming it, and
+    // nothing is published.
+    {
+        fs::copy(tmp / "out", tmp / "out-bad", fs::copy_options::recursive);
+        fs::path kept_file;
+        for (const auto& entry : fs::directory_iterator(tmp / "out-bad" / ".waste-convert"))
+            if (entry.path().filename().string().ends_with(".kept.json")) kept_file = entry.path();
+        ASSERT_FALSE(kept_file.empty()) << "no kept tensors were recorded";
+        json kept = json::parse(waste_test::read_file(kept_file));
+        ASSERT_FALSE(kept.empty());
+        kept.begin().value() = "0g";
+        waste_test::write_file(kept_file, kept.dump());
+        try {
+            convert_checkpoint((tmp / "src").string(), (tmp / "out-bad").string(), small_options(1));
+            ADD_FAILURE() << "resumed from a corrupt kept-tensors file";
+        } catch (const waste::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(kept_file.filename().string()), std::string::npos) << e.what();
+        }
+        EXPECT_FALSE(fs::exists(tmp / "out-bad" / "manifest.json"));
+    }
 
     ConvertOptions resume = small_options(2);
     resume.reclaim = Reclaim::on;

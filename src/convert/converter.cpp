@@ -204,6 +204,15 @@ std::string to_hex(const std::string& bytes) {
     return out;
 }
 
+// to_hex's inverse; false unless `hex` is an even count of lowercase digits.
+bool from_hex(const std::string& hex, std::string* bytes) {
+    if (hex.size() % 2 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) return false;
+    const auto value = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+    bytes->clear();
+    for (size_t i = 0; i < hex.size(); i += 2) bytes->push_back(static_cast<char>(value(hex[i]) << 4 | value(hex[i + 1])));
+    return true;
+}
+
 // Saves a shard's safetensors header (and its file size) into the work folder
 // before --reclaim deletes the shard, so a resumed run still knows the names,
 // dtypes and shapes of what it held (the fingerprint and the plan's shape
@@ -615,13 +624,11 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
             if (kept.is_discarded() || !kept.is_object())
                 fail(WASTE_ERR_FORMAT, "{}: not a JSON object of kept tensors", kept_path.string());
             for (const auto& [name, hex] : kept.items()) {
-                const std::string digits = hex.is_string() ? hex.get<std::string>() : std::string("?");
-                if (digits.size() % 2 || digits.size() > 2 * kept_tensor_bytes ||
-                    digits.find_first_not_of("0123456789abcdef") != std::string::npos)
+                std::string bytes;
+                if (!hex.is_string() || hex.get_ref<const std::string&>().size() > 2 * kept_tensor_bytes ||
+                    !from_hex(hex.get<std::string>(), &bytes))
                     fail(WASTE_ERR_FORMAT, "{}: tensor \"{}\" is not up to {} bytes of lowercase hex", kept_path.string(),
                          name, kept_tensor_bytes);
-                std::string bytes;
-                for (size_t i = 0; i < digits.size(); i += 2) bytes += static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16));
                 recorded.kept.emplace(name, std::move(bytes));
             }
         }

@@ -307,14 +307,13 @@ void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst
              bytes, offset, tensor.name, tensor.bytes);
     if (bytes == 0) return;
     if (reclaimed_) {
-        if (const auto kept = kept_.find(tensor.name); kept != kept_.end()) {
-            std::memcpy(dst, kept->second.data() + offset, bytes);
-            return;
-        }
+        const auto kept = kept_.find(tensor.name);
+        if (kept == kept_.end())
+            fail(WASTE_ERR_IO, "{}: tensor \"{}\" cannot be read: the shard was reclaimed (deleted by convert --reclaim on)",
+                 path_.string(), tensor.name);
+        std::memcpy(dst, kept->second.data() + offset, bytes);
+        return;
     }
-    if (reclaimed_)
-        fail(WASTE_ERR_IO, "{}: tensor \"{}\" cannot be read: the shard was reclaimed (deleted by convert --reclaim on)",
-             path_.string(), tensor.name);
     const int fd = descriptor();
     read_exact(fd, tensor.begin + offset, dst, bytes, path_.string() + ": tensor \"" + tensor.name + "\"");
     // A conversion reads every byte once: when a read reaches the end of a
