@@ -31,6 +31,7 @@ struct RunArgs {
     StreamArgs stream;
     // eval
     std::string dump_hidden;
+    std::string decode_ids;  // evaluated one at a time after the prompt: decode steps
     int top = 10;
     bool full = false;
 };
@@ -94,13 +95,22 @@ void write_hidden_dump(Loaded& loaded, const std::vector<int32_t>& ids, const st
 
 void run_eval(const RunArgs& args) {
     const std::vector<int32_t> ids = parse_token_ids(args.ids);
+    const std::vector<int32_t> decode_ids = args.decode_ids.empty() ? std::vector<int32_t>{} : parse_token_ids(args.decode_ids);
     Loaded loaded = load(args);
     if (args.dump_hidden.empty()) evaluate(loaded.session.get(), ids);
     else write_hidden_dump(loaded, ids, args.dump_hidden);
     const float* logits = nullptr;
     size_t vocab = 0;
     waste_error error{};
-    if (waste_session_logits(loaded.session.get(), &logits, &vocab, &error) != WASTE_OK) fail_with(error, "logits");
+    // [1 + decode ids][vocab]: the logits after the prompt, then after each decode step (--full --json only)
+    std::vector<std::vector<float>> step_logits;
+    for (size_t step = 0;; ++step) {
+        if (waste_session_logits(loaded.session.get(), &logits, &vocab, &error) != WASTE_OK) fail_with(error, "logits");
+        if (args.full && args.json_output && !decode_ids.empty()) step_logits.emplace_back(logits, logits + vocab);
+        if (step == decode_ids.size()) break;
+        if (waste_session_eval(loaded.session.get(), &decode_ids[step], 1, &error) != WASTE_OK)
+            fail_with(error, fmt::format("decode step {} (id {})", step + 1, decode_ids[step]));
+    }
     finish_stream(args.stream, loaded.model.get());
     // softmax in f64 for the reported probabilities
     const float max_logit = *std::max_element(logits, logits + vocab);
@@ -120,6 +130,7 @@ void run_eval(const RunArgs& args) {
         for (size_t i = 0; i < top; ++i)
             out["top"].push_back({{"id", order[i]}, {"logit", logits[order[i]]}, {"prob", probability(order[i])}});
         if (args.full) out["logits"] = std::vector<float>(logits, logits + vocab);
+        if (!step_logits.empty()) out["step_logits"] = step_logits;
         fmt::print("{}\n", out.dump());
         return;
     }
@@ -138,6 +149,10 @@ void add_run_commands(CLI::App& app) {
     add_common(eval, *eval_args);
     eval->add_option("--top", eval_args->top, "How many of the most likely tokens to list")->default_val(10)->check(CLI::Range(0, 1 << 24));
     eval->add_flag("--full", eval_args->full, "Also print every logit");
+    eval->add_option("--decode-ids", eval_args->decode_ids,
+                     "Ids evaluated one at a time after the prompt (decode steps); with --full --json, "
+                     "\"step_logits\" lists the logits after the prompt and after each")
+        ->default_str("none");
     eval->add_option("--dump-hidden", eval_args->dump_hidden, "Write every layer's hidden state (WHID, python/README.md) to this file")->default_str("none");
     eval->callback([eval_args] { run_eval(*eval_args); });
 
