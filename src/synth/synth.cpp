@@ -28,8 +28,10 @@ namespace {
 using format::TrunkFormat;
 
 constexpr uint64_t row_block_bytes = uint64_t{8} << 20;  // encoded payload drawn per block of rows
-// Code distributions (see encode_codes): Q4G values uniform over -7..7 with 0
-// twice as likely (variance 17.5); Q8G over -127..127, 0 twice (variance 5397.5).
+// Code distributions (see encode_codes): Q3G values uniform over -3..3 with 0
+// twice as likely (variance 3.5); Q4G over -7..7, 0 twice (variance 17.5);
+// Q8G over -127..127, 0 twice (variance 5397.5).
+constexpr float q3_code_variance = 3.5f;
 constexpr float q4_code_variance = 17.5f;
 constexpr float q8_code_variance = 5397.5f;
 constexpr uint16_t subnormal_scale = 0x0032;  // 50 * 2^-24 ≈ 3e-6, below f16's smallest normal 6.1e-5
@@ -49,16 +51,44 @@ private:
     uint64_t total_;
 };
 
+// Q3G rows (container-v0 §3: 3-bit fields LSB-first, one guard byte) drawn
+// from the random bytes already in `payload`: each field f stands for f - 4,
+// f = 0 (-4, no positive twin) becomes 4 (0), padding columns are 4, and the
+// bits after the last field are zero, as the converter leaves them.
+void encode_q3g_rows(const format::TrunkTensor& t, uint64_t rows, std::vector<uint8_t>& payload) {
+    const uint64_t padded_cols = t.groups_per_row * t.group;
+    std::vector<uint8_t> drawn(t.row_stride);  // one row's random bytes
+    for (uint64_t r = 0; r < rows; ++r) {
+        uint8_t* row = payload.data() + r * t.row_stride;
+        std::memcpy(drawn.data(), row, t.row_stride);
+        std::memset(row, 0, t.row_stride);
+        for (uint64_t i = 0; i < padded_cols; ++i) {
+            const uint64_t bit = 3 * i;
+            const unsigned pair = drawn[bit / 8] | (static_cast<unsigned>(drawn[bit / 8 + 1]) << 8);
+            unsigned field = (pair >> (bit % 8)) & 7u;
+            if (field == 0 || i >= t.cols) field = 4;
+            const unsigned placed = field << (bit % 8);
+            row[bit / 8] |= static_cast<uint8_t>(placed & 0xFF);
+            row[bit / 8 + 1] |= static_cast<uint8_t>(placed >> 8);
+        }
+    }
+}
+
 // Random codes for `rows` rows of a quantised tensor, padding columns set to
 // the quantised zero. Q4G: each nibble n stands for n - 8, and n = 0 (-8,
 // which has no positive twin) becomes 8 (0), so the values are symmetric;
-// Q8G: int8 -128 becomes 0 likewise. Written as selects, not branches, so
-// that the loops vectorise: this runs over every byte of the embedding.
+// Q8G: int8 -128 becomes 0 likewise; Q3G: encode_q3g_rows. Written as
+// selects, not branches, so that the loops vectorise: this runs over every
+// byte of the embedding.
 void encode_codes(const format::TrunkTensor& t, uint64_t rows, Random& random, std::vector<uint8_t>& payload) {
     payload.resize(rows * t.row_stride);
     random.fill(payload.data(), payload.size());
     uint8_t* bytes = payload.data();
     const size_t count = payload.size();
+    if (t.fmt == TrunkFormat::q3g) {
+        encode_q3g_rows(t, rows, payload);
+        return;
+    }
     if (t.fmt == TrunkFormat::q4g) {
         for (size_t i = 0; i < count; ++i) {
             const uint8_t lo = bytes[i] & 0x0F, hi = bytes[i] & 0xF0;
@@ -79,9 +109,11 @@ void encode_codes(const format::TrunkTensor& t, uint64_t rows, Random& random, s
 }
 
 void write_quantized(format::ContainerWriter& writer, const TensorPlan& plan, uint64_t seed, const Progress& progress) {
-    WASTE_CHECK(plan.fmt == TrunkFormat::q4g || plan.fmt == TrunkFormat::q8g);
+    WASTE_CHECK(plan.fmt == TrunkFormat::q3g || plan.fmt == TrunkFormat::q4g || plan.fmt == TrunkFormat::q8g);
     const format::TrunkTensor& t = writer.begin_trunk_tensor(plan.name, plan.fmt, plan.shape);
-    const float variance = plan.fmt == TrunkFormat::q8g ? q8_code_variance : q4_code_variance;
+    const float variance = plan.fmt == TrunkFormat::q8g   ? q8_code_variance
+                           : plan.fmt == TrunkFormat::q4g ? q4_code_variance
+                                                          : q3_code_variance;
     const float base_scale = plan.std / std::sqrt(variance);
     Random random(stream_seed(seed, plan.name));
     const uint64_t rows_per_block = std::max<uint64_t>(1, row_block_bytes / t.row_stride);

@@ -214,6 +214,14 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
         quant_name = patch["expert_quant"].get<std::string>();
         patch.erase("expert_quant");
     }
+    if (patch.contains("trunk_quant")) {
+        const json& value = patch["trunk_quant"];
+        if (value == "Q8G") r.trunk_quant = format::TrunkFormat::q8g;
+        else if (value == "Q4G") r.trunk_quant = format::TrunkFormat::q4g;
+        else if (value == "Q3G") r.trunk_quant = format::TrunkFormat::q3g;
+        else fail(WASTE_ERR_INVALID_ARGUMENT, "synth: trunk_quant must be \"Q8G\", \"Q4G\" or \"Q3G\", got {}", value.dump());
+        patch.erase("trunk_quant");
+    }
     if (patch.contains("tokenizer")) {
         if (!patch["tokenizer"].is_boolean())
             fail(WASTE_ERR_INVALID_ARGUMENT, "synth: tokenizer must be true or false, got {}", patch["tokenizer"].dump());

@@ -6,15 +6,19 @@
 // what the new sizes allow, and the BOS/EOS ids follow the vocabulary —
 // unless the override sets them itself. Overrides are a JSON merge patch
 // (RFC 7396) over the config: nested objects merge, null removes a key.
-// Three override keys are container options, not config keys:
+// Four override keys are container options, not config keys:
 //   "tensor_prefix": string   — e.g. "" to write tiny-k3 without a prefix
 //   "expert_quant":  string   — "VQ3R" (default), "VQ2R" or "VQ4P"
+//   "trunk_quant":   string   — "Q8G", "Q4G" or "Q3G": every quantised trunk
+//                                tensor (embed_tokens and lm_head included) in
+//                                that format; absent: Q8G/Q4G (synth_tensors.h)
 //   "tokenizer":     bool     — false writes no tokenizer/specials/chat files
 //
 // Deliberately not here: tensors and values (synth_tensors.h, synth.cpp).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +36,7 @@ struct ResolvedPreset {
     nlohmann::ordered_json config;   // as written to the manifest
     format::ModelConfig model;       // the same, parsed by the reader's rules
     format::ExpertQuant quant;
+    std::optional<format::TrunkFormat> trunk_quant;  // every quantised trunk tensor; none: per tensor
     bool tokenizer = true;
     int special_slots = 0;           // ids after the ranks reserved for specials
     bool k3_like = false;            // K3 conventions: A_log padded to head_dim, a vision tensor outside the prefix

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -36,11 +37,13 @@ bool ends_with(const std::string& text, const char* suffix) {
 struct Planner {
     std::vector<TensorPlan> out;
     std::string prefix;
+    std::optional<TrunkFormat> quantised;  // replaces Q8G/Q4G for every quantised tensor
 
     TensorPlan& add(std::string name, std::vector<int64_t> shape, float mean, float std) {
         TensorPlan t;
         t.name = prefix + name;
         t.fmt = shape.size() != 2 ? TrunkFormat::f32
+                : quantised       ? *quantised
                 : ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight") ? TrunkFormat::q8g
                                                                                               : TrunkFormat::q4g;
         t.shape = std::move(shape);
@@ -68,6 +71,7 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
     const float out_gain = residual_gain(c);
     Planner p;
     p.prefix = preset.tensor_prefix;
+    p.quantised = preset.trunk_quant;
 
     p.add("model.embed_tokens.weight", {c.vocab, H}, 0.0f, 1.0f);
     for (int layer = 0; layer < c.layers; ++layer) {

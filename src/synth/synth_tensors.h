@@ -3,8 +3,9 @@
 //
 // Formats follow the upstream synthetic fixtures rather than the converter's
 // size threshold, so that even the tiny presets exercise quantised matvecs:
-// every 2-D tensor is Q4G (Q8G for embed_tokens and lm_head), everything else
-// (norms, biases, conv kernels, A_log) F32.
+// every 2-D tensor is Q4G (Q8G for embed_tokens and lm_head), or every one in
+// the format of the "trunk_quant" override (Q3G is written only that way);
+// everything else (norms, biases, conv kernels, A_log) F32.
 //
 // Scales keep activations O(1) through any depth: projections ~ N(0, 1/fan_in);
 // the projections that write into the residual stream (o_proj, down_proj,
