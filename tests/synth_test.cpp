@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -210,6 +211,10 @@ TEST(Synth, BadOptionsAreRefusedNamingTheProblem) {
     EXPECT_EQ(status_of([] { synth::preset_config(options_for("tiny", json::array())); }), WASTE_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(status_of([] { synth::preset_config(options_for("tiny", {{"expert_quant", "VQ9"}})); }),
               WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([] { synth::preset_config(options_for("tiny", {{"trunk_quant", "Q5G"}})); }),
+              WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(status_of([] { synth::preset_config(options_for("tiny", {{"trunk_quant", 3}})); }),
+              WASTE_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(status_of([] { synth::preset_config(options_for("tiny", {{"hidden_size", "big"}})); }),
               WASTE_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(status_of([] { synth::preset_config(options_for("tiny", {{"moe_intermediate_size", 60}})); }),
@@ -283,6 +288,47 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
             EXPECT_LT(info["container_bytes"].get<uint64_t>(), 1u << 20);  // ~1 MB
         }
     }
+}
+
+// trunk_quant=Q3G: every 2-D trunk tensor (embedding and LM head included)
+// is Q3G, the rest F32; every field is a code of -3..3 (field 1..7, never
+// the unpaired -4), padding columns the zero code 4, and the bits after the
+// last field zero (container-v0 §3). The engine-vs-reference tests check the
+// values these codes stand for.
+TEST(Synth, TrunkQuantQ3GWritesEveryQuantisedTensorAsQ3G) {
+    waste_test::TempDir dir;
+    synth::write_synthetic_container(dir.path().string(), options_for("tiny", {{"trunk_quant", "Q3G"}}));
+    const json manifest = json::parse(waste_test::read_file(dir / "manifest.json"));
+    const std::string trunk = waste_test::read_file(dir / "trunk.bin");
+    int q3g = 0;
+    for (const json& t : manifest["trunk"]) {
+        const std::vector<int64_t> shape = t["shape"];
+        SCOPED_TRACE(t["name"].get<std::string>());
+        if (shape.size() != 2) {
+            EXPECT_EQ(t["fmt"], 0);
+            continue;
+        }
+        ASSERT_EQ(t["fmt"], 7);
+        ++q3g;
+        const uint64_t cols = static_cast<uint64_t>(shape[1]), group = t.value("group", 128);
+        const uint64_t padded = (cols + group - 1) / group * group, stride = (3 * padded + 7) / 8 + 1;
+        const auto* payload = reinterpret_cast<const uint8_t*>(trunk.data() + t["off"].get<uint64_t>());
+        std::array<uint64_t, 8> counts{};
+        for (int64_t r = 0; r < shape[0]; ++r) {
+            const uint8_t* row = payload + static_cast<uint64_t>(r) * stride;
+            for (uint64_t i = 0; i < padded; ++i) {
+                const unsigned pair = row[3 * i / 8] | (static_cast<unsigned>(row[3 * i / 8 + 1]) << 8);
+                const unsigned field = (pair >> (3 * i % 8)) & 7u;
+                if (i >= cols) ASSERT_EQ(field, 4u) << "padding column " << i << " of row " << r;
+                else ++counts[field];
+            }
+            // fields fill whole bytes here (3 * a multiple of 128 bits): the guard byte is all zero
+            ASSERT_EQ(row[stride - 1], 0) << "row " << r << ": the guard byte";
+        }
+        EXPECT_EQ(counts[0], 0u);
+        for (unsigned field = 1; field < 8; ++field) EXPECT_GT(counts[field], 0u) << "field " << field;
+    }
+    EXPECT_GT(q3g, 20);
 }
 
 TEST(Synth, TokenizerFilesAgreeWithTheConfig) {
