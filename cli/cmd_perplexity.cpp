@@ -180,7 +180,7 @@ void add_perplexity_command(CLI::App& app) {
     command->add_option("--max-windows", args->max_windows, "Score only the first N windows (0 = all)")->default_val(0);
     command->add_option("--bytes", args->bytes, "UTF-8 bytes of the text behind a u16 stream, for bits per byte")->default_str("none");
     command->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
-    command->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
+    add_threads_option(command, args->threads);
     command->add_flag("--verify", args->verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
     command->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");

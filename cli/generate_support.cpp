@@ -28,7 +28,7 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
     command->add_flag("--ignore-eos", args.ignore_eos, "Do not stop at the model's end-of-sequence token");
     command->add_option("--budget", args.budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     command->add_option("--ctx", args.context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
-    command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
+    add_threads_option(command, args.threads);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));

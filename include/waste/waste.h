@@ -102,11 +102,21 @@ typedef enum waste_cache_policy {
                                        random samples (then least recently)          */
 } waste_cache_policy;
 
+/* The most compute threads a caller may ask for (waste_open_options.threads,
+ * waste_measure_memory_bandwidth, waste_convert's "jobs"); more is
+ * WASTE_ERR_INVALID_ARGUMENT naming the value, and "one per core" stops
+ * there too. Why 256: beyond the CPUs, threads only take turns on the same
+ * cores (1,000 threads made a 0.24 s run take 15 s), and each compute thread
+ * owns its own expert lookup table (1.2 MB for K3) — while 256 is above the
+ * cores of any one CPU socket sold today (192). */
+#define WASTE_MAX_THREADS 256u
+
 typedef struct waste_open_options {
     uint32_t flags;            /* a set of waste_open_flags                     */
     uint64_t budget_bytes;     /* RAM ceiling; 0 = the default budget            */
     uint32_t context_length;   /* tokens a session may hold; 0 = 4096            */
-    uint32_t threads;          /* compute threads; 0 = one per core              */
+    uint32_t threads;          /* compute threads; 0 = one per core; at most
+                                  WASTE_MAX_THREADS                             */
     uint32_t cache_policy;     /* a waste_cache_policy; 0 = the default (REUSE)  */
     uint32_t io_backend;       /* a waste_io_backend; 0 = the default            */
     /* The learned hotlist: per-expert demand counts, read at open (the cache
@@ -396,7 +406,7 @@ typedef void (*waste_event_fn)(const char* event_json, void* user);
  * options_json: NULL or a JSON object, every member optional:
  *   "quant": "VQ3R"|"VQ2R"|"VQ4P"   (default "VQ3R")
  *   "stages": 2..4, "entries": 1..256 (defaults: the format's)
- *   "jobs": threads (0 = one per core), "seed": k-means seed (default 1)
+ *   "jobs": threads (0 = one per core; at most WASTE_MAX_THREADS), "seed": k-means seed (default 1)
  *   "sample_experts": experts per layer the codebooks are fitted on (16)
  *   "train_vectors": 8-vectors per (layer, kind) for k-means (65536)
  *   "iterations": Lloyd iterations per stage (12)
