@@ -138,6 +138,7 @@ void run_generate(RunArgs& args) {
         j["prefetched"] = stats.prefetched;
         j["prefetch_used"] = stats.prefetch_used;
         j["prefetch_bytes"] = stats.prefetch_bytes;
+        j["seed"] = g.seed ? nlohmann::json(*g.seed) : nlohmann::json(nullptr);  // null: greedy
         fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         return;
     }

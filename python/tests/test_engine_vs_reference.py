@@ -93,7 +93,8 @@ class EngineVsReference(unittest.TestCase):
                     self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
                     self.assertEqual(int(np.argmax(got)), int(argmax_first(model.last_logits(ids))))
                     want = model.greedy(ids, 16)
-                    out = json.loads(run([CLI, "run", path, "--ids", " ".join(map(str, ids)), "-n", "16", "--json"]))
+                    out = json.loads(run([CLI, "run", path, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+                                          "--json"]))
                     self.assertEqual(out["tokens"], list(want), f"{name}, {n} tokens: greedy continuation")
 
     def test_chunked_prefill_matches_token_by_token(self):
