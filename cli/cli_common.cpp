@@ -88,6 +88,12 @@ void add_cpus_option(CLI::App& app) {
         ->default_str("all the process may use");
 }
 
+CLI::Option* add_threads_option(CLI::App* command, unsigned& threads, const std::string& name, const std::string& what) {
+    return command->add_option(name, threads, fmt::format("{} (at most {})", what, WASTE_MAX_THREADS))
+        ->default_val(0)
+        ->check(CLI::Range(0u, WASTE_MAX_THREADS));
+}
+
 uint64_t parse_size(const std::string& text) {
     size_t used = 0;
     double value = 0;

@@ -51,6 +51,10 @@ std::string take_string(char* json);
 // thread the library starts, to those CPUs before the command runs; with
 // --threads 0 the library then starts one thread per pinned CPU.
 void add_cpus_option(CLI::App& app);
+// `--threads N` (0 = one per core), at most WASTE_MAX_THREADS (waste.h says
+// why): more is a usage error. `what` is its help text.
+CLI::Option* add_threads_option(CLI::App* command, unsigned& threads, const std::string& name = "--threads",
+                                const std::string& what = "Compute threads (0 = one per core)");
 // "1 2 3", "1,2,3" or "[1, 2, 3]" -> token ids (non-negative, < 2^31);
 // throws CLI::ValidationError naming the bad item (or an empty list, unless
 // allow_empty).

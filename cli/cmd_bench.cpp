@@ -268,7 +268,7 @@ void add_bench_command(CLI::App& app) {
         ->default_val(64)
         ->check(CLI::Range(1, 64));
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
-    bench->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
+    add_threads_option(bench, args->threads);
     bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     bench->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     bench->add_option("--seed", args->seed, "Seed of the random prompt (and of the decode sampler with --temp)")->default_val(1);

@@ -106,7 +106,7 @@ void add_convert_command(CLI::App& app) {
     convert->add_option("--quant", a->quant, "Expert format: VQ3R, VQ2R or VQ4P")->default_str("VQ3R");
     convert->add_option("--stages", a->stages, "Residual VQ stages (2, 3 or 4)")->default_str("the format's (3 for VQ3R)");
     convert->add_option("--entries", a->entries, "Centroids per codebook")->default_str("the format's: 256, or 64 for VQ4P");
-    convert->add_option("--jobs", a->jobs, "Threads; never changes the output")->default_str("one per core");
+    add_threads_option(convert, a->jobs, "--jobs", "Threads; never changes the output")->default_str("one per core");
     convert->add_option("--seed", a->seed, "Seed of the k-means and of the fitting sample")->default_val(1);
     convert->add_option("--sample-experts", a->sample_experts, "Experts per layer the codebooks are fitted on")->default_val(16);
     convert->add_option("--train-vectors", a->train_vectors, "8-vectors per (layer, matrix kind) for k-means")->default_val(65536);

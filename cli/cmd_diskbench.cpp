@@ -28,7 +28,7 @@ void add_diskbench_command(CLI::App& app) {
     command->add_option("--record", args->record, "Record size (a multiple of 4096; default: the mid preset's 598016)")->default_val("598016");
     command->add_option("--size", args->size, "Scratch file size")->default_val("2G");
     command->add_option("--depth", args->depth, "Reads in flight")->default_val(8)->check(CLI::Range(1, 1024));
-    command->add_option("--threads", args->threads, "Reader threads of the pread backend (0 = min(depth, 4))")->default_val(0);
+    add_threads_option(command, args->threads, "--threads", "Reader threads of the pread backend (0 = min(depth, 4))");
     command->add_option("--backend", args->backend, "io_uring or pread")->default_val("io_uring")->check(CLI::IsMember({"io_uring", "pread"}));
     command->add_option("--seconds", args->seconds, "Length of the read phase")->default_val(5)->check(CLI::Range(0.01, 3600.0));
     command->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generate_support.h"
+#include "input_file.h"
 
 namespace waste_cli {
 namespace {
@@ -29,17 +29,17 @@ struct RunArgs {
     bool json_output = false;
 };
 
+// Why 256 MiB: 16 bytes for each token of the largest context (--ctx is at
+// most 2^24 tokens); a longer prompt cannot fit.
+constexpr uint64_t max_prompt_bytes = uint64_t{256} << 20;
+
 std::string read_stream(std::istream& in) { return std::string(std::istreambuf_iterator<char>(in), {}); }
 
 // Exactly one prompt source; none given with a terminal on stdin is a usage error.
 std::string prompt_text(const RunArgs& args) {
     const int sources = !args.prompt.empty() + !args.file.empty() + !args.ids.empty();
     if (sources > 1) throw CLI::ValidationError("prompt", "give one of PROMPT, --file, --ids (or - for stdin)");
-    if (!args.file.empty()) {
-        std::ifstream in(args.file, std::ios::binary);
-        if (!in) throw RuntimeFailure{"cannot read the prompt file " + args.file};
-        return read_stream(in);
-    }
+    if (!args.file.empty()) return read_input_file(args.file, max_prompt_bytes, "the prompt file");
     if (args.prompt == "-" || (sources == 0 && !isatty(STDIN_FILENO))) return read_stream(std::cin);
     if (sources == 0) throw CLI::ValidationError("prompt", "no prompt: give PROMPT, --file F, --ids, or pipe text to stdin");
     return args.prompt;
@@ -138,6 +138,7 @@ void run_generate(RunArgs& args) {
         j["prefetched"] = stats.prefetched;
         j["prefetch_used"] = stats.prefetch_used;
         j["prefetch_bytes"] = stats.prefetch_bytes;
+        j["seed"] = g.seed ? nlohmann::json(*g.seed) : nlohmann::json(nullptr);  // null: greedy
         fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         return;
     }

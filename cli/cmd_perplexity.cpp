@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "input_file.h"
 #include "stream_options.h"
 
 namespace waste_cli {
@@ -40,19 +40,6 @@ struct PerplexityArgs {
     StreamArgs stream;
 };
 
-
-std::string read_whole(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw RuntimeFailure{fmt::format("cannot open {}", path)};
-    in.seekg(0, std::ios::end);
-    const auto size = static_cast<uint64_t>(in.tellg());
-    if (size > max_stream_bytes)
-        throw RuntimeFailure{fmt::format("{} has {} bytes, more than the {} a token stream may have", path, size, max_stream_bytes)};
-    in.seekg(0);
-    std::string bytes(size, '\0');
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) throw RuntimeFailure{fmt::format("cannot read {}", path)};
-    return bytes;
-}
 
 // Little-endian uint16 ids, each checked against the vocabulary.
 std::vector<int32_t> u16_stream(const std::string& bytes, const std::string& path, int64_t vocab) {
@@ -98,9 +85,9 @@ void run_perplexity(const PerplexityArgs& args) {
     const uint32_t window = args.window;
     const waste_open_options options =
         model_open_options(window + 1, args.threads, args.budget, args.verify, args.policy, args.stream);
+    const std::string bytes = read_input_file(args.file, max_stream_bytes, args.format == "text" ? "the text" : "the token stream");
     ModelHandle model = open_model(args.model, options);
     report_open(args.stream, model.get());
-    const std::string bytes = read_whole(args.file);
     const std::vector<int32_t> stream = args.format == "text" ? text_stream(model.get(), bytes, args.file)
                                                               : u16_stream(bytes, args.file, model_vocab(model.get()));
     if (stream.size() < static_cast<size_t>(window) + 1)
@@ -180,7 +167,7 @@ void add_perplexity_command(CLI::App& app) {
     command->add_option("--max-windows", args->max_windows, "Score only the first N windows (0 = all)")->default_val(0);
     command->add_option("--bytes", args->bytes, "UTF-8 bytes of the text behind a u16 stream, for bits per byte")->default_str("none");
     command->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
-    command->add_option("--threads", args->threads, "Compute threads (0 = one per core)")->default_val(0);
+    add_threads_option(command, args->threads);
     command->add_flag("--verify", args->verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
     command->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");

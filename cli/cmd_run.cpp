@@ -41,7 +41,7 @@ void add_common(CLI::App* command, RunArgs& args) {
     command->add_option("--ids", args.ids, "Prompt as token ids, e.g. \"1 2 3\"")->required();
     command->add_option("--budget", args.budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
     command->add_option("--ctx", args.context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
-    command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
+    add_threads_option(command, args.threads);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args.json_output, "Print JSON (documented in docs/CLI.md)");
     command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "input_file.h"
 
 namespace waste_cli {
 namespace {
@@ -40,11 +40,9 @@ std::string read_all(std::istream& in) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string read_file_or_fail(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw RuntimeFailure{fmt::format("cannot read {}", path)};
-    return read_all(in);
-}
+// Why: a text to tokenize is held whole, with its ids (4 bytes each, at most
+// one per byte); specials.json as the library bounds it (tokenizer_loader.h).
+constexpr uint64_t max_text_bytes = uint64_t{1} << 30, max_specials_bytes = uint64_t{16} << 20;
 
 // The tokenizer and what is left of the positionals after MODEL.
 TokenizerHandle open_tokenizer(const TokenizerArgs& args, std::vector<std::string>& rest) {
@@ -54,7 +52,7 @@ TokenizerHandle open_tokenizer(const TokenizerArgs& args, std::vector<std::strin
     if (!args.rank_file.empty()) {
         rest = args.positional;
         std::string specials;
-        if (!args.specials_file.empty()) specials = read_file_or_fail(args.specials_file);
+        if (!args.specials_file.empty()) specials = read_input_file(args.specials_file, max_specials_bytes, "the specials file");
         if (!pattern) throw CLI::ValidationError("--pattern", "--rank-file needs --pattern (kimi, o200k, cl100k, gpt2)");
         if (waste_tokenizer_open(args.rank_file.c_str(), pattern, args.specials_file.empty() ? nullptr : specials.c_str(),
                                  &tokenizer, &error) != WASTE_OK)
@@ -77,7 +75,7 @@ std::string input_text(const TokenizerArgs& args, const std::vector<std::string>
     const int sources = static_cast<int>(!rest.empty()) + static_cast<int>(!args.file.empty());
     if (rest.size() > 1) throw CLI::ValidationError("TEXT", "give the text as one argument (quote it)");
     if (sources != 1) throw CLI::ValidationError("TEXT", "give exactly one of TEXT, --file F or - (standard input)");
-    if (!args.file.empty()) return read_file_or_fail(args.file);
+    if (!args.file.empty()) return read_input_file(args.file, max_text_bytes, "the text file");
     if (rest[0] == "-") return read_all(std::cin);
     return rest[0];
 }

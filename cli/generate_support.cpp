@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -13,22 +14,24 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
     command->add_option("-n,--tokens", args.tokens, "Most tokens to generate (per answer in chat)")
         ->default_val(default_tokens)
         ->check(CLI::Range(0, 1 << 24));
-    command->add_option("--temp", args.temperature, "Sampling temperature (0 = greedy)")->default_val(0.0)->check(CLI::Range(0.0, 100.0));
+    command->add_option("--temp", args.temperature, "Sampling temperature (0 = greedy)")->default_val(0.8)->check(CLI::Range(0.0, 100.0));
     command->add_option("--top-k", args.top_k, "Keep the k most likely tokens (0 = off)")->default_val(0);
     command->add_option("--top-p", args.top_p, "Keep the most likely tokens up to this probability (1 = off)")
-        ->default_val(1.0)
+        ->default_val(0.95)
         ->check(CLI::Range(0.0, 1.0));
     command->add_option("--min-p", args.min_p, "Drop tokens less likely than min-p x the most likely (0 = off)")
         ->default_val(0.0)
         ->check(CLI::Range(0.0, 1.0));
-    command->add_option("--seed", args.seed, "Sampling seed (the same seed gives the same text)")->default_val(0);
+    command->add_option_function<uint64_t>("--seed", [&args](const uint64_t& seed) { args.seed = seed; },
+                                           "Sampling seed: the same seed gives the same text")
+        ->default_str("a fresh one each run, reported (summary line; --json \"seed\")");
     command->add_option("--stop", args.stops, "Stop when the text contains this string (repeatable)")->expected(1)->take_all()->default_str("none");
     command->add_option("--system", args.system, "System prompt (a system turn from chat.json)")->default_str("none");
     command->add_flag("--raw", args.raw, "No chat template: the text goes to the model as it is");
     command->add_flag("--ignore-eos", args.ignore_eos, "Do not stop at the model's end-of-sequence token");
     command->add_option("--budget", args.budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     command->add_option("--ctx", args.context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
-    command->add_option("--threads", args.threads, "Compute threads (0 = one per core)")->default_val(0);
+    add_threads_option(command, args.threads);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
     command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
@@ -43,8 +46,9 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     sampler_options.top_k = args.top_k;
     sampler_options.top_p = args.top_p;
     sampler_options.min_p = args.min_p;
-    sampler_options.seed = args.seed;
     Generator g;
+    if (args.temperature > 0) g.seed = args.seed ? *args.seed : std::random_device{}();
+    sampler_options.seed = g.seed.value_or(args.seed.value_or(0));
     waste_error error{};
     waste_sampler* sampler = nullptr;
     if (waste_sampler_create(&sampler_options, &sampler, &error) != WASTE_OK) throw CLI::ValidationError("sampling", error.message);
@@ -161,6 +165,7 @@ waste_generate_result generate(const Generator& g, const GenerateArgs& args, Gen
     options.stop_tokens = extra_stop_tokens.data();
     options.stop_token_count = extra_stop_tokens.size();
     out.ids_only = !g.tokenizer;
+    out.seed = g.seed;
     out.session = g.session.get();
     waste_session_stats_get(out.session, &out.start, nullptr);
     out.started = out.last_status = std::chrono::steady_clock::now();
@@ -181,9 +186,9 @@ waste_generate_result generate(const Generator& g, const GenerateArgs& args, Gen
 std::string summary_line(const GenerationOutput& out, double seconds) {
     const Delta d = stats_since(out);
     const uint64_t lookups = d.hits + d.misses;
-    return fmt::format("[{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {:.1f}% | {:.2f} GB read]", out.tokens.size(),
+    return fmt::format("[{} tokens, {:.2f} s, {:.2f} tok/s | experts {} hit / {} miss = {:.1f}% | {:.2f} GB read{}]", out.tokens.size(),
                        seconds, out.tokens.size() > 1 && seconds > 0 ? (out.tokens.size() - 1) / seconds : 0.0, d.hits, d.misses,
-                       lookups ? 100.0 * d.hits / lookups : 0.0, d.bytes / 1e9);
+                       lookups ? 100.0 * d.hits / lookups : 0.0, d.bytes / 1e9, out.seed ? fmt::format(" | seed {}", *out.seed) : "");
 }
 
 }  // namespace waste_cli

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,11 +28,14 @@ struct GenerateArgs {
     uint32_t chunk = 64;
     StreamArgs stream;
     int tokens = 256;
-    double temperature = 0;
+    // Sampled by default, as llama.cpp does (greedy decoding loops on small
+    // models: "and the LORD thy God, and the LORD thy God, ..."); --temp 0 is
+    // greedy.
+    double temperature = 0.8;
     uint32_t top_k = 0;
-    double top_p = 1;
+    double top_p = 0.95;
     double min_p = 0;
-    uint64_t seed = 0;
+    std::optional<uint64_t> seed;  // none: a fresh one, reported
     std::vector<std::string> stops;
     std::string system;
     bool raw = false;
@@ -56,6 +60,7 @@ struct Generator {
     std::unique_ptr<waste_sampler, SamplerCloser> sampler;
     std::unique_ptr<waste_chat_template, ChatCloser> chat;        // null: none, or --raw
     std::string chat_missing;                                     // why chat is null, when not --raw
+    std::optional<uint64_t> seed;  // the sampler's seed when it samples (temperature > 0), to report
 };
 
 // Opens everything; a bad sampling option is a usage error (CLI::ValidationError).
@@ -78,13 +83,15 @@ struct GenerationOutput {
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point last_status;
     int (*should_stop)() = nullptr;  // polled per token (Ctrl-C in chat)
+    std::optional<uint64_t> seed;    // shown in the summary line when sampled
 };
 
 // Runs waste_session_generate with args' stops and limits.
 waste_generate_result generate(const Generator& g, const GenerateArgs& args, GenerationOutput& out,
                                const std::vector<int32_t>& extra_stop_tokens = {});
 
-// "[N tokens, S s, T tok/s | experts H hit / M miss = P% | X GB read]"
+// "[N tokens, S s, T tok/s | experts H hit / M miss = P% | X GB read]", then
+// " | seed S" when sampled (the seed repeats the run).
 std::string summary_line(const GenerationOutput& out, double seconds);
 const char* stop_reason_name(uint32_t reason);
 

@@ -1,8 +1,11 @@
 // main.cpp — the `waste` command line: one subcommand per job.
 //
 // Exit codes: 0 success; 1 a runtime error (message on stderr says what
-// failed and what to do); 2 a usage error (with the usage line).
+// failed and what to do; every exception that reaches main is one); 2 a
+// usage error (with the usage line).
 #include <cstdio>
+#include <exception>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -45,6 +48,20 @@ int main(int argc, char** argv) {
     } catch (const waste_cli::RuntimeFailure& failure) {
         std::fflush(stdout);
         fmt::print(stderr, "waste: {}\n", failure.message);
+        return waste_cli::exit_runtime_error;
+    } catch (const std::bad_alloc&) {
+        std::fflush(stdout);
+        fmt::print(stderr, "waste: out of memory\n");
+        return waste_cli::exit_runtime_error;
+    } catch (const std::exception& e) {
+        // Incident: a directory given as --file threw std::ios_base::failure
+        // out of main, and the process died with SIGABRT instead of exit 1.
+        std::fflush(stdout);
+        fmt::print(stderr, "waste: {}\n", e.what());
+        return waste_cli::exit_runtime_error;
+    } catch (...) {
+        std::fflush(stdout);
+        fmt::print(stderr, "waste: an unexpected error\n");
         return waste_cli::exit_runtime_error;
     }
     return 0;

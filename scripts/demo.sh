@@ -22,5 +22,9 @@ echo "== waste info"
 "$waste" info "$model"
 echo "== waste plan"
 "$waste" plan "$model"
-echo "== waste run (greedy; the model is small and under-trained: KJV-flavoured, repetitive English)"
+# Sampled (run's default: temperature 0.8, top-p 0.95); greedy decoding
+# (--temp 0) loops on a model this small ("and the LORD thy God, and the
+# LORD thy God, ..."). Each run draws a fresh seed; the summary line on stderr
+# ends with it, and --seed N repeats that run.
+echo "== waste run (sampled; the model is small and under-trained: KJV-flavoured English; --seed N repeats a run)"
 "$waste" run "$model" --raw "$(printf 'Genesis 20\n\n1 And Abraham')" -n 64

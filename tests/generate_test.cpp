@@ -35,6 +35,13 @@ protected:
             << error.message;
         ASSERT_EQ(waste_synth((dir_->path() / "k3").c_str(), "tiny-k3", 3, nullptr, nullptr, nullptr, &error), WASTE_OK)
             << error.message;
+        // A vocabulary larger than its tokenizer: 256 ranks and 10 specials
+        // (ids 0-265), then 758 reserved ids, so that most of what the
+        // untrained model draws has no bytes.
+        ASSERT_EQ(waste_synth((dir_->path() / "reserved").c_str(), "tiny", 3,
+                              R"({"vocab_size": 1024, "reserved_tokens": 758})", nullptr, nullptr, &error),
+                  WASTE_OK)
+            << error.message;
     }
     static void TearDownTestSuite() {
         delete dir_;
@@ -204,6 +211,73 @@ TEST_F(Generate, TwoCallsEqualOneAndEveryTokenIsHeld) {
     waste_session_free(one);
     waste_session_free(two);
     waste_session_free(greedy);
+}
+
+// Every id below the model's vocabulary is a legal output, greedy and
+// sampled, with the model's tokenizer or one opened from its rank file (which
+// does not know the model's vocabulary): a reserved id streams no text.
+TEST_F(Generate, ReservedIdsOfALargerVocabularyAreGeneratedWithoutText) {
+    constexpr int32_t tokenizer_ids = 266, vocab = 1024;
+    auto m = open("reserved");
+    ASSERT_EQ(waste_tokenizer_token_count(m->tokenizer), static_cast<uint32_t>(vocab));
+    const fs::path dir = dir_->path() / "reserved";
+    const std::string specials = waste_test::read_file(dir / "specials.json");
+    waste_tokenizer* from_file = nullptr;
+    waste_error error{};
+    ASSERT_EQ(waste_tokenizer_open((dir / "tokenizer.model").c_str(), "kimi", specials.c_str(), &from_file, &error), WASTE_OK)
+        << error.message;
+    ASSERT_EQ(waste_tokenizer_token_count(from_file), static_cast<uint32_t>(tokenizer_ids));
+    const auto prompt = tokenize(*m, "Once upon a time");
+    for (const waste_tokenizer* tokenizer : {static_cast<const waste_tokenizer*>(m->tokenizer), static_cast<const waste_tokenizer*>(from_file)}) {
+        for (double temperature : {0.0, 1.0}) {
+            SCOPED_TRACE(testing::Message() << "temperature " << temperature << (tokenizer == from_file ? ", rank-file tokenizer" : ""));
+            waste_session* s = session(*m);
+            eval(s, prompt);
+            ASSERT_EQ(logits_of(s).size(), static_cast<size_t>(vocab));
+            waste_sampler* sampler = temperature > 0 ? make_sampler(temperature, 5) : nullptr;
+            Collected out;
+            const waste_generate_result result = generate(s, sampler, 24, out, tokenizer);
+            EXPECT_EQ(result.tokens, 24u);
+            ASSERT_EQ(out.tokens.size(), 24u);
+            size_t reserved = 0;
+            std::vector<int32_t> known;
+            for (size_t i = 0; i < out.tokens.size(); ++i) {
+                EXPECT_GE(out.tokens[i], 0);
+                EXPECT_LT(out.tokens[i], vocab);
+                if (out.tokens[i] >= tokenizer_ids) {
+                    ++reserved;
+                    EXPECT_EQ(out.pieces[i], "") << "reserved id " << out.tokens[i];
+                } else {
+                    known.push_back(out.tokens[i]);
+                }
+            }
+            // Without a reserved id drawn the test would prove nothing.
+            EXPECT_GT(reserved, 0u) << "no reserved id among " << testing::PrintToString(out.tokens);
+            // The text is that of the ids that have bytes; the model's
+            // tokenizer detokenizes the whole list to the same.
+            char* text = nullptr;
+            size_t length = 0;
+            ASSERT_EQ(waste_tokenizer_detokenize(m->tokenizer, out.tokens.data(), out.tokens.size(), 0, &text, &length, &error), WASTE_OK)
+                << error.message;
+            EXPECT_EQ(out.text, std::string(text, length));
+            waste_string_free(text);
+            ASSERT_EQ(waste_tokenizer_detokenize(from_file, known.data(), known.size(), 0, &text, &length, &error), WASTE_OK)
+                << error.message;
+            EXPECT_EQ(out.text, std::string(text, length));
+            waste_string_free(text);
+            waste_sampler_free(sampler);
+            waste_session_free(s);
+        }
+    }
+    waste_tokenizer_free(from_file);
+    // Ids at or above the model's vocabulary stay an error.
+    waste_session* s = session(*m);
+    const int32_t beyond = vocab;
+    EXPECT_EQ(waste_session_eval(s, &beyond, 1, &error), WASTE_ERR_INVALID_ARGUMENT);
+    char* text = nullptr;
+    EXPECT_EQ(waste_tokenizer_detokenize(m->tokenizer, &beyond, 1, 0, &text, nullptr, &error), WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(error.message).find("token 1024 is not in the vocabulary"), std::string::npos) << error.message;
+    waste_session_free(s);
 }
 
 TEST_F(Generate, StopStringSpanningTokensEndsTheTextBeforeIt) {

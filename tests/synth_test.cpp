@@ -18,6 +18,7 @@
 #include "format/model_config.h"
 #include "platform/error.h"
 #include "synth/synth.h"
+#include "synth/synth_keys.h"
 #include "test_support.h"
 #include "waste/waste.h"
 
@@ -35,10 +36,11 @@ synth::SynthOptions options_for(const std::string& preset, json overrides = json
     return options;
 }
 
-waste_status status_of(const std::function<void()>& body) {
+waste_status status_of(const std::function<void()>& body, std::string* message = nullptr) {
     try {
         body();
     } catch (const Error& error) {
+        if (message) *message = error.what();
         return error.status();
     }
     return WASTE_OK;
@@ -232,6 +234,89 @@ TEST(Synth, BadOptionsAreRefusedNamingTheProblem) {
     EXPECT_EQ(waste_synth("/tmp/x", "nope", 1, nullptr, nullptr, nullptr, &error), WASTE_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(error.message).find("tiny-k3"), std::string::npos);  // lists the presets
     EXPECT_EQ(waste_synth(nullptr, "tiny", 1, nullptr, nullptr, nullptr, &error), WASTE_ERR_INVALID_ARGUMENT);
+}
+
+// An override the synth would write into config.json and nothing would read
+// ("vocab" for vocab_size, a typo) is refused naming it, not ignored.
+TEST(Synth, OverrideKeysTheSynthDoesNotUseAreRefusedNamingThem) {
+    const std::vector<std::pair<json, std::string>> cases = {
+        {{{"vocab", 400}}, "\"vocab\" is not a key the synth uses (did you mean \"vocab_size\"?)"},
+        {{{"foo", 1}}, "\"foo\" is not a key the synth uses; it takes tensor_prefix, "},
+        {{{"moe_router_activation_func", "softmax"}}, "\"moe_router_activation_func\" is not a key"},  // the router is sigmoid
+        {{{"linear_attn_config", {{"heads", 2}}}}, "\"linear_attn_config.heads\" is not a key"},
+        {{{"linear_attn_config", 3}}, "\"linear_attn_config\" is a group of keys"},
+    };
+    for (const auto& [overrides, expected] : cases) {
+        std::string message;
+        EXPECT_EQ(status_of([&] { synth::preset_config(options_for("tiny", overrides)); }, &message), WASTE_ERR_INVALID_ARGUMENT)
+            << overrides.dump();
+        EXPECT_NE(message.find(expected), std::string::npos) << message;
+    }
+    // Every key of the table passes the check (nested ones as objects).
+    for (const std::string& key : synth::override_keys()) {
+        json patch;
+        const size_t dot = key.find('.');
+        if (dot == std::string::npos) patch[key] = nullptr;
+        else patch[key.substr(0, dot)][key.substr(dot + 1)] = nullptr;
+        EXPECT_EQ(status_of([&] { synth::check_override_keys(patch); }), WASTE_OK) << key;
+    }
+    // Through the command line: exit 1, the key named, nothing written.
+    waste_test::TempDir dir;
+    std::string output;
+    for (const char* set : {"vocab=400", "foo=1"}) {
+        EXPECT_EQ(waste_test::run_command(waste_test::cli_path().string() + " synth " + (dir / "m").string() +
+                                              " --preset tiny --set " + set, &output), 1) << output;
+        EXPECT_NE(output.find(std::string("\"") + std::string(set).substr(0, std::string(set).find('=')) + "\" is not a key"),
+                  std::string::npos) << output;
+        EXPECT_FALSE(fs::exists(dir / "m" / "manifest.json"));
+    }
+}
+
+// reserved_tokens leaves the vocabulary's last ids without a rank or special,
+// as real releases do; the model's tokenizer still covers the whole vocabulary.
+TEST(Synth, ReservedTokensLeaveATailWithoutTokens) {
+    const json config = synth::preset_config(options_for("tiny", {{"reserved_tokens", 20}}));
+    EXPECT_EQ(config["vocab_size"], 316);
+    EXPECT_EQ(config["bos_token_id"], 316 - 10 - 20);  // the ranks: the vocabulary less 10 specials and 20 reserved
+    waste_test::TempDir dir;
+    synth::write_synthetic_container(dir.path().string(), options_for("tiny", {{"reserved_tokens", 20}}));
+    const std::string ranks = waste_test::read_file(dir / "tokenizer.model");
+    EXPECT_EQ(std::count(ranks.begin(), ranks.end(), '\n'), 286);
+    const json specials = json::parse(waste_test::read_file(dir / "specials.json"));
+    ASSERT_EQ(specials.size(), 10u);
+    EXPECT_EQ(specials.back()["id"], 295);
+
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.flags = WASTE_OPEN_METADATA_ONLY;
+    waste_model* model = nullptr;
+    waste_error error{};
+    ASSERT_EQ(waste_model_open(dir.path().c_str(), &options, &model, &error), WASTE_OK) << error.message;
+    waste_tokenizer* tokenizer = nullptr;
+    ASSERT_EQ(waste_model_tokenizer(model, nullptr, &tokenizer, &error), WASTE_OK) << error.message;
+    waste_model_close(model);
+    EXPECT_EQ(waste_tokenizer_token_count(tokenizer), 316u);
+    const int32_t ids[] = {72, 296, 315, 105};  // "H", two reserved ids, "i"
+    char* text = nullptr;
+    size_t length = 0;
+    ASSERT_EQ(waste_tokenizer_detokenize(tokenizer, ids, 4, WASTE_TOKENIZE_MARKUP, &text, &length, &error), WASTE_OK)
+        << error.message;
+    EXPECT_EQ(std::string(text, length), "Hi");
+    waste_string_free(text);
+    const int32_t beyond = 316;
+    EXPECT_EQ(waste_tokenizer_detokenize(tokenizer, &beyond, 1, 0, &text, &length, &error), WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(error.message).find("token 316 is not in the vocabulary"), std::string::npos) << error.message;
+    waste_tokenizer_free(tokenizer);
+
+    // 51 would leave 255 ranks, fewer than the 256 byte tokens.
+    for (const json& bad : {json(-1), json("x"), json(51)})
+        EXPECT_EQ(status_of([&] { synth::preset_config(options_for("tiny", {{"reserved_tokens", bad}})); }),
+                  WASTE_ERR_INVALID_ARGUMENT) << bad.dump();
+    std::string message;
+    EXPECT_EQ(status_of([&] { synth::preset_config(options_for("tiny", {{"reserved_tokens", 5}, {"tokenizer", false}})); },
+                        &message),
+              WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message.find("reserved_tokens 5 needs the synthetic tokenizer"), std::string::npos) << message;
 }
 
 TEST(Synth, PresetsListThroughTheCApi) {

@@ -550,6 +550,42 @@ TEST(Tokenizer, PlainAndMarkupModes) {
     EXPECT_TRUE(tokenizer.encode("", true).empty());
 }
 
+// A model whose vocabulary is larger than its tokenizer (K3: 163,840 rows,
+// 163,584 ranks plus specials) can generate any id below its vocabulary:
+// an id that is neither a rank nor a special decodes to nothing; the
+// vocabulary's end is still refused, naming the id.
+TEST(Tokenizer, ReservedIdsOfTheModelVocabularyDecodeToNothing) {
+    // 260 ranks, specials 300 and 301, a model vocabulary of 320: ids 260-299
+    // and 302-319 are reserved.
+    const Tokenizer tokenizer(RankTable::parse(small_rank_file({"he", "ll", "hell", "hello"}), "t"),
+                              {{300, "<|open|>"}, {301, "<|op"}}, PatternKind::kimi, -1, -1, 320);
+    EXPECT_EQ(tokenizer.vocab_size(), 320);
+    for (const int32_t id : {260, 299, 302, 319}) {
+        EXPECT_TRUE(tokenizer.has_token(id)) << id;
+        bool special = true;
+        EXPECT_EQ(tokenizer.token_bytes(id, &special), "") << id;
+        EXPECT_FALSE(special) << id;
+    }
+    EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{259, 260, 300, 319, 259}, true), "hello<|open|>hello");
+    EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{259, 260, 300, 319, 259}, false), "hellohello");
+    std::string message;
+    for (const int32_t id : {320, -1}) {
+        EXPECT_FALSE(tokenizer.has_token(id)) << id;
+        EXPECT_EQ(status_of([&] { tokenizer.decode(std::vector<int32_t>{id}, true); }, &message), WASTE_ERR_INVALID_ARGUMENT);
+        EXPECT_NE(message.find(fmt::format("token {} is not in the vocabulary (the model's 320 ids", id)), std::string::npos)
+            << message;
+    }
+    // The streaming detokenizer agrees: a reserved id adds nothing, and an
+    // incomplete character held before it is completed after it.
+    auto shared = std::make_shared<const Tokenizer>(RankTable::parse(small_rank_file({}), "t"),
+                                                    std::vector<SpecialToken>{}, PatternKind::kimi, -1, -1, 300);
+    StreamDetokenizer stream(shared, false);
+    EXPECT_EQ(stream.push(0xC3), "");   // the first byte of "é"
+    EXPECT_EQ(stream.push(299), "");    // reserved
+    EXPECT_EQ(stream.push(0xA9), "\xC3\xA9");
+    EXPECT_EQ(status_of([&] { stream.push(300); }), WASTE_ERR_INVALID_ARGUMENT);
+}
+
 TEST(Detokenizer, StreamHoldsSplitCharactersAndMatchesDecode) {
     // Byte tokens only: every multi-byte character arrives split.
     auto tokenizer = std::make_shared<const Tokenizer>(RankTable::parse(small_rank_file({}), "t"),

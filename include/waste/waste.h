@@ -102,11 +102,21 @@ typedef enum waste_cache_policy {
                                        random samples (then least recently)          */
 } waste_cache_policy;
 
+/* The most compute threads a caller may ask for (waste_open_options.threads,
+ * waste_measure_memory_bandwidth, waste_convert's "jobs"); more is
+ * WASTE_ERR_INVALID_ARGUMENT naming the value, and "one per core" stops
+ * there too. Why 256: beyond the CPUs, threads only take turns on the same
+ * cores (1,000 threads made a 0.24 s run take 15 s), and each compute thread
+ * owns its own expert lookup table (1.2 MB for K3) — while 256 is above the
+ * cores of any one CPU socket sold today (192). */
+#define WASTE_MAX_THREADS 256u
+
 typedef struct waste_open_options {
     uint32_t flags;            /* a set of waste_open_flags                     */
     uint64_t budget_bytes;     /* RAM ceiling; 0 = the default budget            */
     uint32_t context_length;   /* tokens a session may hold; 0 = 4096            */
-    uint32_t threads;          /* compute threads; 0 = one per core              */
+    uint32_t threads;          /* compute threads; 0 = one per core; at most
+                                  WASTE_MAX_THREADS                             */
     uint32_t cache_policy;     /* a waste_cache_policy; 0 = the default (REUSE)  */
     uint32_t io_backend;       /* a waste_io_backend; 0 = the default            */
     /* The learned hotlist: per-expert demand counts, read at open (the cache
@@ -368,7 +378,10 @@ WASTE_API waste_status waste_simulate_trace_json(const char* trace_path, const c
 /* Writes a seeded synthetic container of the Kimi family to out_dir.
  * preset: "tiny", "tiny-k3", "mid", "k3" (docs/CLI.md lists them).
  * overrides_json: NULL, or a JSON object of config keys to replace
- * (e.g. {"num_hidden_layers": 8, "num_experts": 64}).
+ * (e.g. {"num_hidden_layers": 8, "num_experts": 64}) and container options
+ * ("tensor_prefix", "expert_quant", "tokenizer", "reserved_tokens": the last
+ * N ids of the vocabulary get no token). A key the synth does not use is
+ * WASTE_ERR_INVALID_ARGUMENT naming it (src/synth/synth_keys.cpp lists them).
  * The same preset, seed and overrides give a byte-identical container. */
 WASTE_API waste_status waste_synth(const char* out_dir, const char* preset, uint64_t seed,
                                    const char* overrides_json, waste_progress_fn progress,
@@ -393,7 +406,7 @@ typedef void (*waste_event_fn)(const char* event_json, void* user);
  * options_json: NULL or a JSON object, every member optional:
  *   "quant": "VQ3R"|"VQ2R"|"VQ4P"   (default "VQ3R")
  *   "stages": 2..4, "entries": 1..256 (defaults: the format's)
- *   "jobs": threads (0 = one per core), "seed": k-means seed (default 1)
+ *   "jobs": threads (0 = one per core; at most WASTE_MAX_THREADS), "seed": k-means seed (default 1)
  *   "sample_experts": experts per layer the codebooks are fitted on (16)
  *   "train_vectors": 8-vectors per (layer, kind) for k-means (65536)
  *   "iterations": Lloyd iterations per stage (12)
@@ -448,7 +461,11 @@ typedef enum waste_tokenize_flags {
  * o200k for config.model_type "gpt_oss" and Kimi's pattern for every other
  * container (v0 is the Kimi family's format).
  * BOS is config.bos_token_id, else the number of ranks; EOS is
- * config.eos_token_id, else none. */
+ * config.eos_token_id, else none.
+ * Its ids are the model's vocabulary (config.vocab_size): an id below it that
+ * is neither a rank nor a special (a reserved tail, as K3's 163,840 rows for
+ * 163,584 ranks and its specials) is one the model may generate, and it
+ * decodes to no bytes. */
 WASTE_API waste_status waste_model_tokenizer(const waste_model* model, const char* pattern,
                                              waste_tokenizer** out_tokenizer, waste_error* error);
 
@@ -476,14 +493,15 @@ WASTE_API void waste_tokens_free(int32_t* tokens);
 
 /* Token ids to bytes: *out_text (NUL-terminated, but it may hold NULs and
  * need not be valid UTF-8 — *out_length counts its bytes) is released with
- * waste_string_free. An id outside the vocabulary is
- * WASTE_ERR_INVALID_ARGUMENT naming it. */
+ * waste_string_free. A reserved id of a model's tokenizer gives no bytes;
+ * an id outside the vocabulary is WASTE_ERR_INVALID_ARGUMENT naming it. */
 WASTE_API waste_status waste_tokenizer_detokenize(const waste_tokenizer* tokenizer, const int32_t* tokens,
                                                   size_t count, uint32_t flags, char** out_text,
                                                   size_t* out_length, waste_error* error);
 
-/* Ids are 0 .. waste_tokenizer_token_count() - 1 (ranks and specials; an id
- * in a gap of the rank file has no bytes). */
+/* Ids are 0 .. waste_tokenizer_token_count() - 1: the ranks and specials,
+ * and for a model's tokenizer every id below the model's vocabulary (the
+ * reserved ones have no bytes). */
 WASTE_API uint32_t waste_tokenizer_token_count(const waste_tokenizer* tokenizer);
 /* The BOS and EOS ids, -1 when there is none. */
 WASTE_API int32_t waste_tokenizer_bos(const waste_tokenizer* tokenizer);
@@ -611,6 +629,9 @@ typedef struct waste_generate_result {
  * an EOS or stop token, becomes part of the session, so a later eval or
  * generate continues the conversation; the last one is evaluated lazily, by
  * the next call that needs it (eval, generate, logits, waste_state_save).
+ * Any id below the model's vocabulary may be generated; one the tokenizer
+ * has no bytes for (a reserved id of a vocabulary larger than the
+ * tokenizer) is delivered with no text.
  * Stopping through the callback is not an error (WASTE_STOP_CALLBACK). */
 WASTE_API waste_status waste_session_generate(waste_session* session, waste_sampler* sampler,
                                               const waste_generate_options* options, waste_generate_fn on_step,

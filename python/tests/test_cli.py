@@ -8,6 +8,8 @@ which the kernel turns into SIGINT) and Ctrl-D.
 
 The binary: WASTE_CLI, else build/release/waste; its absence is a failure.
 Outputs are compared exactly: the engine is deterministic for a given seed.
+`run` and `chat` sample by default with a fresh seed, so a test that compares
+outputs says `--temp 0` (greedy) or `--seed`.
 """
 
 import json
@@ -17,6 +19,7 @@ import pty
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -112,22 +115,22 @@ class CliTest(unittest.TestCase):
     # ------------------------------------------------------------------ run
 
     def test_text_prompt_streams_the_json_text(self):
-        result = self.run_json("Once upon a time", "-n", "12", "--ignore-eos")
+        result = self.run_json("Once upon a time", "-n", "12", "--ignore-eos", "--temp", "0")
         self.assertEqual(len(result["tokens"]), 12)
-        proc = waste("run", self.model, "Once upon a time", "-n", "12", "--ignore-eos", "-q", check=0)
+        proc = waste("run", self.model, "Once upon a time", "-n", "12", "--ignore-eos", "--temp", "0", "-q", check=0)
         self.assertEqual(proc.stdout.decode("utf-8", errors="replace"), result["text"] + "\n")
         self.assertEqual(proc.stderr, b"", "-q prints no status or summary")
-        summary = waste("run", self.model, "Once upon a time", "-n", "12", "--ignore-eos", check=0).stderr.decode()
+        summary = waste("run", self.model, "Once upon a time", "-n", "12", "--ignore-eos", "--temp", "0", check=0).stderr.decode()
         self.assertRegex(summary, r"\[12 tokens, [0-9.]+ s, [0-9.]+ tok/s \| experts \d+ hit / \d+ miss = [0-9.]+% \| [0-9.]+ GB read\]")
 
     def test_stdin_dash_and_file_give_the_same_prompt(self):
-        want = self.run_json("The cat sat", "-n", "6")
-        piped = self.run_json("-n", "6", stdin=b"The cat sat")
-        dashed = self.run_json("-", "-n", "6", stdin=b"The cat sat")
+        want = self.run_json("The cat sat", "-n", "6", "--temp", "0")
+        piped = self.run_json("-n", "6", "--temp", "0", stdin=b"The cat sat")
+        dashed = self.run_json("-", "-n", "6", "--temp", "0", stdin=b"The cat sat")
         path = os.path.join(self.tmp, "prompt.txt")
         with open(path, "wb") as f:
             f.write(b"The cat sat")
-        from_file = self.run_json("--file", path, "-n", "6")
+        from_file = self.run_json("--file", path, "-n", "6", "--temp", "0")
         for other in (piped, dashed, from_file):
             self.assertEqual(other["tokens"], want["tokens"])
             self.assertEqual(other["prompt_tokens"], want["prompt_tokens"])
@@ -153,7 +156,7 @@ class CliTest(unittest.TestCase):
         a = self.run_json(*args, "--seed", "5")
         b = self.run_json(*args, "--seed", "5")
         c = self.run_json(*args, "--seed", "6")
-        greedy = self.run_json("A story:", "-n", "24", "--ignore-eos")
+        greedy = self.run_json("A story:", "-n", "24", "--ignore-eos", "--temp", "0")
         self.assertEqual(a["tokens"], b["tokens"])
         self.assertNotEqual(a["tokens"], c["tokens"])
         self.assertNotEqual(a["tokens"], greedy["tokens"])
@@ -161,9 +164,9 @@ class CliTest(unittest.TestCase):
     def test_cpus_pins_without_changing_the_output(self):
         # Placement never changes a bit: pinned to one CPU (one compute thread
         # with --threads 0) the tokens and their log-probabilities are the same.
-        want = self.run_json("The cat sat", "-n", "6", "--ignore-eos")
+        want = self.run_json("The cat sat", "-n", "6", "--ignore-eos", "--seed", "4")
         first_cpu = str(min(os.sched_getaffinity(0)))  # CI may not give us CPU 0
-        pinned = self.run_json("The cat sat", "-n", "6", "--ignore-eos", "--cpus", first_cpu)
+        pinned = self.run_json("The cat sat", "-n", "6", "--ignore-eos", "--seed", "4", "--cpus", first_cpu)
         self.assertEqual(pinned["tokens"], want["tokens"])
         self.assertEqual(pinned["logprobs"], want["logprobs"])
         for bad in ("0-x", "3-1", "", "99999", "1023"):
@@ -172,7 +175,7 @@ class CliTest(unittest.TestCase):
             self.assertIn(b"--cpus", proc.stderr)
 
     def test_stop_string_cuts_the_text_before_it(self):
-        full = self.run_json("Tell me", "-n", "40", "--ignore-eos")["text"]
+        full = self.run_json("Tell me", "-n", "40", "--ignore-eos", "--temp", "0")["text"]
         # A two-character stop string at its first occurrence, after some text.
         for k in range(3, len(full) - 2):
             stop = full[k:k + 2]
@@ -180,7 +183,7 @@ class CliTest(unittest.TestCase):
                 break
         else:
             self.fail(f"no usable stop string in {full!r}")
-        cut = self.run_json("Tell me", "-n", "40", "--ignore-eos", "--stop", "\u2603never", "--stop", stop)
+        cut = self.run_json("Tell me", "-n", "40", "--ignore-eos", "--temp", "0", "--stop", "\u2603never", "--stop", stop)
         self.assertEqual(cut["stop_reason"], "stop_string")
         self.assertEqual(cut["text"], full[:k])
 
@@ -215,6 +218,107 @@ class CliTest(unittest.TestCase):
         proc = waste("run", damaged, "hello", check=1)
         self.assertIn(b"manifest", proc.stderr)
 
+    def test_run_samples_by_default_and_reports_the_seed(self):
+        # Unseeded: a fresh seed, reported; --seed with it repeats the run.
+        first = self.run_json("A story:", "-n", "16", "--ignore-eos")
+        self.assertIsInstance(first["seed"], int)
+        again = self.run_json("A story:", "-n", "16", "--ignore-eos", "--seed", str(first["seed"]))
+        self.assertEqual(again["seed"], first["seed"])
+        self.assertEqual(again["tokens"], first["tokens"])
+        self.assertEqual(again["logprobs"], first["logprobs"])
+        # The default is temperature 0.8, top-p 0.95 (as llama.cpp): the same
+        # tokens as those options given explicitly with the same seed.
+        explicit = self.run_json("A story:", "-n", "16", "--ignore-eos", "--seed", str(first["seed"]),
+                                 "--temp", "0.8", "--top-p", "0.95")
+        self.assertEqual(explicit["tokens"], first["tokens"])
+        # Text output: the seed closes the summary line on stderr.
+        proc = waste("run", self.model, "A story:", "-n", "4", "--seed", "123", check=0)
+        self.assertRegex(proc.stderr.decode(), r"GB read \| seed 123\]")
+        # Greedy has no seed to report.
+        self.assertIsNone(self.run_json("A story:", "-n", "4", "--temp", "0")["seed"])
+        proc = waste("run", self.model, "A story:", "-n", "4", "--temp", "0", check=0)
+        self.assertNotIn(b"seed", proc.stderr)
+        # chat's summary lines say it too.
+        proc = waste("chat", self.model, "-n", "4", "--seed", "77", stdin=b"hi\n", check=0)
+        self.assertRegex(proc.stderr.decode(), r"\| seed 77\]")
+
+    def test_a_vocabulary_larger_than_the_tokenizer_generates_every_id(self):
+        # 256 ranks and 10 specials are ids 0-265; ids 266-1023 are reserved
+        # (no bytes), most of what the untrained model draws.
+        tokenizer_ids, vocab = 266, 1024
+        model = os.path.join(self.tmp, "reserved.waste")
+        waste("synth", model, "--preset", "tiny", "--seed", "7", "--set", f"vocab_size={vocab}",
+              "--set", f"reserved_tokens={vocab - tokenizer_ids - 10}", check=0)
+        for sampling in (["--temp", "0"], ["--seed", "3"]):
+            with self.subTest(sampling=sampling):
+                result = json.loads(waste("run", model, "--ids", "1 2 3", "-n", "24", "--ignore-eos", "--json",
+                                          *sampling, check=0).stdout)
+                self.assertEqual(len(result["tokens"]), 24)
+                reserved = [t for t in result["tokens"] if t >= tokenizer_ids]
+                self.assertTrue(reserved, f"no reserved id drawn, the test proves nothing: {result['tokens']}")
+                self.assertTrue(all(0 <= t < vocab for t in result["tokens"]))
+                # The text is the bytes of the ids that have some.
+                known = [t for t in result["tokens"] if t < tokenizer_ids]
+                text = waste("detokenize", model, "--ids", json.dumps(known), check=0).stdout
+                try:
+                    self.assertEqual(result["text"], text.decode("utf-8"))
+                except UnicodeDecodeError:
+                    pass  # --json replaces invalid UTF-8; the streamed bytes below are compared exactly
+                proc = waste("run", model, "--ids", "1 2 3", "-n", "24", "--ignore-eos", "-q", *sampling, check=0)
+                self.assertEqual(proc.stdout, text + b"\n")
+                waste("chat", model, "-n", "24", "--ignore-eos", "-q", *sampling, stdin=b"hello\nagain\n", check=0)
+        # eval lists every id; perplexity scores a stream holding reserved ids.
+        top = json.loads(waste("eval", model, "--ids", "1 2 3", "--top", str(vocab), "--json", check=0).stdout)
+        self.assertEqual(sorted(entry["id"] for entry in top["top"]), list(range(vocab)))
+        stream = os.path.join(self.tmp, "reserved.u16")
+        with open(stream, "wb") as f:
+            f.write(struct.pack("<9H", 1, 300, 2, 1023, 5, 700, 266, 3, 4))
+        score = json.loads(waste("perplexity", model, stream, "--window", "8", "--json", check=0).stdout)
+        self.assertEqual(score["predicted_tokens"], 8)
+        # Ids at or above the vocabulary stay an error.
+        proc = waste("detokenize", model, "--ids", str(vocab), check=1)
+        self.assertIn(f"token {vocab} is not in the vocabulary".encode(), proc.stderr)
+        proc = waste("run", model, "--ids", f"1 {vocab}", "-n", "2", check=1)
+        self.assertIn(str(vocab).encode(), proc.stderr)
+
+    def test_synth_refuses_keys_it_does_not_use(self):
+        out = os.path.join(self.tmp, "refused.waste")
+        for assignment, named in (("vocab=400", b'"vocab" is not a key the synth uses (did you mean "vocab_size"?)'),
+                                  ("foo=1", b'"foo" is not a key the synth uses')):
+            proc = waste("synth", out, "--preset", "tiny", "--set", assignment, check=1)
+            self.assertIn(named, proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(out, "manifest.json")))
+
+    def test_input_files_that_cannot_be_read_exit_1_naming_them(self):
+        # A directory (once an uncaught std::ios_base::failure: SIGABRT), a
+        # missing file and an unreadable one. Root reads any file whatever its
+        # mode, so there the unreadable one is /proc/self/mem, whose first
+        # page is never mapped: its read fails with EIO.
+        directory = os.path.join(self.tmp, "a-directory")
+        os.makedirs(directory, exist_ok=True)
+        missing = os.path.join(self.tmp, "no-such-file")
+        unreadable = os.path.join(self.tmp, "unreadable.txt")
+        with open(unreadable, "wb") as f:
+            f.write(b"hello")
+        os.chmod(unreadable, 0)
+        if os.access(unreadable, os.R_OK):
+            unreadable = "/proc/self/mem"
+        ranks = os.path.join(self.model, "tokenizer.model")
+        for path in (directory, missing, unreadable):
+            for args in (["run", self.model, "--file", path, "-n", "1"],
+                         ["tokenize", self.model, "--file", path],
+                         ["tokenize", "--rank-file", ranks, "--pattern", "kimi", "--specials", path, "hi"],
+                         ["detokenize", "--rank-file", ranks, "--pattern", "kimi", "--specials", path, "--ids", "1"],
+                         ["perplexity", self.model, path],
+                         ["perplexity", self.model, path, "--format", "text"],
+                         ["simulate", path, "--mult", "1"]):
+                with self.subTest(args=args):
+                    proc = waste(*args)
+                    self.assertEqual(proc.returncode, 1, f"{args}: {proc.stderr}")
+                    self.assertIn(path.encode(), proc.stderr)
+        proc = waste("run", self.model, "--file", directory, check=1)
+        self.assertIn(b"is a directory", proc.stderr)
+
     def test_help_lists_every_option_with_its_default(self):
         top = waste("--help", check=0).stdout.decode()
         for command in ("run", "chat", "eval", "tokenize", "bench", "info", "plan", "synth"):
@@ -224,8 +328,8 @@ class CliTest(unittest.TestCase):
             for option in ("--budget", "--ctx", "-n", "--temp", "--top-p", "--top-k", "--min-p", "--seed", "--stop",
                            "--system", "--raw", "--threads", "--verify", "-q", "--learn"):
                 self.assertIn(option, text, f"{command} --help lacks {option}")
-            for option, default in (("--temp", "0"), ("--top-p", "1"), ("--top-k", "0"), ("--min-p", "0"), ("--seed", "0"),
-                                    ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "64")):
+            for option, default in (("--temp", "0.8"), ("--top-p", "0.95"), ("--top-k", "0"), ("--min-p", "0"),
+                                    ("--seed", "a fresh one"), ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "64")):
                 line = next(l for l in text.splitlines() if option + " " in l or l.strip().startswith(option))
                 self.assertRegex(line, r"=" + default + r"(\.0+)?(\s|$)", f"{command}: {line!r} shows no default")
 
@@ -249,7 +353,7 @@ class CliTest(unittest.TestCase):
 
     def chat_answers(self, lines, *args):
         """Drives chat on a pty through lines; returns the text shown after each line."""
-        term = Terminal(["chat", self.model, "-q", "-n", "16", "--ignore-eos", *args])
+        term = Terminal(["chat", self.model, "-q", "-n", "16", "--ignore-eos", "--temp", "0", *args])
         term.read_until(b"> ")
         shown = []
         for line in lines:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "platform/error.h"
+#include "platform/thread_pool.h"
 
 namespace waste::api {
 
@@ -40,6 +41,16 @@ waste_status guarded(waste_error* error, Body&& body) noexcept {
         set_error(error, WASTE_ERR_INTERNAL, "unknown exception");
         return WASTE_ERR_INTERNAL;
     }
+}
+
+static_assert(WASTE_MAX_THREADS == platform::max_pool_threads, "waste.h's bound is the thread pool's");
+
+// A thread count a caller asked for (0 = one per core); `what` names the
+// function and option, e.g. "waste_model_open: threads".
+inline void check_threads(uint64_t threads, const char* what) {
+    if (threads > WASTE_MAX_THREADS)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "{} {} is above the limit of {} (WASTE_MAX_THREADS: more threads than cores only take turns)",
+             what, threads, WASTE_MAX_THREADS);
 }
 
 // A malloc'ed copy the caller frees with waste_string_free.

@@ -60,11 +60,10 @@ waste_status waste_convert(const char* source_dir, const char* out_dir, const ch
         options.sample_experts = member<int>(o, "sample_experts", options.sample_experts, where);
         options.train_vectors = member<uint64_t>(o, "train_vectors", options.train_vectors, where);
         options.iterations = member<int>(o, "iterations", options.iterations, where);
-        if (options.sample_experts < 1 || options.train_vectors < 1 || options.iterations < 0 || options.iterations > 1000 ||
-            options.jobs > 1024)
-            waste::fail(WASTE_ERR_INVALID_ARGUMENT,
-                        "{}: sample_experts {} / train_vectors {} / iterations {} / jobs {} out of range", where,
-                        options.sample_experts, options.train_vectors, options.iterations, options.jobs);
+        waste::api::check_threads(options.jobs, "waste_convert: jobs");
+        if (options.sample_experts < 1 || options.train_vectors < 1 || options.iterations < 0 || options.iterations > 1000)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: sample_experts {} / train_vectors {} / iterations {} out of range",
+                        where, options.sample_experts, options.train_vectors, options.iterations);
         const std::string small_matrices = member<std::string>(o, "small_matrices", "f32", where);
         if (small_matrices != "f32" && small_matrices != "quantized")
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: small_matrices \"{}\" is not f32 or quantized", where, small_matrices);

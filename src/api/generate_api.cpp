@@ -55,13 +55,17 @@ public:
                 waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate: stop string {} is longer than {} bytes", i,
                             max_stop_string_bytes);
         }
-        if (options.tokenizer)
-            detokenizer_.emplace(options.tokenizer->tokenizer, (options.detokenize_flags & WASTE_TOKENIZE_MARKUP) != 0);
+        if (options.tokenizer) {
+            tokenizer_ = options.tokenizer->tokenizer;
+            detokenizer_.emplace(tokenizer_, (options.detokenize_flags & WASTE_TOKENIZE_MARKUP) != 0);
+        }
         if (!stops.empty()) matcher_.emplace(std::move(stops));
     }
     bool has_text() const { return detokenizer_.has_value(); }
     std::string_view push(int32_t token) {
-        if (!detokenizer_) return {};
+        // The model's id space may exceed a tokenizer the caller opened from
+        // a rank file: an id it lacks is a reserved one, without bytes.
+        if (!detokenizer_ || !tokenizer_->has_token(token)) return {};
         const std::string_view bytes = detokenizer_->push(token);
         return matcher_ ? matcher_->push(bytes) : bytes;
     }
@@ -77,6 +81,7 @@ public:
     int matched() const { return matcher_ ? matcher_->matched() : -1; }
 
 private:
+    std::shared_ptr<const waste::text::Tokenizer> tokenizer_;
     std::optional<waste::text::StreamDetokenizer> detokenizer_;
     std::optional<waste::text::StopStringMatcher> matcher_;
 };

@@ -70,6 +70,7 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         const uint32_t context = model->options.context_length ? model->options.context_length : 4096;
         if (model->options.io_backend > WASTE_IO_SYNC)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: io_backend {} is not a waste_io_backend", model->options.io_backend);
+        waste::api::check_threads(model->options.threads, "waste_model_open: threads");
         if (model->options.lut_mode > WASTE_LUT_INT8)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: lut_mode {} is not a waste_lut_mode (0-1)",
                         model->options.lut_mode);
@@ -246,6 +247,7 @@ waste_status waste_model_warm_cache(waste_model* model, uint64_t* out_records, w
 waste_status waste_measure_memory_bandwidth(uint32_t threads, double* out_bytes_per_second, waste_error* error) {
     return guarded(error, [&] {
         if (!out_bytes_per_second) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_measure_memory_bandwidth: out_bytes_per_second is required");
+        waste::api::check_threads(threads, "waste_measure_memory_bandwidth: threads");
         waste::platform::ThreadPool pool(threads);
         *out_bytes_per_second = waste::platform::measure_read_bandwidth(pool);
     });

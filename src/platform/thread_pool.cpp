@@ -1,4 +1,5 @@
 #include "platform/thread_pool.h"
+#include "platform/error.h"
 #include "platform/library_thread.h"
 
 #include <algorithm>
@@ -35,7 +36,8 @@ unsigned usable_cpus() {
 }  // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
-    if (threads == 0) threads = usable_cpus();
+    if (threads == 0) threads = std::min(usable_cpus(), max_pool_threads);
+    WASTE_CHECK(threads <= max_pool_threads);  // callers refuse more, naming the value
     for (unsigned i = 1; i < threads; ++i) workers_.push_back(start_library_thread([this] { worker_loop(); }));
 }
 

@@ -22,9 +22,13 @@
 
 namespace waste::platform {
 
+// The most threads a pool starts, for "one per CPU" too; callers refuse
+// more (WASTE_MAX_THREADS in waste.h says why 256).
+inline constexpr unsigned max_pool_threads = 256;
+
 class ThreadPool {
 public:
-    explicit ThreadPool(unsigned threads);  // 0 = hardware concurrency
+    explicit ThreadPool(unsigned threads);  // 0 = one per usable CPU, at most max_pool_threads
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;

@@ -221,7 +221,8 @@ Plan make_plan(const SynthOptions& options) {
     plan.preset = resolve_preset(options);
     plan.trunk = plan_trunk(plan.preset);
     const format::ModelConfig& c = plan.preset.model;
-    if (plan.preset.tokenizer) plan.tokenizer = build_tokenizer(c.vocab, plan.preset.special_slots);
+    if (plan.preset.tokenizer)
+        plan.tokenizer = build_tokenizer(c.vocab - plan.preset.reserved_tokens, plan.preset.special_slots);
     uint64_t total = 0;
     for (const TensorPlan& t : plan.trunk) total += format::trunk_tensor_bytes(t.fmt, t.shape);
     const uint64_t moe_layers = static_cast<uint64_t>(c.layers - c.first_dense);

@@ -28,8 +28,9 @@ const std::vector<Preset>& presets();
 struct SynthOptions {
     std::string preset = "tiny";
     uint64_t seed = 1;
-    // Config keys to replace, as a JSON merge patch; "tensor_prefix",
-    // "expert_quant" and "tokenizer" are container options (synth_config.h).
+    // Config keys to replace, as a JSON merge patch, only those of
+    // synth_keys.h's table; "tensor_prefix", "expert_quant", "tokenizer" and
+    // "reserved_tokens" are container options (synth_config.h).
     nlohmann::json overrides = nlohmann::json::object();
     // Called now and then with (done, total) bytes; return false to cancel.
     std::function<bool(uint64_t, uint64_t)> progress;

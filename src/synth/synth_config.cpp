@@ -4,6 +4,7 @@
 
 #include "format/container_writer.h"
 #include "platform/error.h"
+#include "synth/synth_keys.h"
 
 namespace waste::synth {
 namespace {
@@ -201,6 +202,7 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
     if (!overrides.is_null() && !overrides.is_object())
         fail(WASTE_ERR_INVALID_ARGUMENT, "synth: overrides must be a JSON object of config keys, got {}", overrides.dump());
     json patch = overrides.is_object() ? overrides : json::object();
+    check_override_keys(patch);
     if (patch.contains("tensor_prefix")) {
         if (!patch["tensor_prefix"].is_string())
             fail(WASTE_ERR_INVALID_ARGUMENT, "synth: tensor_prefix must be a string, got {}", patch["tensor_prefix"].dump());
@@ -228,6 +230,16 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
         r.tokenizer = patch["tokenizer"].get<bool>();
         patch.erase("tokenizer");
     }
+    if (patch.contains("reserved_tokens")) {
+        const json& value = patch["reserved_tokens"];
+        if (!value.is_number_integer() || value.get<int64_t>() < 0)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: reserved_tokens must be a non-negative integer, got {}", value.dump());
+        if (!r.tokenizer)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: reserved_tokens {} needs the synthetic tokenizer (tokenizer is false)",
+                 value.dump());
+        r.reserved_tokens = value.get<int64_t>();
+        patch.erase("reserved_tokens");
+    }
     r.quant = format::standard_expert_quant(quant_name);
 
     ordered_json config = definition.config();
@@ -249,12 +261,12 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
 
     const std::optional<int64_t> vocab = integer_at(config, "vocab_size");
     if (r.tokenizer && vocab) {
-        const int64_t ranks = *vocab - r.special_slots;
+        const int64_t ranks = *vocab - r.special_slots - r.reserved_tokens;
         if (ranks < 256)
             fail(WASTE_ERR_INVALID_ARGUMENT,
-                 "synth: vocab_size {} leaves {} ranks for the synthetic tokenizer, which needs 256 byte tokens and {} "
-                 "specials (set \"tokenizer\": false for no tokenizer)",
-                 *vocab, ranks, r.special_slots);
+                 "synth: vocab_size {} leaves {} ranks for the synthetic tokenizer, which needs 256 byte tokens, {} "
+                 "specials and {} reserved_tokens (set \"tokenizer\": false for no tokenizer)",
+                 *vocab, ranks, r.special_slots, r.reserved_tokens);
         // Specials follow the ranks: [BOS], [EOS], <|end_of_msg|>, ... (synth_tokenizer.h)
         if (!has_key(patch, "bos_token_id")) config["bos_token_id"] = ranks;
         if (!has_key(patch, "eos_token_id")) config["eos_token_id"] = ranks + 2;

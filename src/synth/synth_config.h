@@ -6,13 +6,17 @@
 // what the new sizes allow, and the BOS/EOS ids follow the vocabulary —
 // unless the override sets them itself. Overrides are a JSON merge patch
 // (RFC 7396) over the config: nested objects merge, null removes a key.
-// Four override keys are container options, not config keys:
-//   "tensor_prefix": string   — e.g. "" to write tiny-k3 without a prefix
-//   "expert_quant":  string   — "VQ3R" (default), "VQ2R" or "VQ4P"
-//   "trunk_quant":   string   — "Q8G", "Q4G" or "Q3G": every quantised trunk
-//                                tensor (embed_tokens and lm_head included) in
-//                                that format; absent: Q8G/Q4G (synth_tensors.h)
-//   "tokenizer":     bool     — false writes no tokenizer/specials/chat files
+// Only the keys of synth_keys.h's table are accepted. Five are container
+// options, not config keys:
+//   "tensor_prefix":   string — e.g. "" to write tiny-k3 without a prefix
+//   "expert_quant":    string — "VQ3R" (default), "VQ2R" or "VQ4P"
+//   "trunk_quant":     string — "Q8G", "Q4G" or "Q3G": every quantised trunk
+//                               tensor (embed_tokens and lm_head included) in
+//                               that format; absent: Q8G/Q4G (synth_tensors.h)
+//   "tokenizer":       bool   — false writes no tokenizer/specials/chat files
+//   "reserved_tokens": int    — the last N ids of the vocabulary get neither
+//                               a rank nor a special (a reserved tail, as real
+//                               releases have); the tokenizer covers the rest
 //
 // Deliberately not here: tensors and values (synth_tensors.h, synth.cpp).
 #pragma once
@@ -39,6 +43,7 @@ struct ResolvedPreset {
     std::optional<format::TrunkFormat> trunk_quant;  // every quantised trunk tensor; none: per tensor
     bool tokenizer = true;
     int special_slots = 0;           // ids after the ranks reserved for specials
+    int64_t reserved_tokens = 0;     // ids after the specials that no token has
     bool k3_like = false;            // K3 conventions: A_log padded to head_dim, a vision tensor outside the prefix
     // Config flags the reader settles from the tensors; the synth decides them here.
     bool kda_full_rank_gate = false;  // linear_attn_config.use_full_rank_gate

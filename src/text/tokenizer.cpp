@@ -11,14 +11,15 @@
 namespace waste::text {
 
 Tokenizer::Tokenizer(RankTable ranks, std::vector<SpecialToken> specials, PatternKind pattern, int32_t bos,
-                     int32_t eos)
+                     int32_t eos, int32_t model_vocab)
     : ranks_(std::move(ranks)),
       specials_(std::move(specials)),
       matcher_(specials_),
       pretokenizer_(pattern),
       bos_(bos),
-      eos_(eos) {
-    vocab_size_ = static_cast<int32_t>(ranks_.size());
+      eos_(eos),
+      model_vocab_(std::max(model_vocab, 0)) {
+    vocab_size_ = std::max(static_cast<int32_t>(ranks_.size()), model_vocab_);
     for (size_t i = 0; i < specials_.size(); ++i) {
         const SpecialToken& special = specials_[i];
         if (special.id < 0 || special.id > max_token_id)
@@ -76,9 +77,22 @@ std::string_view Tokenizer::token_bytes(int32_t id, bool* is_special) const {
             if (is_special) *is_special = true;
             return specials_[it->second].text;
         }
+        if (id < model_vocab_) {  // reserved: the model may generate it
+            if (is_special) *is_special = false;
+            return {};
+        }
     }
+    if (model_vocab_ > 0)
+        fail(WASTE_ERR_INVALID_ARGUMENT,
+             "token {} is not in the vocabulary (the model's {} ids: {} ranks, {} specials, the rest reserved)", id,
+             model_vocab_, ranks_.count(), specials_.size());
     fail(WASTE_ERR_INVALID_ARGUMENT, "token {} is not in the vocabulary ({} ranks, {} specials)", id, ranks_.count(),
          specials_.size());
+}
+
+bool Tokenizer::has_token(int32_t id) const {
+    if (id < 0) return false;
+    return id < model_vocab_ || !ranks_.bytes(static_cast<uint32_t>(id)).empty() || special_index_.count(id) > 0;
 }
 
 void Tokenizer::decode(std::span<const int32_t> ids, bool markup, std::string& out) const {

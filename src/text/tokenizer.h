@@ -12,7 +12,11 @@
 // decode(ids, markup): the concatenated bytes of the tokens; in markup mode
 // a special token contributes its text, in plain mode nothing (a reader of
 // generated text does not see control tokens). An id that is neither a rank
-// nor a special is refused, naming it.
+// nor a special is refused, naming it — unless it is a reserved id: a
+// model's vocabulary may be larger than its tokenizer (K3's embedding has
+// 163,840 rows for 163,584 ranks and its specials), and every id below the
+// model's vocabulary is something the model can generate, so such an id
+// decodes to nothing.
 //
 // Immutable once built, so one Tokenizer serves any number of threads.
 //
@@ -37,19 +41,26 @@ namespace waste::text {
 class Tokenizer {
 public:
     // Refuses a special whose id is also a rank. bos/eos: -1 = none.
+    // model_vocab: the vocabulary of the model this tokenizer serves (0 =
+    // none); ids below it that are neither ranks nor specials are reserved.
     Tokenizer(RankTable ranks, std::vector<SpecialToken> specials, PatternKind pattern, int32_t bos = -1,
-              int32_t eos = -1);
+              int32_t eos = -1, int32_t model_vocab = 0);
 
     void encode(std::string_view text, bool markup, std::vector<int32_t>& out) const;
     std::vector<int32_t> encode(std::string_view text, bool markup) const;
     void decode(std::span<const int32_t> ids, bool markup, std::string& out) const;
     std::string decode(std::span<const int32_t> ids, bool markup) const;
 
-    // The bytes of one token (a special's text for a special); throws
-    // WASTE_ERR_INVALID_ARGUMENT for an id the vocabulary lacks.
+    // The bytes of one token (a special's text for a special; nothing for a
+    // reserved id); throws WASTE_ERR_INVALID_ARGUMENT for an id the
+    // vocabulary lacks.
     std::string_view token_bytes(int32_t id, bool* is_special = nullptr) const;
+    // Whether token_bytes(id) has an answer (a rank, a special or a reserved id).
+    bool has_token(int32_t id) const;
 
-    int32_t vocab_size() const { return vocab_size_; }  // highest id + 1 (ranks and specials)
+    // The highest id + 1 of the ranks and specials, or the model's vocabulary
+    // when that is larger.
+    int32_t vocab_size() const { return vocab_size_; }
     int32_t bos() const { return bos_; }
     int32_t eos() const { return eos_; }
     std::optional<int32_t> special_id(std::string_view text) const;
@@ -69,6 +80,7 @@ private:
     Pretokenizer pretokenizer_;
     int32_t vocab_size_ = 0;
     int32_t bos_ = -1, eos_ = -1;
+    int32_t model_vocab_ = 0;  // ids below it with no bytes are reserved, not refused
 };
 
 }  // namespace waste::text

@@ -75,7 +75,7 @@ std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Containe
         fail_format("{}: bos_token_id {} / eos_token_id {} out of range", container.directory(), bos, eos);
     return std::make_shared<const Tokenizer>(std::move(ranks), std::move(specials),
                                              pattern.value_or(default_pattern(config)), static_cast<int32_t>(bos),
-                                             static_cast<int32_t>(eos));
+                                             static_cast<int32_t>(eos), config.vocab);
 }
 
 std::shared_ptr<const Tokenizer> load_tokenizer_file(const std::string& rank_file_path, PatternKind pattern,

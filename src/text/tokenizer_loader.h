@@ -12,6 +12,8 @@
 // number of ranks (the first id after the vocabulary); EOS is
 // config.eos_token_id, or none. Every rank and special id must be below
 // config.vocab_size: a token the model cannot embed is a broken container.
+// The ids left over below config.vocab_size (a reserved tail, or gaps) are
+// reserved: the model may generate them, and they decode to nothing.
 //
 // Deliberately not here: the tokenization itself (tokenizer.h).
 #pragma once
