@@ -35,7 +35,8 @@ void print_plan(const json& plan) {
     fmt::print("{:<22}{} tokens\n", "context", plan["ctx"].get<uint64_t>());
     line("trunk", "trunk_bytes");
     line("session state", "state_bytes");
-    line("scratch", "scratch_bytes");
+    fmt::print("{:<22}{} ({} compute threads)\n", "scratch", format_bytes(plan["scratch_bytes"].get<uint64_t>()),
+               plan["compute_threads"].get<unsigned>());
     line("expert reads", "io_bytes");
     line("codebooks, process", "runtime_bytes");
     line("minimum expert cache", "min_expert_cache");
@@ -59,6 +60,7 @@ struct ModelArgs {
     bool json_output = false;
     std::string budget;
     uint32_t context = 4096;
+    unsigned threads = 0;
 };
 
 }  // namespace
@@ -86,11 +88,13 @@ void add_model_commands(CLI::App& app) {
     plan->add_option("MODEL", plan_args->model, "Container directory")->required();
     plan->add_option("--ctx", plan_args->context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
     plan->add_option("--budget", plan_args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
+    add_threads_option(plan, plan_args->threads);
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
     plan->callback([plan_args] {
         waste_open_options options;
         waste_open_options_init(&options);
         options.flags = WASTE_OPEN_METADATA_ONLY;
+        options.threads = plan_args->threads;  // each compute thread has its own tables in the scratch
         ModelHandle model = open_model(plan_args->model, options);
         waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
         char* text = nullptr;

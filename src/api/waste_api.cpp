@@ -15,6 +15,7 @@
 #include "model/model_summary.h"
 #include "platform/memory_bandwidth.h"
 #include "platform/memory_lock.h"
+#include "platform/thread_pool.h"
 #include "runtime/memory_plan.h"
 #include "runtime/usage_hotlist.h"
 
@@ -76,7 +77,8 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
                         model->options.lut_mode);
         const bool int8_tables = model->options.lut_mode == WASTE_LUT_INT8;
         model->plan = waste::runtime::plan_memory(*model->container, context, model->options.budget_bytes,
-                                                  waste::platform::query_memory_info(), int8_tables);
+                                                  waste::platform::query_memory_info(),
+                                                  waste::platform::resolve_pool_threads(model->options.threads), int8_tables);
         model->usage_path = model->options.usage_path ? model->options.usage_path
                                                       : waste::runtime::default_usage_path(*model->container);
         model->options.usage_path = nullptr;  // the caller's string is not kept
@@ -168,12 +170,13 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         const uint32_t context = options && options->context_length ? options->context_length : 4096;
         const uint64_t budget = options ? options->budget_bytes : 0;
         const auto plan = waste::runtime::plan_memory(*model->container, context, budget, waste::platform::query_memory_info(),
-                                                      model->options.lut_mode == WASTE_LUT_INT8);
+                                                      model->plan.compute_threads, model->options.lut_mode == WASTE_LUT_INT8);
         json out;
         out["ctx"] = plan.context_length;
         out["trunk_bytes"] = plan.trunk_bytes;
         out["state_bytes"] = plan.state_bytes;
         out["scratch_bytes"] = plan.scratch_bytes;
+        out["compute_threads"] = plan.compute_threads;
         out["io_bytes"] = plan.io_bytes;
         out["runtime_bytes"] = plan.runtime_bytes;
         out["min_expert_cache"] = plan.min_cache_bytes;

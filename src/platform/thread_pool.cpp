@@ -35,8 +35,12 @@ unsigned usable_cpus() {
 
 }  // namespace
 
+unsigned resolve_pool_threads(unsigned requested) {
+    return requested == 0 ? std::min(usable_cpus(), max_pool_threads) : requested;
+}
+
 ThreadPool::ThreadPool(unsigned threads) {
-    if (threads == 0) threads = std::min(usable_cpus(), max_pool_threads);
+    threads = resolve_pool_threads(threads);
     WASTE_CHECK(threads <= max_pool_threads);  // callers refuse more, naming the value
     for (unsigned i = 1; i < threads; ++i) workers_.push_back(start_library_thread([this] { worker_loop(); }));
 }

@@ -26,6 +26,10 @@ namespace waste::platform {
 // more (WASTE_MAX_THREADS in waste.h says why 256).
 inline constexpr unsigned max_pool_threads = 256;
 
+// The threads a pool of `requested` threads runs: 0 = one per usable CPU,
+// at most max_pool_threads. The memory plan counts per-thread buffers with it.
+unsigned resolve_pool_threads(unsigned requested);
+
 class ThreadPool {
 public:
     explicit ThreadPool(unsigned threads);  // 0 = one per usable CPU, at most max_pool_threads

@@ -25,7 +25,9 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
     return bytes;
 }
 
-uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, bool int8_tables) {
+uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
+                       bool int8_tables) {
+    const uint64_t threads = std::max(compute_threads, 1u);
     constexpr uint64_t prefill_chunk = 64;  // tokens per prefill chunk (models.md §7)
     const uint64_t kda_width = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
     const uint64_t mla_width = static_cast<uint64_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
@@ -42,20 +44,25 @@ uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, u
     floats += static_cast<uint64_t>(c.heads) * (context_length + c.kv_lora);  // MLA scores, absorbed queries
     floats += static_cast<uint64_t>(c.experts);                             // router scores
     uint64_t bytes = floats * 4;
+    // Incident: the plan once counted two threads' tables whatever the pool
+    // ran, so `--threads 256` on K3 held ~300 MB the budget did not know of.
+    bytes += threads * compute_thread_stack_bytes;
     if (c.first_dense < c.layers) {
         // decode's lookup tables: [positions][stages][entries] f32 — the gate
-        // and up tables shared by the top-k, one down table per compute
-        // thread (two threads planned); prefill's one expert over a chunk:
-        // its inputs and outputs [64][lat], gate and up [64][I] (model/moe_experts.h).
+        // and up tables shared by the top-k, one down table and one [I] gate
+        // and up row per compute thread (forward.h's Workspace); prefill's one
+        // expert over a chunk: its inputs and outputs [64][lat], gate and up
+        // [64][I] (model/moe_experts.h).
         const uint64_t per_position = static_cast<uint64_t>(quant.stages) * quant.entries * 4;
         bytes += 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) * per_position;
-        bytes += 2 * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim) * per_position;
+        bytes += threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim) * per_position;
+        bytes += threads * 2 * static_cast<uint64_t>(c.moe_intermediate) * 4;
         bytes += prefill_chunk * 2 * (static_cast<uint64_t>(c.expert_input()) + c.moe_intermediate) * 4;
         if (int8_tables) {
-            // the same four tables at one byte per entry, and their block
-            // scales (one f32 per 32 positions, rounded up: a position each)
+            // the same tables at one byte per entry, and their block scales
+            // (one f32 per 32 positions, rounded up: a position each)
             const uint64_t positions = 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) +
-                                       2 * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
+                                       threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
             bytes += positions * (per_position / 4 + 4);
         }
     }
@@ -63,9 +70,10 @@ uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, u
 }
 
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
-                       const platform::MemoryInfo& memory, bool int8_tables) {
+                       const platform::MemoryInfo& memory, unsigned compute_threads, bool int8_tables) {
     const ModelConfig& c = container.config();
     MemoryPlan plan;
+    plan.compute_threads = compute_threads;
     plan.memory = memory;
     plan.context_length = context_length;
     plan.trunk_bytes = container.resident_trunk_bytes();
@@ -73,7 +81,7 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
     format::ExpertQuant no_experts;  // a trunk-only container: unit shapes, no tables
     no_experts.stages = no_experts.vec_dim = no_experts.entries = 1;
     plan.scratch_bytes = scratch_bytes(c, container.has_experts() ? container.manifest().quant : no_experts, context_length,
-                                       int8_tables);
+                                       compute_threads, int8_tables);
     uint64_t record = 0, moe_layers = 0;
     for (const auto& [layer, bank] : container.manifest().banks) {
         record = bank.record_bytes;

@@ -32,6 +32,7 @@ struct MemoryPlan {
     uint64_t trunk_bytes = 0;
     uint64_t state_bytes = 0;
     uint64_t scratch_bytes = 0;
+    unsigned compute_threads = 0;     // the pool the scratch was planned for
     uint64_t io_bytes = 0;            // reader + usage counters
     uint64_t runtime_bytes = 0;       // codebooks + process allowance
     unsigned io_depth = 0;            // reads in flight at most
@@ -53,20 +54,25 @@ struct MemoryPlan {
 uint64_t session_state_bytes(const format::ModelConfig& config, uint32_t context_length);
 
 // The engine's scratch at a context length (activations, lookup tables,
-// prefill chunk buffers, logits); int8_tables: the int8 lookup-table mode's
-// quantised copies too (kernels/vq_lut.h).
+// prefill chunk buffers, logits) for a pool of compute_threads threads (each
+// has its own down-projection table and gate/up rows, and a stack);
+// int8_tables: the int8 lookup-table mode's quantised copies too
+// (kernels/vq_lut.h).
 uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
-                       bool int8_tables = false);
+                       unsigned compute_threads, bool int8_tables = false);
 
+// compute_threads: what the engine's pool will run (platform::resolve_pool_threads).
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
-                       const platform::MemoryInfo& memory, bool int8_tables = false);
+                       const platform::MemoryInfo& memory, unsigned compute_threads, bool int8_tables = false);
 
 // The process's own resident memory before the engine allocates anything:
 // `waste --help` peaks at 10.7 MB (binary, libstdc++, PCRE2, liburing, fmt),
 // a compute or reader thread touches well under 64 KiB of stack; 16 MiB
-// leaves room for allocator slack. Measured on the development VM, GCC 12
+// leaves room for allocator slack and the stacks of a few threads (compute
+// threads past that are planned in the scratch: compute_thread_stack_bytes). Measured on the development VM, GCC 12
 // -O3 (tests/streaming_test.cpp checks peak RSS against the budget).
 constexpr uint64_t process_allowance_bytes = 16ull << 20;
+constexpr uint64_t compute_thread_stack_bytes = 64ull << 10;
 
 // Throws WASTE_ERR_BUDGET when the plan's budget is below its floor.
 void require_budget(const MemoryPlan& plan);

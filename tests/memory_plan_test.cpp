@@ -1,0 +1,69 @@
+// memory_plan_test.cpp — the plan's scratch covers what a session's
+// workspace really allocates, at every thread count. Each compute thread has
+// its own down-projection lookup table and gate/up rows (model/forward.h), so
+// a plan that assumed two threads let `--threads 256` hold memory the budget
+// never saw (issue 18). Exact bounds, no tolerance: the plan may over-count
+// (stacks, the prefill buffers it sizes by the widest layer) but never under.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "format/container.h"
+#include "model/forward.h"
+#include "platform/memory_info.h"
+#include "runtime/memory_plan.h"
+#include "test_support.h"
+
+namespace {
+
+template <typename T>
+uint64_t bytes_of(const std::vector<T>& v) {
+    return v.capacity() * sizeof(T);
+}
+
+template <typename T>
+uint64_t bytes_of(const std::vector<std::vector<T>>& vs) {
+    uint64_t sum = vs.capacity() * sizeof(std::vector<T>);
+    for (const auto& v : vs) sum += bytes_of(v);
+    return sum;
+}
+
+uint64_t workspace_bytes(const waste::model::Workspace& ws) {
+    uint64_t sum = 0;
+    for (const auto* v : {&ws.x, &ws.normed, &ws.attn_out, &ws.ffn_out, &ws.ps, &ws.shared_out, &ws.q, &ws.k, &ws.v,
+                          &ws.decay, &ws.gate, &ws.head_out, &ws.beta, &ws.small, &ws.ffn_gate, &ws.ffn_up, &ws.router,
+                          &ws.expert_in, &ws.moe_acc, &ws.gate_table, &ws.up_table, &ws.expert_x, &ws.expert_out,
+                          &ws.expert_gate, &ws.expert_up, &ws.slot_out, &ws.logits, &ws.gate_q_scales, &ws.up_q_scales})
+        sum += bytes_of(*v);
+    sum += bytes_of(ws.gate_q) + bytes_of(ws.up_q);
+    sum += bytes_of(ws.thread_down_table) + bytes_of(ws.thread_gate) + bytes_of(ws.thread_up);
+    sum += bytes_of(ws.thread_down_q) + bytes_of(ws.thread_down_q_scales);
+    return sum;
+}
+
+TEST(MemoryPlan, ScratchCoversTheWorkspaceAtEveryThreadCount) {
+    for (const char* name : {"tiny.waste", "tiny-prefix.waste"}) {
+        waste::format::ContainerOptions options;
+        options.want_direct_io = false;
+        const auto container = waste::format::Container::open(waste_test::fixture(name).string(), options);
+        const auto memory = waste::platform::query_memory_info();
+        uint64_t previous = 0;
+        for (unsigned threads : {1u, 2u, 3u, 8u, 64u, 256u}) {
+            for (bool int8 : {false, true}) {
+                SCOPED_TRACE(std::string(name) + ", threads " + std::to_string(threads) + (int8 ? ", int8" : ", exact"));
+                const auto plan = waste::runtime::plan_memory(*container, 256, 0, memory, threads, int8);
+                EXPECT_EQ(plan.compute_threads, threads);
+                waste::model::Workspace ws(container->config(), *container, threads);
+                if (int8) ws.enable_int8_tables(*container);
+                EXPECT_GE(plan.scratch_bytes, workspace_bytes(ws));
+                if (!int8) {
+                    EXPECT_GT(plan.scratch_bytes, previous) << "the scratch must grow with the compute threads";
+                    previous = plan.scratch_bytes;
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
