@@ -32,13 +32,13 @@ OutputFile::OutputFile(std::string path, OutputFileOptions options)
         } else if (errno == EINVAL) {
             reason_ = "buffered: the filesystem refused O_DIRECT at open (EINVAL)";
         } else {
-            fail(WASTE_ERR_IO, "cannot create {}: {}", tmp_path_, std::strerror(errno));
+            fail_io("creating " + tmp_path_, errno);
         }
     } else {
         reason_ = "buffered by request";
     }
     if (fd_ < 0) fd_ = ::open(tmp_path_.c_str(), flags, 0644);
-    if (fd_ < 0) fail(WASTE_ERR_IO, "cannot create {}: {}", tmp_path_, std::strerror(errno));
+    if (fd_ < 0) fail_io("creating " + tmp_path_, errno);
     buffers_.reserve(static_cast<size_t>(options_.buffers));
     try {
         take_buffer();
@@ -198,15 +198,14 @@ void OutputFile::wait_written() {
 void OutputFile::finish_commit() {
     wait_written();
     if (committed_) return;
-    if (::fsync(fd_) != 0) fail(WASTE_ERR_IO, "fsync of {} failed: {}", tmp_path_, std::strerror(errno));
+    if (::fsync(fd_) != 0) fail_io("fsync of " + tmp_path_, errno);
 #if defined(__linux__)
     if (!direct_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);  // written back by the fsync: drop it all
 #endif
     const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) fail(WASTE_ERR_IO, "close of {} failed: {}", tmp_path_, std::strerror(errno));
-    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0)
-        fail(WASTE_ERR_IO, "cannot rename {} to {}: {}", tmp_path_, path_, std::strerror(errno));
+    if (::close(fd) != 0) fail_io("close of " + tmp_path_, errno);
+    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) fail_io("renaming " + tmp_path_ + " over it", errno);
     committed_ = true;
 }
 
@@ -250,16 +249,15 @@ void OutputFile::write_job(const Job& job) {
             // fall back to buffered writes and say so.
             const int flags = ::fcntl(fd_, F_GETFL);
             if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0)
-                fail(WASTE_ERR_IO, "cannot turn off O_DIRECT on {}: {}", tmp_path_, std::strerror(errno));
+                fail_io("turning off O_DIRECT on " + tmp_path_, errno);
             std::lock_guard lock(mutex_);
             direct_ = false;
             reason_ = "buffered: the first O_DIRECT write failed (EINVAL)";
             continue;
         }
         if (wrote < 0)
-            fail(WASTE_ERR_IO, "write of {} bytes at offset {} in {}: {}", job.bytes - done, job.offset + done, tmp_path_,
-                 std::strerror(errno));
-        if (wrote == 0) fail(WASTE_ERR_IO, "write at offset {} in {} wrote nothing", job.offset + done, tmp_path_);
+            fail_io(fmt::format("writing {} bytes at offset {} of {}", job.bytes - done, job.offset + done, tmp_path_), errno);
+        if (wrote == 0) fail_io(fmt::format("writing at offset {} of {} (nothing written)", job.offset + done, tmp_path_), EIO);
         done += static_cast<size_t>(wrote);
     }
 #if defined(__linux__)
@@ -281,7 +279,15 @@ void OutputFile::write_job(const Job& job) {
 
 void OutputFile::truncate_to_size() {
     if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0)
-        fail(WASTE_ERR_IO, "cannot set the size of {} to {}: {}", tmp_path_, size_, std::strerror(errno));
+        fail_io(fmt::format("setting the size of {} to {}", tmp_path_, size_), errno);
+}
+
+// Every failure names the file the caller asked for, what failed and the
+// errno text (ENOSPC, EDQUOT, EIO...); the destructor then removes the
+// temporary, so the target is left as it was.
+void OutputFile::fail_io(const std::string& what, int error_number) const {
+    fail(WASTE_ERR_IO, "cannot write {}: {}: {} (nothing was published; {} is left as it was)", path_, what,
+         std::strerror(error_number), path_);
 }
 
 void OutputFile::rethrow_background_error() {
