@@ -90,6 +90,26 @@ TEST(DiskFull, OutputFileFailsNamingTheFileAndKeepsTheOldOne) {
     EXPECT_EQ(fs::file_size(target), 100000u);
 }
 
+// The last step failing (the rename, here over a directory, as a target on
+// a read-only or vanished mount would) also leaves no temporary; this one
+// needs no mount, so it runs for every user. Through the C API, as clients
+// (the CLI's --dump-hidden) call it.
+TEST(DiskFull, AFailedRenameRemovesTheTemporary) {
+    waste_test::TempDir dir;
+    const fs::path target = dir / "taken";
+    fs::create_directory(target);
+    waste_test::write_file(target / "inside", "kept");
+    const std::string bytes(5000, 'b');
+    waste_error error{};
+    EXPECT_EQ(waste_file_write(target.c_str(), bytes.data(), bytes.size(), &error), WASTE_ERR_IO);
+    EXPECT_NE(std::string(error.message).find(target.string()), std::string::npos) << error.message;
+    EXPECT_NE(std::string(error.message).find("renaming"), std::string::npos) << error.message;
+    EXPECT_EQ(waste_test::read_file(target / "inside"), "kept");
+    expect_no_tmp(dir.path());
+    EXPECT_EQ(waste_file_write((dir / "free").c_str(), bytes.data(), bytes.size(), &error), WASTE_OK) << error.message;
+    EXPECT_EQ(waste_test::read_file(dir / "free"), bytes);
+}
+
 // A tiny synthetic container shared by the tests below, made once (removed at exit).
 fs::path model() {
     static const waste_test::TempDir dir;

@@ -14,7 +14,7 @@ namespace waste::runtime {
 RouteLog::RouteLog(const std::string& path) : path_(path) {
     platform::OutputFileOptions options;
     options.want_direct = false;          // lines of ~100 bytes a layer, read back by `waste simulate`
-    options.buffer_bytes = size_t{1} << 20;
+    options.buffer_bytes = size_t{64} << 10;  // 128 KiB in all: inside the plan's runtime allowance, not the budget
     options.buffers = 2;
     file_ = std::make_unique<platform::OutputFile>(path, options);
 }
