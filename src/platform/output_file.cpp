@@ -2,6 +2,8 @@
 #include "platform/library_thread.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +25,7 @@ OutputFile::OutputFile(std::string path, OutputFileOptions options)
     : path_(std::move(path)), tmp_path_(path_ + ".tmp"), options_(options) {
     options_.buffer_bytes = std::max<size_t>(block, round_up(options_.buffer_bytes, block));
     options_.buffers = std::max(1, options_.buffers);
-    const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC;  // no O_TRUNC: path.tmp is emptied once it is ours
     if (options_.want_direct) {
         fd_ = ::open(tmp_path_.c_str(), flags | O_DIRECT, 0644);
         if (fd_ >= 0) {
@@ -41,11 +43,47 @@ OutputFile::OutputFile(std::string path, OutputFileOptions options)
     if (fd_ < 0) fail_io("creating " + tmp_path_, errno);
     buffers_.reserve(static_cast<size_t>(options_.buffers));
     try {
+        lock_temporary();
+        if (::ftruncate(fd_, 0) != 0) fail_io("emptying " + tmp_path_, errno);
         take_buffer();
     } catch (...) {  // the destructor does not run for a half-built object
         ::close(fd_);
-        ::unlink(tmp_path_.c_str());
+        if (lock_fd_ >= 0) {  // path.tmp is ours only when locked
+            ::unlink(tmp_path_.c_str());
+            ::close(lock_fd_);
+        }
         throw;
+    }
+}
+
+// One writer per temporary. Two processes writing the same target at the
+// same moment (two `--learn` runs) would otherwise share path.tmp and could
+// publish a mix of both; so path.tmp is locked (flock, on a descriptor of
+// its own, so that the checked close of fd_ is still the writer's last close)
+// from here until it is renamed or removed, and a second writer fails
+// cleanly. The lock dies with its process: a killed writer's stale path.tmp
+// is simply reused.
+void OutputFile::lock_temporary() {
+    lock_fd_ = ::open(tmp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd_ < 0) fail_io("opening " + tmp_path_ + " to lock it", errno);
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+        const int error_number = errno;
+        ::close(lock_fd_);
+        lock_fd_ = -1;
+        if (error_number == EWOULDBLOCK)
+            fail(WASTE_ERR_IO, "cannot write {}: another writer is writing it ({} is locked; nothing was published)",
+                 path_, tmp_path_);
+        fail_io("locking " + tmp_path_, error_number);
+    }
+    // The other writer may have renamed path.tmp (published it) between our
+    // open and our lock: then we hold a lock on its file, not on path.tmp.
+    struct stat ours {}, named {};
+    if (::fstat(fd_, &ours) != 0 || ::stat(tmp_path_.c_str(), &named) != 0 || ours.st_ino != named.st_ino ||
+        ours.st_dev != named.st_dev) {
+        ::close(lock_fd_);
+        lock_fd_ = -1;
+        fail(WASTE_ERR_IO, "cannot write {}: another writer published it while this one started; nothing was published",
+             path_);
     }
 }
 
@@ -93,7 +131,8 @@ OutputFile::~OutputFile() {
     }
     release_buffers();
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_path_.c_str());
+    if (!committed_) ::unlink(tmp_path_.c_str());  // still locked: nobody else can be writing it
+    if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void OutputFile::write(std::span<const uint8_t> bytes) {
@@ -207,6 +246,8 @@ void OutputFile::finish_commit() {
     if (::close(fd) != 0) fail_io("close of " + tmp_path_, errno);
     if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) fail_io("renaming " + tmp_path_ + " over it", errno);
     committed_ = true;
+    ::close(lock_fd_);  // only after the rename: a second writer never empties a file we are publishing
+    lock_fd_ = -1;
 }
 
 void OutputFile::writer_loop() {

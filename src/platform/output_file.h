@@ -66,7 +66,8 @@ struct OutputFileOptions {
 
 class OutputFile {
 public:
-    // Creates (truncates) path + ".tmp". Throws WASTE_ERR_IO.
+    // Creates (truncates) path + ".tmp", locked against a second writer of
+    // the same path (which fails with WASTE_ERR_IO). Throws WASTE_ERR_IO.
     explicit OutputFile(std::string path, OutputFileOptions options = {});
     ~OutputFile();  // without commit(): removes the .tmp file; never throws
     OutputFile(const OutputFile&) = delete;
@@ -123,10 +124,12 @@ private:
     void truncate_to_size();
     void rethrow_background_error();
     [[noreturn]] void fail_io(const std::string& what, int error_number) const;
+    void lock_temporary();
 
     std::string path_, tmp_path_;
     OutputFileOptions options_;
     int fd_ = -1;
+    int lock_fd_ = -1;          // holds the flock on path.tmp until it is renamed or removed
     bool direct_ = false;
     bool commit_started_ = false;
     bool written_ = false;          // every byte is in the file (after wait_written)
