@@ -159,7 +159,7 @@ void run_bench(const BenchArgs& args) {
     double profiled_total = 0, prefill_profiled = 0;
     const json breakdown = per_token_ms(decode_seconds_by, decoded, &profiled_total);
     const json prefill_breakdown = per_token_ms(prefill_seconds_by, prefilled, &prefill_profiled);
-    finish_stream(args.stream, model.get());
+    finish_stream(args.stream, model.get(), session.get());
     const uint64_t hits = after.expert_hits - before.expert_hits, misses = after.expert_misses - before.expert_misses;
     const double bytes_per_token = traffic["total_bytes"].get<double>();
     json out;

@@ -104,7 +104,7 @@ public:
             answer(line);
         }
         if (interactive_) fmt::print("\n");
-        finish_stream(args_.stream, g_.model.get());
+        finish_stream(args_.stream, g_.model.get(), g_.session.get());
     }
 
 private:

@@ -110,7 +110,7 @@ void run_generate(RunArgs& args) {
     const std::vector<int32_t> stop_tokens = templated ? answer_stop_tokens(g) : std::vector<int32_t>{};
     const waste_generate_result result = args.gen.tokens > 0 ? generate(g, args.gen, out, stop_tokens) : waste_generate_result{0, WASTE_STOP_LENGTH, -1};
     const auto end = std::chrono::steady_clock::now();
-    finish_stream(args.gen.stream, g.model.get());
+    finish_stream(args.gen.stream, g.model.get(), g.session.get());
     const double prompt_seconds = std::chrono::duration<double>(prompt_done - start).count();
     const double gen_seconds = std::chrono::duration<double>(end - prompt_done).count();
     waste_session_stats stats{};

@@ -116,7 +116,7 @@ void run_perplexity(const PerplexityArgs& args) {
         for (const double lp : logprobs) nll -= lp;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    finish_stream(args.stream, model.get());
+    finish_stream(args.stream, model.get(), session.get());
 
     const uint64_t predicted = windows * window, evaluated = windows * (window + 1);
     const double nll_per_token = nll / static_cast<double>(predicted);

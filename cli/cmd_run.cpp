@@ -85,12 +85,11 @@ void write_hidden_dump(Loaded& loaded, const std::vector<int32_t>& ids, const st
     std::vector<float> values(static_cast<size_t>(slots) * ids.size() * hidden);
     if (waste_session_eval_hidden(loaded.session.get(), ids.data(), ids.size(), values.data(), values.size(), &error) != WASTE_OK)
         fail_with(error, "evaluating the prompt");
-    FILE* out = std::fopen(path.c_str(), "wb");
-    if (!out) throw RuntimeFailure{"cannot write " + path};
     const uint32_t header[4] = {0x44494857u, slots, static_cast<uint32_t>(ids.size()), hidden};
-    const bool ok = std::fwrite(header, sizeof header, 1, out) == 1 &&
-                    std::fwrite(values.data(), sizeof(float), values.size(), out) == values.size();
-    if (std::fclose(out) != 0 || !ok) throw RuntimeFailure{"cannot write " + path};
+    std::string bytes(reinterpret_cast<const char*>(header), sizeof header);
+    bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    // The library's atomic writer: a full disk leaves no truncated dump behind.
+    if (waste_file_write(path.c_str(), bytes.data(), bytes.size(), &error) != WASTE_OK) fail_with(error, "--dump-hidden");
 }
 
 void run_eval(const RunArgs& args) {
@@ -111,7 +110,7 @@ void run_eval(const RunArgs& args) {
         if (waste_session_eval(loaded.session.get(), &decode_ids[step], 1, &error) != WASTE_OK)
             fail_with(error, fmt::format("decode step {} (id {})", step + 1, decode_ids[step]));
     }
-    finish_stream(args.stream, loaded.model.get());
+    finish_stream(args.stream, loaded.model.get(), loaded.session.get());
     // softmax in f64 for the reported probabilities
     const float max_logit = *std::max_element(logits, logits + vocab);
     double total = 0;

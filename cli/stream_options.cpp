@@ -69,10 +69,11 @@ void apply_session_options(const StreamArgs& args, waste_session* session) {
         fail_with(error, "--dump-route");
 }
 
-void finish_stream(const StreamArgs& args, waste_model* model) {
-    if (!args.learn) return;
+void finish_stream(const StreamArgs& args, waste_model* model, waste_session* session) {
     waste_error error{};
-    if (waste_model_save_usage(model, &error) != WASTE_OK) fail_with(error, "--learn");
+    if (!args.dump_route.empty() && waste_session_set_route_dump(session, nullptr, &error) != WASTE_OK)
+        fail_with(error, "--dump-route");
+    if (args.learn && waste_model_save_usage(model, &error) != WASTE_OK) fail_with(error, "--learn");
 }
 
 }  // namespace waste_cli

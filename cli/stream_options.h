@@ -36,7 +36,8 @@ waste_open_options model_open_options(uint32_t context, unsigned threads, const 
 void report_open(const StreamArgs& args, waste_model* model);
 // Lookahead and the route dump on a new session.
 void apply_session_options(const StreamArgs& args, waste_session* session);
-// At the end of a command: --learn writes the hotlist.
-void finish_stream(const StreamArgs& args, waste_model* model);
+// At the end of a command: the route dump is published (a failed write is
+// reported here, not lost at exit), and --learn writes the hotlist.
+void finish_stream(const StreamArgs& args, waste_model* model, waste_session* session);
 
 }  // namespace waste_cli

@@ -570,13 +570,7 @@ void write_checkpoint(const fs::path& dir, const std::map<std::string, HfTensor>
                                .dump());
 }
 
-// Every file of a container directory (not the converter's work folder), by name.
-std::map<std::string, std::string> container_files(const fs::path& dir) {
-    std::map<std::string, std::string> files;
-    for (const auto& entry : fs::directory_iterator(dir))
-        if (entry.is_regular_file()) files[entry.path().filename().string()] = waste_test::read_file(entry.path());
-    return files;
-}
+using waste_test::container_files;
 
 ConvertOptions small_options(unsigned jobs) {
     ConvertOptions options;

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "waste/waste.h"
 
@@ -58,6 +60,40 @@ struct SynthCheckpoint {
     std::filesystem::path dir, expected;
 };
 std::unique_ptr<SynthCheckpoint> hf_synth(const std::string& args);
+
+// A tmpfs of a few KiB mounted on a fresh directory, so that writers meet a
+// real ENOSPC; unmounted (lazily) when the object dies. Mounting needs root
+// (CAP_SYS_ADMIN); where it is refused, mounted() is false and why() says
+// so, and the tests that need it skip with that message.
+class SmallFilesystem {
+public:
+    explicit SmallFilesystem(uint64_t bytes);
+    ~SmallFilesystem();
+    SmallFilesystem(const SmallFilesystem&) = delete;
+    SmallFilesystem& operator=(const SmallFilesystem&) = delete;
+    bool mounted() const { return mounted_; }
+    const std::string& why() const { return why_; }
+    const std::filesystem::path& path() const { return dir_.path(); }
+    std::filesystem::path operator/(const std::string& name) const { return path() / name; }
+    // Remounts with a new size, keeping the files ("space freed").
+    void resize(uint64_t bytes);
+    // Takes every free byte with a file "filler" (written until ENOSPC), or frees it again.
+    void fill();
+    void unfill();
+    uint64_t free_bytes() const;
+
+private:
+    TempDir dir_;
+    bool mounted_ = false;
+    std::string why_;
+};
+
+// The regular files directly in dir (not in its subfolders, such as the
+// converter's work folder), name -> bytes.
+std::map<std::string, std::string> container_files(const std::filesystem::path& dir);
+
+// Regular files under dir (recursively) whose name ends in ".tmp".
+std::vector<std::string> tmp_files_under(const std::filesystem::path& dir);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);

@@ -248,10 +248,10 @@ TEST(Writer, ExpertRecordsAndCodebooksReadBackExactly) {
 TEST(Writer, ManifestIsWrittenLastAndNoTmpIsLeft) {
     waste_test::TempDir dir;
     write_small_container(dir.path(), {}, /*finish=*/false);
-    // The writer died before finish(): what it had committed stays
-    // (specials.json), the rest is gone (banks are renamed by finish()), and
-    // there is no manifest.
-    EXPECT_TRUE(fs::exists(dir / "specials.json"));
+    // The writer died before finish(): what it had published (specials.json)
+    // is removed again, the rest was never renamed (banks are renamed by
+    // finish()), and there is no manifest.
+    EXPECT_FALSE(fs::exists(dir / "specials.json"));
     EXPECT_FALSE(fs::exists(dir / "experts-L1.bin"));
     EXPECT_FALSE(fs::exists(dir / "trunk.bin"));
     EXPECT_FALSE(fs::exists(dir / "manifest.json"));

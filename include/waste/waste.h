@@ -291,7 +291,11 @@ WASTE_API waste_status waste_session_set_lookahead(waste_session* session, uint3
  * the file at path (created or truncated) as one JSON line per token:
  * {"tok": position, "phase": "prefill"|"decode", "layers": [{"layer": L,
  * "experts": [ids], "weights": [w], "lookahead": [predicted ids]}, ...]}
- * — readable as is by waste_simulate_trace_json. NULL stops and closes. */
+ * — readable as is by waste_simulate_trace_json. The lines go to PATH.tmp;
+ * NULL (or another path) stops and publishes the file (fsync, rename over
+ * PATH), returning WASTE_ERR_IO naming it if any write failed (disk full:
+ * PATH.tmp is removed, an older PATH left as it was). waste_session_free
+ * publishes it too but cannot report a failure. */
 WASTE_API waste_status waste_session_set_route_dump(waste_session* session, const char* path, waste_error* error);
 
 /* Profiling: when on, each evaluation records where its time goes.
@@ -325,6 +329,14 @@ WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, double* 
  * "seconds":S}. Result JSON documented in docs/CLI.md ("waste diskbench"). */
 WASTE_API waste_status waste_diskbench_json(const char* directory, const char* options_json, char** out_json,
                                             waste_error* error);
+
+/* Writes a whole file the way the library writes its own: the bytes go to
+ * PATH.tmp in the same directory, every write, the fsync and the close are
+ * checked, then PATH.tmp is renamed over PATH. On any failure (ENOSPC,
+ * EDQUOT, EIO, ...) PATH.tmp is removed, an existing PATH is left as it
+ * was, and WASTE_ERR_IO names PATH and what failed. For clients' own
+ * outputs (the CLI's --dump-hidden), so that they need no second mechanism. */
+WASTE_API waste_status waste_file_write(const char* path, const void* bytes, size_t size, waste_error* error);
 
 /* The name of a cache policy ("reuse", "lru", "lfru"; DEFAULT names the
  * policy it stands for); NULL for a value that is none of them. */

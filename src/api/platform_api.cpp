@@ -1,13 +1,22 @@
-// platform_api.cpp — C API entry points that measure the machine (disk).
+// platform_api.cpp — C API entry points over the platform layer: measuring
+// the disk, and the atomic file writer for clients' outputs.
 #include <nlohmann/json.hpp>
 
 #include "api/api_support.h"
 #include "platform/disk_bench.h"
+#include "platform/output_file.h"
 
 using nlohmann::json;
 using waste::api::guarded;
 
 extern "C" {
+
+waste_status waste_file_write(const char* path, const void* bytes, size_t size, waste_error* error) {
+    return guarded(error, [&] {
+        if (!path || (!bytes && size > 0)) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_file_write: path and bytes are required");
+        waste::platform::write_small_file(path, {static_cast<const char*>(bytes), size});
+    });
+}
 
 waste_status waste_diskbench_json(const char* directory, const char* options_json, char** out_json, waste_error* error) {
     return guarded(error, [&] {

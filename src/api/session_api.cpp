@@ -160,7 +160,8 @@ waste_status waste_session_set_lookahead(waste_session* session, uint32_t expert
 waste_status waste_session_set_route_dump(waste_session* session, const char* path, waste_error* error) {
     return guarded(error, [&] {
         if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_route_dump: session is required");
-        session->session->set_route_log(path ? std::make_unique<waste::runtime::RouteLog>(path) : nullptr);
+        session->session->set_route_log(nullptr);  // publishes the previous dump, or reports why not
+        if (path) session->session->set_route_log(std::make_unique<waste::runtime::RouteLog>(path));
     });
 }
 

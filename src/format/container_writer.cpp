@@ -171,7 +171,22 @@ ContainerWriter::ContainerWriter(std::string directory, ContainerSpec spec, Cont
     pool_ = std::make_shared<platform::BufferPool>();
 }
 
-ContainerWriter::~ContainerWriter() = default;
+// Abandoned before finish() (a failed write, a full disk, an exception in
+// the caller): the files this writer published are removed again, so a
+// failure leaves the directory as the constructor left it — no manifest,
+// and no whole-looking trunk.bin or banks of an unfinished container taking
+// the space. The open files go first (each removes its own .tmp).
+ContainerWriter::~ContainerWriter() {
+    if (finished_) return;
+    trunk_file_.reset();
+    codebook_file_.reset();
+    bank_file_.reset();
+    committing_.clear();
+    try {
+        clear_container_files(directory_);
+    } catch (const Error&) {  // a destructor cannot report; what stays is no container (no manifest)
+    }
+}
 
 std::string ContainerWriter::path(const std::string& name) const { return directory_ + "/" + name; }
 

@@ -7,7 +7,8 @@
 // record size), the optional files, and manifest.json — written last, because
 // its presence is the commit point of a container. Every file goes through
 // `name.tmp` -> fsync -> rename (platform/output_file.h), so a failure leaves
-// no `.tmp` behind and no manifest that points at half-written files.
+// no `.tmp` behind and no manifest that points at half-written files; a
+// writer abandoned before finish() also removes the whole files it wrote.
 //
 // Memory is bounded by the output buffers plus the f16 scales of the one
 // trunk tensor being written (1/64 of its Q8G payload): never a whole tensor
@@ -84,6 +85,7 @@ public:
     // (trunk.bin, codebooks.bin, experts-L*.bin, the optional files, their
     // .tmp leftovers). Nothing else in the directory is touched.
     ContainerWriter(std::string directory, ContainerSpec spec, ContainerWriterOptions options = {});
+    // Without a successful finish(): removes the container files it wrote.
     ~ContainerWriter();
     ContainerWriter(const ContainerWriter&) = delete;
     ContainerWriter& operator=(const ContainerWriter&) = delete;

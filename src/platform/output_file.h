@@ -10,6 +10,12 @@
 // failure leaves no `.tmp`. Buffers can come from a pool shared by the files
 // of one job, so that they are allocated and faulted in once.
 //
+// This is the library's only way of publishing a file (docs/ARCHITECTURE.md,
+// "Writing files"): every write, the fsync and the close are checked, and a
+// failure (ENOSPC, EDQUOT, EIO...) is WASTE_ERR_IO naming `path`, what failed
+// and the errno text; `path` itself is only ever replaced by the rename of a
+// complete, fsynced file, so an older `path` survives any failure.
+//
 // The page cache is bypassed where the filesystem allows it (O_DIRECT, probed
 // by the first real write, with a fallback that says why in io_mode_reason());
 // without it, written ranges are pushed to disk and dropped from the cache as
@@ -60,7 +66,8 @@ struct OutputFileOptions {
 
 class OutputFile {
 public:
-    // Creates (truncates) path + ".tmp". Throws WASTE_ERR_IO.
+    // Creates (truncates) path + ".tmp", locked against a second writer of
+    // the same path (which fails with WASTE_ERR_IO). Throws WASTE_ERR_IO.
     explicit OutputFile(std::string path, OutputFileOptions options = {});
     ~OutputFile();  // without commit(): removes the .tmp file; never throws
     OutputFile(const OutputFile&) = delete;
@@ -116,10 +123,13 @@ private:
     void write_job(const Job& job);
     void truncate_to_size();
     void rethrow_background_error();
+    [[noreturn]] void fail_io(const std::string& what, int error_number) const;
+    void lock_temporary();
 
     std::string path_, tmp_path_;
     OutputFileOptions options_;
     int fd_ = -1;
+    int lock_fd_ = -1;          // holds the flock on path.tmp until it is renamed or removed
     bool direct_ = false;
     bool commit_started_ = false;
     bool written_ = false;          // every byte is in the file (after wait_written)
@@ -145,7 +155,8 @@ private:
 // fsyncs a directory so that renames inside it survive a crash. Throws WASTE_ERR_IO.
 void sync_directory(const std::string& directory);
 
-// Writes a whole small file as path.tmp -> fsync -> rename (buffered).
+// Writes a whole small file as path.tmp -> fsync -> rename (buffered), with
+// OutputFile's checks and errors. The directory is not fsynced.
 void write_small_file(const std::string& path, std::string_view bytes);
 
 }  // namespace waste::platform

@@ -101,7 +101,12 @@ public:
     void record_routes(std::vector<std::vector<model::RouteChoice>>* sink) { route_sink_ = sink; }
     // --dump-route: each evaluated token's routing to a JSON-lines file
     // (runtime/route_log.h); null stops.
-    void set_route_log(std::unique_ptr<RouteLog> log) { route_log_ = std::move(log); }
+    // The previous dump is published first (RouteLog::finish); its failure
+    // is thrown and the new log is not installed.
+    void set_route_log(std::unique_ptr<RouteLog> log) {
+        if (std::unique_ptr<RouteLog> previous = std::move(route_log_)) previous->finish();
+        route_log_ = std::move(log);
+    }
     // The session state file (model/session_file.h, session_persist.cpp).
     // load_state recomputes the logits from the saved residual stream; a
     // refused file leaves the session reset.

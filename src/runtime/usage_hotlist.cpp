@@ -1,15 +1,12 @@
 #include "runtime/usage_hotlist.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "platform/direct_file.h"
 #include "platform/error.h"
+#include "platform/output_file.h"
 
 namespace waste::runtime {
 namespace {
@@ -70,29 +67,12 @@ void write_usage_file(const std::string& path, const format::ModelConfig& c, con
     const uint32_t header[4] = {usage_magic, usage_version, static_cast<uint32_t>(c.layers), static_cast<uint32_t>(c.experts)};
     std::memcpy(bytes.data(), header, header_bytes);
     bytes.append(reinterpret_cast<const char*>(counts.data()), cells * 8);
-    const std::string tmp = path + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        fail(WASTE_ERR_IO, "cannot write the usage hotlist {}: {} (choose a writable path with --usage FILE)", tmp,
-             std::strerror(errno));
-    size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t put = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (put < 0 && errno == EINTR) continue;
-        if (put <= 0) {
-            const int error = errno;
-            ::close(fd);
-            ::unlink(tmp.c_str());
-            fail(WASTE_ERR_IO, "cannot write the usage hotlist {}: {}", tmp, std::strerror(error));
-        }
-        done += static_cast<size_t>(put);
-    }
-    const bool synced = ::fsync(fd) == 0;
-    ::close(fd);
-    if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int error = errno;
-        ::unlink(tmp.c_str());
-        fail(WASTE_ERR_IO, "cannot write the usage hotlist {}: {}", path, std::strerror(error));
+    // The one atomic publisher (tmp, checked writes, fsync, rename): a full
+    // disk leaves the previous hotlist as it was, never a truncated one.
+    try {
+        platform::write_small_file(path, bytes);
+    } catch (const Error& error) {
+        fail(error.status(), "usage hotlist: {} (choose a writable path with --usage FILE)", error.what());
     }
 }
 
