@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -70,6 +71,24 @@ int run_command(const std::string& command, std::string* output) {
     const int status = ::pclose(pipe);
     if (output) *output = text;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Generation greedy_generation(waste_session* session, const std::vector<int32_t>& prompt, int steps) {
+    Generation g;
+    waste_error error{};
+    EXPECT_EQ(waste_session_reset(session, &error), WASTE_OK) << error.message;
+    g.status = waste_session_eval(session, prompt.data(), prompt.size(), &error);
+    for (int step = 0; g.status == WASTE_OK; ++step) {
+        const float* logits = nullptr;
+        size_t vocab = 0;
+        EXPECT_EQ(waste_session_logits(session, &logits, &vocab, &error), WASTE_OK) << error.message;
+        g.logits.insert(g.logits.end(), logits, logits + vocab);
+        if (step == steps) break;
+        const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+        g.status = waste_session_eval(session, &next, 1, &error);
+    }
+    if (g.status != WASTE_OK) g.message = error.message;
+    return g;
 }
 
 std::string read_file(const fs::path& path) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "waste/waste.h"
 
@@ -58,6 +59,17 @@ struct SynthCheckpoint {
     std::filesystem::path dir, expected;
 };
 std::unique_ptr<SynthCheckpoint> hf_synth(const std::string& args);
+
+// A greedy generation from a fresh start: the session is reset, the prompt
+// evaluated, then `steps` tokens chosen by argmax. logits holds the logits
+// after the prompt and after each step, concatenated; on the first failing
+// call status and message say why (and logits end there).
+struct Generation {
+    waste_status status = WASTE_OK;
+    std::string message;
+    std::vector<float> logits;
+};
+Generation greedy_generation(waste_session* session, const std::vector<int32_t>& prompt, int steps);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
