@@ -36,41 +36,10 @@ using Outcome = waste_test::Generation;
 // A prompt and four greedy steps.
 Outcome generate(waste_session* session) { return waste_test::greedy_generation(session, {1, 5, 9, 2, 7, 3, 8, 4}, 4); }
 
-struct Opened {
-    waste_model* model = nullptr;
-    waste_session* session = nullptr;
-    waste_status status = WASTE_OK;
-    std::string message;
-    Opened(const std::string& path, uint32_t io) {
-        waste_open_options options;
-        waste_open_options_init(&options);
-        options.context_length = test_context;
-        options.threads = 2;
-        options.io_backend = io;
-        options.flags = WASTE_OPEN_NO_HOTLIST;
-        waste_error error{};
-        // the floor budget: every token reads from every bank
-        waste_open_options probe = options;
-        probe.flags |= WASTE_OPEN_METADATA_ONLY;
-        status = waste_model_open(path.c_str(), &probe, &model, &error);
-        if (status != WASTE_OK) return;
-        waste_plan_options plan{test_context, 0};
-        char* text = nullptr;
-        EXPECT_EQ(waste_model_plan_json(model, &plan, &text, &error), WASTE_OK);
-        options.budget_bytes = nlohmann::json::parse(text)["floor_bytes"].get<uint64_t>();
-        waste_string_free(text);
-        waste_model_close(model);
-        model = nullptr;
-        status = waste_model_open(path.c_str(), &options, &model, &error);
-        message = error.message;
-        if (status == WASTE_OK) {
-            EXPECT_EQ(waste_session_create(model, &session, &error), WASTE_OK);
-        }
-    }
-    ~Opened() {
-        waste_session_free(session);
-        waste_model_close(model);
-    }
+// At the floor budget every token reads from every bank.
+struct Opened : waste_test::StreamingSession {
+    Opened(const std::string& path, uint32_t io)
+        : StreamingSession(path, test_context, waste_test::floor_bytes(path, test_context), io, 2) {}
 };
 
 // Layer 3's bank (an MoE layer in the middle), from the manifest.

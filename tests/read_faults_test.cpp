@@ -29,8 +29,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "format/container.h"
 #include "platform/read_faults.h"
 #include "test_support.h"
@@ -67,18 +65,7 @@ Model& model() {
         waste_error error{};
         EXPECT_EQ(waste_synth(made->path.c_str(), "tiny", 7, churn_overrides, nullptr, nullptr, &error), WASTE_OK)
             << error.message;
-        waste_open_options options;
-        waste_open_options_init(&options);
-        options.flags = WASTE_OPEN_METADATA_ONLY;
-        options.context_length = test_context;
-        waste_model* opened = nullptr;
-        EXPECT_EQ(waste_model_open(made->path.c_str(), &options, &opened, &error), WASTE_OK) << error.message;
-        waste_plan_options plan_options{test_context, 0};
-        char* text = nullptr;
-        EXPECT_EQ(waste_model_plan_json(opened, &plan_options, &text, &error), WASTE_OK) << error.message;
-        made->floor = nlohmann::json::parse(text)["floor_bytes"].get<uint64_t>();
-        waste_string_free(text);
-        waste_model_close(opened);
+        made->floor = waste_test::floor_bytes(made->path, test_context);
         made->payload_end = waste::format::Container::open(made->path, {})->expert_layout().payload_end;
         return made;
     }();
@@ -95,29 +82,14 @@ Generation generate(waste_session* session) {
     return g;
 }
 
-struct Engine {
-    waste_model* model = nullptr;
-    waste_session* session = nullptr;
-    waste_status open_status = WASTE_OK;
-    std::string open_message;
-    Engine(const std::string& path, uint64_t budget, uint32_t io) {
-        waste_open_options options;
-        waste_open_options_init(&options);
-        options.context_length = test_context;
-        options.threads = 1;  // the compute is not under test here: one thread costs least under ThreadSanitizer
-        options.budget_bytes = budget;
-        options.io_backend = io;
-        options.flags = WASTE_OPEN_NO_HOTLIST;
+// One compute thread: the compute is not under test here, and one thread
+// costs least under ThreadSanitizer.
+struct Engine : waste_test::StreamingSession {
+    Engine(const std::string& path, uint64_t budget, uint32_t io) : StreamingSession(path, test_context, budget, io, 1) {
         waste_error error{};
-        open_status = waste_model_open(path.c_str(), &options, &model, &error);
-        open_message = error.message;
-        if (open_status != WASTE_OK) return;
-        EXPECT_EQ(waste_session_create(model, &session, &error), WASTE_OK) << error.message;
-        EXPECT_EQ(waste_session_set_lookahead(session, 6, &error), WASTE_OK) << error.message;
-    }
-    ~Engine() {
-        waste_session_free(session);
-        waste_model_close(model);
+        if (session) {
+            EXPECT_EQ(waste_session_set_lookahead(session, 6, &error), WASTE_OK) << error.message;
+        }
     }
 };
 
@@ -165,7 +137,7 @@ void run_path(uint32_t io, const std::vector<float>& never_faulted, uint64_t wan
     const uint64_t failing_faults_per_path = wanted;
     Model& m = model();
     Engine engine(m.path, m.floor, io);
-    ASSERT_EQ(engine.open_status, WASTE_OK) << engine.open_message;
+    ASSERT_EQ(engine.status, WASTE_OK) << engine.message;
     EXPECT_TRUE(generate(engine.session).logits == never_faulted) << io_name(io) << ": before any fault";
     uint64_t demand_reads = 0, lookahead_reads = 0;
     count_reads(engine.session, &demand_reads, &lookahead_reads);
@@ -214,9 +186,9 @@ void run_path(uint32_t io, const std::vector<float>& never_faulted, uint64_t wan
 
 bool io_uring_allowed(const std::string& path) {
     Engine engine(path, model().floor, WASTE_IO_URING);
-    if (engine.open_status == WASTE_ERR_UNSUPPORTED)
-        std::printf("note: io_uring refused here (%s); faults injected on sync and pread only\n", engine.open_message.c_str());
-    return engine.open_status == WASTE_OK;
+    if (engine.status == WASTE_ERR_UNSUPPORTED)
+        std::printf("note: io_uring refused here (%s); faults injected on sync and pread only\n", engine.message.c_str());
+    return engine.status == WASTE_OK;
 }
 
 TEST(ReadFaults, EveryFaultEndsItsGenerationByNameAndTheNextIsBitIdentical) {
@@ -227,7 +199,7 @@ TEST(ReadFaults, EveryFaultEndsItsGenerationByNameAndTheNextIsBitIdentical) {
     std::vector<float> never_faulted;
     {
         Engine engine(m.path, m.floor, WASTE_IO_SYNC);
-        ASSERT_EQ(engine.open_status, WASTE_OK) << engine.open_message;
+        ASSERT_EQ(engine.status, WASTE_OK) << engine.message;
         const Generation g = generate(engine.session);
         ASSERT_EQ(g.status, WASTE_OK) << g.message;
         never_faulted = g.logits;

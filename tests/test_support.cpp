@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -71,6 +73,40 @@ int run_command(const std::string& command, std::string* output) {
     const int status = ::pclose(pipe);
     if (output) *output = text;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+uint64_t floor_bytes(const std::string& path, uint32_t context) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.flags = WASTE_OPEN_METADATA_ONLY;
+    options.context_length = context;
+    OpenedSession opened;
+    waste_error error{};
+    EXPECT_EQ(waste_model_open(path.c_str(), &options, &opened.model, &error), WASTE_OK) << error.message;
+    if (!opened.model) return 0;
+    waste_plan_options plan{context, 0};
+    char* text = nullptr;
+    EXPECT_EQ(waste_model_plan_json(opened.model, &plan, &text, &error), WASTE_OK) << error.message;
+    if (!text) return 0;
+    const uint64_t floor = nlohmann::json::parse(text)["floor_bytes"].get<uint64_t>();
+    waste_string_free(text);
+    return floor;
+}
+
+StreamingSession::StreamingSession(const std::string& path, uint32_t context, uint64_t budget, uint32_t io,
+                                   unsigned threads) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = context;
+    options.threads = threads;
+    options.budget_bytes = budget;
+    options.io_backend = io;
+    options.flags = WASTE_OPEN_NO_HOTLIST;
+    waste_error error{};
+    status = waste_model_open(path.c_str(), &options, &model, &error);
+    message = error.message;
+    if (status != WASTE_OK) return;
+    EXPECT_EQ(waste_session_create(model, &session, &error), WASTE_OK) << error.message;
 }
 
 Generation greedy_generation(waste_session* session, const std::vector<int32_t>& prompt, int steps) {

@@ -49,6 +49,19 @@ struct OpenedSession {
     }
 };
 
+// The memory plan's floor for the model at `path` and a context length: the
+// smallest budget, at which every token reads experts from disk.
+uint64_t floor_bytes(const std::string& path, uint32_t context);
+
+// A model opened for streaming through the C API (budget, I/O backend,
+// compute threads; no hotlist) with one session; status and message say why
+// not (then session is null).
+struct StreamingSession : OpenedSession {
+    waste_status status = WASTE_OK;
+    std::string message;
+    StreamingSession(const std::string& path, uint32_t context, uint64_t budget, uint32_t io, unsigned threads);
+};
+
 // A synthetic Hugging Face checkpoint written by the PyTorch reference's
 // writer (python/waste_ref/hf_synth.py, /usr/bin/python3): dir holds the
 // shards, config and index; expected the f32 values it encoded. args are the
