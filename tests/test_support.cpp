@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <sys/mount.h>
@@ -8,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -132,6 +135,58 @@ std::vector<std::string> tmp_files_under(const fs::path& dir) {
     for (const auto& entry : fs::recursive_directory_iterator(dir, error))
         if (entry.path().filename().string().ends_with(".tmp")) found.push_back(entry.path().string());
     return found;
+}
+
+uint64_t floor_bytes(const std::string& path, uint32_t context) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.flags = WASTE_OPEN_METADATA_ONLY;
+    options.context_length = context;
+    OpenedSession opened;
+    waste_error error{};
+    EXPECT_EQ(waste_model_open(path.c_str(), &options, &opened.model, &error), WASTE_OK) << error.message;
+    if (!opened.model) return 0;
+    waste_plan_options plan{context, 0};
+    char* text = nullptr;
+    EXPECT_EQ(waste_model_plan_json(opened.model, &plan, &text, &error), WASTE_OK) << error.message;
+    if (!text) return 0;
+    const uint64_t floor = nlohmann::json::parse(text)["floor_bytes"].get<uint64_t>();
+    waste_string_free(text);
+    return floor;
+}
+
+StreamingSession::StreamingSession(const std::string& path, uint32_t context, uint64_t budget, uint32_t io,
+                                   unsigned threads) {
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = context;
+    options.threads = threads;
+    options.budget_bytes = budget;
+    options.io_backend = io;
+    options.flags = WASTE_OPEN_NO_HOTLIST;
+    waste_error error{};
+    status = waste_model_open(path.c_str(), &options, &model, &error);
+    message = error.message;
+    if (status != WASTE_OK) return;
+    EXPECT_EQ(waste_session_create(model, &session, &error), WASTE_OK) << error.message;
+}
+
+Generation greedy_generation(waste_session* session, const std::vector<int32_t>& prompt, int steps) {
+    Generation g;
+    waste_error error{};
+    EXPECT_EQ(waste_session_reset(session, &error), WASTE_OK) << error.message;
+    g.status = waste_session_eval(session, prompt.data(), prompt.size(), &error);
+    for (int step = 0; g.status == WASTE_OK; ++step) {
+        const float* logits = nullptr;
+        size_t vocab = 0;
+        EXPECT_EQ(waste_session_logits(session, &logits, &vocab, &error), WASTE_OK) << error.message;
+        g.logits.insert(g.logits.end(), logits, logits + vocab);
+        if (step == steps) break;
+        const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+        g.status = waste_session_eval(session, &next, 1, &error);
+    }
+    if (g.status != WASTE_OK) g.message = error.message;
+    return g;
 }
 
 std::string read_file(const fs::path& path) {

@@ -50,6 +50,19 @@ struct OpenedSession {
     }
 };
 
+// The memory plan's floor for the model at `path` and a context length: the
+// smallest budget, at which every token reads experts from disk.
+uint64_t floor_bytes(const std::string& path, uint32_t context);
+
+// A model opened for streaming through the C API (budget, I/O backend,
+// compute threads; no hotlist) with one session; status and message say why
+// not (then session is null).
+struct StreamingSession : OpenedSession {
+    waste_status status = WASTE_OK;
+    std::string message;
+    StreamingSession(const std::string& path, uint32_t context, uint64_t budget, uint32_t io, unsigned threads);
+};
+
 // A synthetic Hugging Face checkpoint written by the PyTorch reference's
 // writer (python/waste_ref/hf_synth.py, /usr/bin/python3): dir holds the
 // shards, config and index; expected the f32 values it encoded. args are the
@@ -94,6 +107,17 @@ std::map<std::string, std::string> container_files(const std::filesystem::path& 
 
 // Regular files under dir (recursively) whose name ends in ".tmp".
 std::vector<std::string> tmp_files_under(const std::filesystem::path& dir);
+
+// A greedy generation from a fresh start: the session is reset, the prompt
+// evaluated, then `steps` tokens chosen by argmax. logits holds the logits
+// after the prompt and after each step, concatenated; on the first failing
+// call status and message say why (and logits end there).
+struct Generation {
+    waste_status status = WASTE_OK;
+    std::string message;
+    std::vector<float> logits;
+};
+Generation greedy_generation(waste_session* session, const std::vector<int32_t>& prompt, int steps);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);

@@ -63,6 +63,8 @@ DirectFile::DirectFile(const std::string& path, bool want_direct) : path_(path) 
         fail(WASTE_ERR_IO, "{} is not a regular file", path);
     }
     size_ = static_cast<uint64_t>(info.st_size);
+    device_ = static_cast<uint64_t>(info.st_dev);
+    inode_ = static_cast<uint64_t>(info.st_ino);
     if (want_direct && reason_.empty()) {
         // The probe: a real aligned read. A filesystem that accepted the flag
         // but cannot honour it fails here (EINVAL), and we reopen buffered.
@@ -88,6 +90,8 @@ DirectFile& DirectFile::operator=(DirectFile&& other) noexcept {
         path_ = std::move(other.path_);
         fd_ = other.fd_;
         size_ = other.size_;
+        device_ = other.device_;
+        inode_ = other.inode_;
         mode_ = other.mode_;
         reason_ = std::move(other.reason_);
         other.fd_ = -1;
@@ -97,6 +101,20 @@ DirectFile& DirectFile::operator=(DirectFile&& other) noexcept {
 
 DirectFile::~DirectFile() {
     if (fd_ >= 0) ::close(fd_);
+}
+
+void DirectFile::check_unchanged() const {
+    struct stat open_file {};
+    if (::fstat(fd_, &open_file) != 0) fail_errno("cannot stat", path_, errno);
+    if (static_cast<uint64_t>(open_file.st_size) != size_)
+        fail(WASTE_ERR_IO, "{} changed size while open: {} bytes when opened, {} now (truncated or rewritten in place)", path_,
+             size_, static_cast<uint64_t>(open_file.st_size));
+    struct stat on_path {};
+    if (::stat(path_.c_str(), &on_path) != 0)
+        fail(WASTE_ERR_IO, "{} was removed or renamed while open: {}", path_, std::strerror(errno));
+    if (static_cast<uint64_t>(on_path.st_dev) != device_ || static_cast<uint64_t>(on_path.st_ino) != inode_)
+        fail(WASTE_ERR_IO, "{} was replaced while open (inode {} when opened, the path now names inode {})", path_, inode_,
+             static_cast<uint64_t>(on_path.st_ino));
 }
 
 void DirectFile::read_at(uint64_t offset, std::span<uint8_t> buffer) const {

@@ -35,6 +35,16 @@ public:
     // aligned buffer when the file is in direct mode).
     void read_any(uint64_t offset, std::span<uint8_t> buffer) const;
 
+    // Throws WASTE_ERR_IO naming the file when it is no longer what was
+    // opened: its size changed (truncated or extended in place: reads past
+    // the new end would come back short, or hold bytes never checked at
+    // open), or the path now names another file (replaced by rename; this
+    // descriptor still reads the old, consistent bytes, but the container on
+    // disk is no longer the one opened). Two system calls (fstat, stat), no
+    // read. Content rewritten in place at the same size is left to the
+    // record checks (CRC-32 of every record read).
+    void check_unchanged() const;
+
     uint64_t size() const { return size_; }
     int fd() const { return fd_; }
     IoMode mode() const { return mode_; }
@@ -45,6 +55,7 @@ private:
     std::string path_;
     int fd_ = -1;
     uint64_t size_ = 0;
+    uint64_t device_ = 0, inode_ = 0;   // identity at open, for check_unchanged
     IoMode mode_ = IoMode::buffered;
     std::string reason_;
 };

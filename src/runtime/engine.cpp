@@ -171,7 +171,7 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
             if (profiling_) profile_.stop();
             // A chunk that failed half-way left the state inconsistent: the
             // session starts over rather than continue from it. Reads still
-            // in flight are waited for and unchecked failures forgotten.
+            // in flight are waited for and failed slots forgotten.
             engine_.cache().abandon();
             state_.reset();
             throw;

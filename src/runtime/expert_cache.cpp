@@ -9,6 +9,9 @@
 #include <cstring>
 
 #include "platform/error.h"
+#ifdef WASTE_FAULT_INJECTION
+#include "platform/read_faults.h"
+#endif
 
 namespace waste::runtime {
 namespace {
@@ -71,7 +74,6 @@ ExpertCache::ExpertCache(const format::Container& container, uint64_t slots, Cac
     index_ = std::make_unique<CacheIndex>(slot_count_, policy);
     state_.assign(slot_count_, SlotState::empty);
     slot_key_.assign(slot_count_, CacheKey{});
-    read_error_.assign(slot_count_, 0);
     speculative_.assign(slot_count_, 0);
     if (depth == 0) depth = default_depth(container.config());
     switch (io) {
@@ -90,6 +92,15 @@ ExpertCache::ExpertCache(const format::Container& container, uint64_t slots, Cac
             break;
         }
     }
+#ifdef WASTE_FAULT_INJECTION
+    // test builds only (platform/read_faults.h): every asynchronous read
+    // passes the fault plan; the reader underneath is unchanged
+    if (reader_)
+        reader_ = platform::inject_read_faults(std::move(reader_), [this](uint64_t slot) {
+            return platform::ReadSite{platform::ReadPath::sync, slot_key_[slot].layer, slot_key_[slot].expert,
+                                      speculative_[slot] != 0};
+        });
+#endif
     if (reader_ && reader_->backend() == platform::IoBackend::io_uring) {
         std::string why;
         io_note_ = reader_->register_region(storage_.data(), storage_.size(), &why)
@@ -106,45 +117,99 @@ ExpertCache::~ExpertCache() {
 void ExpertCache::submit_read(uint64_t slot, int layer, int expert) {
     state_[slot] = SlotState::loading;
     slot_key_[slot] = CacheKey{layer, expert};
-    read_error_[slot] = 0;
     const uint64_t offset = static_cast<uint64_t>(expert) * record_bytes_;
-    if (!reader_) {
-        const auto start = std::chrono::steady_clock::now();
-        try {
-            container_.bank_file(layer).read_at(offset, {slot_data(slot), record_bytes_});
-        } catch (const Error& error) {
-            state_[slot] = SlotState::empty;
-            index_->forget(slot);
-            fail(error.status(), "expert {} of layer {}: {}", expert, layer, error.what());
-        }
-        stats_.read_seconds += seconds_since(start);
-        stats_.bytes_read += record_bytes_;
-        if (speculative_[slot]) stats_.prefetch_bytes += record_bytes_;
-        state_[slot] = SlotState::unchecked;
+    if (reader_) {
+        reader_->submit(platform::ReadRequest{container_.bank_file(layer).fd(), offset, slot_data(slot),
+                                              static_cast<uint32_t>(record_bytes_), slot});
         return;
     }
-    reader_->submit(platform::ReadRequest{container_.bank_file(layer).fd(), offset, slot_data(slot),
-                                          static_cast<uint32_t>(record_bytes_), slot});
+    const auto start = std::chrono::steady_clock::now();
+#ifdef WASTE_FAULT_INJECTION
+    const platform::ReadFault fault =
+        platform::sync_read_fault(platform::ReadSite{platform::ReadPath::sync, layer, expert, speculative_[slot] != 0});
+    if (fault == platform::ReadFault::late) platform::late_read_delay();
+#endif
+    std::string io_failure;
+    try {
+        container_.bank_file(layer).read_at(offset, {slot_data(slot), record_bytes_});
+    } catch (const Error& error) {
+        io_failure = error.what();
+    }
+    int error = 0;
+    uint64_t bytes = io_failure.empty() ? record_bytes_ : 0;
+#ifdef WASTE_FAULT_INJECTION
+    if (io_failure.empty()) {
+        const auto whole = static_cast<uint32_t>(record_bytes_);
+        if (fault == platform::ReadFault::error) platform::scribble_record(slot_data(slot), 0, whole), error = EIO, bytes = 0;
+        if (fault == platform::ReadFault::short_read) platform::scribble_record(slot_data(slot), whole / 2, whole), bytes = whole / 2;
+        if (fault == platform::ReadFault::wrong_bytes) platform::corrupt_record(slot_data(slot), whole);
+    }
+#endif
+    stats_.read_seconds += seconds_since(start);
+    settle(slot, error, bytes, io_failure);
+    throw_failure();
 }
 
 void ExpertCache::complete(const platform::ReadCompletion& done) {
     const uint64_t slot = done.tag;
     WASTE_CHECK(slot < slot_count_ && state_[slot] == SlotState::loading);
-    const bool whole = done.error == 0 && done.bytes == record_bytes_;
-    if (whole) {
-        stats_.bytes_read += record_bytes_;
-        if (speculative_[slot]) stats_.prefetch_bytes += record_bytes_;
-        state_[slot] = SlotState::unchecked;
+    settle(slot, done.error, done.bytes);
+}
+
+bool ExpertCache::demanded(uint64_t slot) const {
+    return std::any_of(wanted_.begin(), wanted_.end(), [&](const Wanted& w) { return w.slot == slot && !w.handed; });
+}
+
+void ExpertCache::settle(uint64_t slot, int error, uint64_t bytes, const std::string& io_failure) {
+    const CacheKey key = slot_key_[slot];
+    const std::string& path = container_.bank_file(key.layer).path();
+    const char* kind = speculative_[slot] ? " (a lookahead read)" : "";
+    if (!io_failure.empty() || error != 0 || bytes != record_bytes_) {
+        std::string what = !io_failure.empty() ? io_failure
+                           : error != 0        ? fmt::format("{} reading {}", std::strerror(error), path)
+                                               : fmt::format("short read of {} of {} bytes from {} (file truncated?)", bytes,
+                                                             record_bytes_, path);
+        fail_slot(slot, Error(WASTE_ERR_IO, fmt::format("expert {} of layer {}: {}{}", key.expert, key.layer, what, kind)));
         return;
     }
-    read_error_[slot] = done.error ? done.error : -1;
-    state_[slot] = SlotState::empty;
-    const bool demanded = std::any_of(wanted_.begin(), wanted_.end(), [&](const Wanted& w) { return w.slot == slot && !w.handed; });
-    if (!demanded) {
-        // A prefetch that failed is simply not there: a demand will read it
-        // again (and report the error if the disk still refuses).
+    const std::span<const uint8_t> record{slot_data(slot), record_bytes_};
+    try {
+        // header and index checks (and the CRC-32 with --verify) ...
+        container_.check_expert(key.layer, key.expert, record);
+        // ... and the CRC-32 of every record read from disk in any case: it is
+        // what catches a wrong byte in the payload, which the O(1) header
+        // checks cannot, and it costs a pass over bytes just read (measured:
+        // docs/ARCHITECTURE.md "Read faults").
+        if (!container_.verify_checksums())
+            format::verify_expert_checksum(record, key.layer, key.expert, container_.expert_layout());
+    } catch (const Error& failed) {  // the message names the expert and layer
+        fail_slot(slot, Error(failed.status(), std::string(failed.what()) + kind));
+        return;
+    }
+    stats_.bytes_read += record_bytes_;
+    if (speculative_[slot]) stats_.prefetch_bytes += record_bytes_;
+    state_[slot] = SlotState::checked;
+}
+
+void ExpertCache::fail_slot(uint64_t slot, Error error) {
+    state_[slot] = SlotState::failed;
+    if (!failure_) failure_ = std::move(error);
+    if (!demanded(slot)) {
+        // nothing waits on it: forget it now, so no later lookup can hit it
         index_->forget(slot);
         std::erase_if(prefetch_pins_, [&](const auto& pin) { return pin.second == slot; });
+    }
+}
+
+void ExpertCache::throw_failure() const {
+    if (failure_) throw *failure_;
+}
+
+void ExpertCache::check_bank(int layer) {
+    try {
+        container_.bank_file(layer).check_unchanged();
+    } catch (const Error& error) {
+        fail(error.status(), "layer {}'s expert bank: {}", layer, error.what());
     }
 }
 
@@ -170,6 +235,9 @@ void ExpertCache::request(int layer, std::span<const int> experts) {
     wanted_.clear();
     handed_ = 0;
     request_layer_ = layer;
+    // The bank is checked once per request that will read from it, before
+    // any lookup: a miss re-keys its slot, which must then be read.
+    if (std::any_of(experts.begin(), experts.end(), [&](int e) { return !index_->contains(layer, e); })) check_bank(layer);
     for (int expert : experts) {
         if (expert < 0 || static_cast<uint32_t>(expert) >= bank.experts)
             fail(WASTE_ERR_INVALID_ARGUMENT, "expert {} of layer {} is out of range (experts {})", expert, layer, bank.experts);
@@ -188,26 +256,11 @@ void ExpertCache::request(int layer, std::span<const int> experts) {
 
 bool ExpertCache::next_ready(std::vector<ReadyRecord>* out) {
     while (handed_ < wanted_.size()) {
+        throw_failure();  // the first failed read, demand or lookahead, ends the evaluation
         bool any = false;
         for (size_t i = 0; i < wanted_.size(); ++i) {
             Wanted& w = wanted_[i];
-            if (w.handed || state_[w.slot] == SlotState::loading) continue;
-            if (state_[w.slot] == SlotState::empty) {  // its read failed
-                const int error = read_error_[w.slot];
-                index_->forget(w.slot);
-                fail(WASTE_ERR_IO, "expert {} of layer {}: {} reading {}", w.expert, request_layer_,
-                     error > 0 ? std::strerror(error) : "short read (file truncated?)", container_.bank_file(request_layer_).path());
-            }
-            if (state_[w.slot] == SlotState::unchecked) {
-                try {
-                    container_.check_expert(request_layer_, w.expert, {slot_data(w.slot), record_bytes_});
-                } catch (...) {
-                    state_[w.slot] = SlotState::empty;
-                    index_->forget(w.slot);  // nothing may use these bytes
-                    throw;
-                }
-                state_[w.slot] = SlotState::checked;
-            }
+            if (w.handed || state_[w.slot] != SlotState::checked) continue;
             w.handed = true;
             ++handed_;
             out->push_back(ReadyRecord{i, slot_data(w.slot)});
@@ -222,8 +275,10 @@ bool ExpertCache::next_ready(std::vector<ReadyRecord>* out) {
 void ExpertCache::prefetch(int layer, std::span<const int> experts, uint64_t reserve) {
     if (!index_ || !reader_) return;
     const format::ExpertBank& bank = container_.bank(layer);
+    bool bank_checked = false;
     for (int expert : experts) {
         WASTE_CHECK(expert >= 0 && static_cast<uint32_t>(expert) < bank.experts);
+        if (!bank_checked && !index_->contains(layer, expert)) check_bank(layer), bank_checked = true;
         CacheLookup found;
         if (!index_->fill_speculative(layer, expert, reserve, &found)) continue;
         ++stats_.prefetched;
@@ -251,14 +306,19 @@ void ExpertCache::release(int layer) {
         index_->unpin(slot);
         prefetch_pins_.erase(pin);
     }
+    throw_failure();  // a lookahead read of this layer that failed
 }
 
 void ExpertCache::abandon() {
     if (!index_) return;
     drain();
     for (uint64_t slot = 0; slot < slot_count_; ++slot)
-        if (state_[slot] == SlotState::empty) index_->forget(slot);  // a failed read still filed (no-op on a free slot)
+        if (state_[slot] == SlotState::failed) {  // a demanded read that failed, still filed
+            index_->forget(slot);
+            state_[slot] = SlotState::empty;
+        }
     index_->unpin_all();
+    failure_.reset();
     wanted_.clear();
     handed_ = 0;
     request_layer_ = -1;

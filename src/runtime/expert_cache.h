@@ -10,10 +10,14 @@
 // buffers, or a pread thread pool) or, for comparison, synchronous. The MoE
 // step asks for a layer's records all at once (request), the misses are
 // submitted together, and it takes them as they land (next_ready). Every
-// record read from disk passes the container's record checks (and the CRC-32
-// when asked) on the consuming thread before it is handed out; a record that
-// fails ends the evaluation with an error naming the layer and expert, and
-// nothing is computed from it. Router lookahead fills slots speculatively
+// record read from disk passes the container's record checks and its CRC-32
+// on the consuming thread as its read completes, demand or lookahead, before
+// anything can use it; a read that fails (an error, short, or bytes that fail
+// the checks) is never served from the cache: a lookahead slot is forgotten
+// at once, a demanded one when the request is abandoned, and the first
+// failure ends the evaluation with an error naming the layer and expert.
+// Before reading from a bank the cache checks that the file is still the one
+// opened (platform::DirectFile::check_unchanged). Router lookahead fills slots speculatively
 // (prefetch): those reads are counted apart from demand misses, never evict
 // a pinned record, always leave a layer's worth of slots for demand, and stay
 // pinned until the layer they were for is done.
@@ -25,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,6 +37,7 @@
 #include <vector>
 
 #include "format/container.h"
+#include "platform/error.h"
 #include "platform/aligned_buffer.h"
 #include "platform/async_reader.h"
 #include "runtime/cache_index.h"
@@ -110,7 +116,10 @@ public:
     static unsigned default_depth(const format::ModelConfig& config);
 
 private:
-    enum class SlotState : uint8_t { empty, loading, unchecked, checked };
+    // empty: never read; loading: a read in flight (the slot is the kernel's
+    // or a reader thread's); checked: landed and passed every check; failed:
+    // its read or checks failed — never handed out, forgotten by abandon().
+    enum class SlotState : uint8_t { empty, loading, checked, failed };
     struct Wanted {
         int expert = 0;
         uint64_t slot = 0;
@@ -122,6 +131,14 @@ private:
     // Waits for one completion and files it; timed as I/O wait.
     void wait_one();
     void complete(const platform::ReadCompletion& done);
+    // Files a finished read: checks a whole one, or records the failure.
+    // Never throws (it runs while draining after a failure, too).
+    void settle(uint64_t slot, int error, uint64_t bytes, const std::string& io_failure = {});
+    void fail_slot(uint64_t slot, Error error);
+    bool demanded(uint64_t slot) const;
+    // The bank is still the file opened; throws naming layer and file.
+    void check_bank(int layer);
+    void throw_failure() const;
     void drain();
 
     const format::Container& container_;
@@ -135,13 +152,16 @@ private:
     std::unique_ptr<platform::AsyncReader> reader_;  // null in sync mode
     std::vector<SlotState> state_;      // [slots]
     std::vector<CacheKey> slot_key_;    // [slots]: what a read in flight is for
-    std::vector<int> read_error_;       // [slots]: errno of a failed read, -1 for a short one
     std::vector<uint8_t> speculative_;  // [slots]: its read was a prefetch
     int request_layer_ = -1;
     std::vector<Wanted> wanted_;
     size_t handed_ = 0;
     std::vector<std::pair<int, uint64_t>> prefetch_pins_;  // (layer, slot)
     ExpertCacheStats stats_;
+    // The first failed read or check since the last abandon(): thrown by
+    // next_ready and release until then, so a failed lookahead read ends the
+    // evaluation as a failed demand read does.
+    std::optional<Error> failure_;
 };
 
 }  // namespace waste::runtime
