@@ -144,9 +144,9 @@ uint64_t aligned_slot(uint64_t bytes) { return (bytes + slot_alignment - 1) / sl
 // Exactly what load_trunk allocates: every text tensor, embed_tokens
 // included, each payload and scale block in its own 64-byte-aligned slot.
 // Incident (issue 18): this used to leave out a quantised embed_tokens,
-// which load_trunk loads whole all the same, so on `mid` (a 33 MB Q8G
-// embedding) every command ran ~22 MB over small budgets (eval peaked at
-// 176.8 MB under a 154.5 MB budget; scripts/soak.py found it).
+// which load_trunk loads whole all the same, so on `mid` (34 MB of Q8G
+// embedding) every command ran over small budgets (eval peaked at 176,812
+// KiB = 181.1 MB under a 154.5 MB budget; scripts/soak.py found it).
 uint64_t Container::resident_trunk_bytes() const {
     uint64_t total = 0;
     for (const TrunkTensor& t : manifest_.trunk)
