@@ -37,13 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define WASTE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WASTE_UNDER_ASAN 1
-#endif
-#endif
 
 constexpr uint64_t slack_bytes = uint64_t{8} << 20;
 constexpr uint32_t context = 64;

@@ -25,13 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define WASTE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WASTE_UNDER_ASAN 1
-#endif
-#endif
 
 constexpr int cycles = 200;
 constexpr int tokens_per_cycle = 10;

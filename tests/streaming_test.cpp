@@ -273,16 +273,6 @@ Synthetic& big_model() {
     return *model;
 }
 
-// AddressSanitizer's shadow memory and quarantine are resident memory the
-// engine never allocated (67 MB against a 40 MB budget here), so peak RSS is
-// the engine's own only in a build without it; the release suite measures it.
-#if defined(__SANITIZE_ADDRESS__)
-#define WASTE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WASTE_UNDER_ASAN 1
-#endif
-#endif
 
 TEST(Streaming, PeakRssStaysUnderTheBudgetOnAContainerLargerThanIt) {
 #ifdef WASTE_UNDER_ASAN
