@@ -16,7 +16,7 @@
 // The container is written by this process before any child runs, so its
 // page cache is charged to the test's cgroup, not to the children's.
 //
-// Under AddressSanitizer the CLI's shadow memory is resident memory the
+// Under a sanitizer the CLI's shadow memory is resident memory the
 // engine never allocated, so the suite runs in the release build only.
 #include <gtest/gtest.h>
 
@@ -98,8 +98,8 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 class BudgetCgroup : public ::testing::TestWithParam<Command> {};
 
 TEST_P(BudgetCgroup, RunsInsideAMemoryCgroupOfTheBudgetWithoutBeingKilled) {
-#ifdef WASTE_UNDER_ASAN
-    GTEST_SKIP() << "AddressSanitizer's shadow memory is resident memory the engine never allocated; the release suite runs this";
+#ifdef WASTE_UNDER_SANITIZER
+    GTEST_SKIP() << "a sanitizer's shadow memory is resident memory the engine never allocated; the release suite runs this";
 #endif
     const Model& m = model();
     ASSERT_GT(m.budget, 0u);

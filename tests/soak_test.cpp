@@ -5,9 +5,10 @@
 // 2,200 tokens, 400 resets, 200 saves and 200 loads leaked; in every build
 // the test checks that no call failed, that each loaded session continues
 // exactly as the saved one would have (tolerance 0: the state file holds
-// every bit of the state), and — outside AddressSanitizer, whose quarantine
-// holds freed memory on purpose — that the resident set does not grow once
-// the run has settled.
+// every bit of the state), and — outside the sanitizers, whose shadow memory
+// grows with every address touched and whose quarantine (ASan) holds freed
+// memory on purpose — that the resident set does not grow once the run has
+// settled.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +101,7 @@ TEST(Soak, TwoThousandTokensAtTheFloorWithResetsSavesAndLoads) {
     ASSERT_EQ(waste_session_stats_get(session, &stats, &error), WASTE_OK) << error.message;
     EXPECT_EQ(stats.tokens, static_cast<uint64_t>(cycles * (tokens_per_cycle + 1)));
     EXPECT_GT(stats.expert_misses, static_cast<uint64_t>(cycles)) << "the cache must turn over for this to soak the reads";
-#ifndef WASTE_UNDER_ASAN
+#ifndef WASTE_UNDER_SANITIZER
     // One session state of this model is ~60 KB: a state (or a read's
     // buffer) leaked per cycle would add > 10 MB over the last 180 cycles;
     // 4 MiB leaves room for the allocator's own bookkeeping.

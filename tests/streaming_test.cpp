@@ -275,8 +275,8 @@ Synthetic& big_model() {
 
 
 TEST(Streaming, PeakRssStaysUnderTheBudgetOnAContainerLargerThanIt) {
-#ifdef WASTE_UNDER_ASAN
-    GTEST_SKIP() << "peak RSS under AddressSanitizer counts its shadow memory; measured in the release build";
+#ifdef WASTE_UNDER_SANITIZER
+    GTEST_SKIP() << "peak RSS under a sanitizer counts its shadow memory; measured in the release build";
 #endif
     const std::string& path = big_model().path;
     const json plan = plan_of(path, test_context);
