@@ -75,14 +75,41 @@ json call_json(waste_status (*fn)(const waste_model*, char**, waste_error*), con
     return json::parse(take_string(text));
 }
 
+// The bandwidth probe's buffer: what the budget holds before the model is
+// open (the budget less the plan's runtime bytes, which cover the process
+// itself), at most the library's default; 0 when the budget is below the
+// floor (the open that follows refuses it with the numbers) or holds less
+// than the library's 1 MiB minimum (then no bandwidth is reported).
+//
+// Incident (issue 18): the probe's fixed 512 MiB buffer used to be filled
+// while the model was open, outside the plan: `bench --budget 232M` on a
+// `mid` container peaked at 529 MB resident and a 300 MB memory cgroup
+// OOM-killed it. It now runs before the open, within the budget, and is
+// freed before the open (tests/budget_cgroup_test.cpp runs it in a cgroup).
+uint64_t bandwidth_buffer_bytes(const std::string& path, const waste_open_options& options) {
+    waste_open_options metadata = options;
+    metadata.flags |= WASTE_OPEN_METADATA_ONLY;
+    ModelHandle model = open_model(path, metadata);
+    waste_plan_options plan_options{options.context_length, options.budget_bytes};
+    char* text = nullptr;
+    waste_error error{};
+    if (waste_model_plan_json(model.get(), &plan_options, &text, &error) != WASTE_OK) fail_with(error, "plan");
+    const json plan = json::parse(take_string(text));
+    if (!plan["budget_ok"].get<bool>()) return 0;
+    constexpr uint64_t largest = uint64_t{512} << 20;  // the library's default: far beyond any cache
+    const uint64_t bytes = std::min(largest, plan["budget_bytes"].get<uint64_t>() - plan["runtime_bytes"].get<uint64_t>());
+    return bytes >= (uint64_t{1} << 20) ? bytes : 0;
+}
+
 void run_bench(const BenchArgs& args) {
     waste_error error{};
-    double bandwidth = 0;
-    if (waste_measure_memory_bandwidth(args.threads, &bandwidth, &error) != WASTE_OK) fail_with(error, "memory bandwidth");
-
     const waste_open_options options = model_open_options(static_cast<uint32_t>(args.prompt + args.tokens + 1),
                                                           args.threads, args.budget, /*verify=*/false, args.policy,
                                                           args.stream);
+    const uint64_t probe_bytes = bandwidth_buffer_bytes(args.model, options);
+    double bandwidth = 0;
+    if (probe_bytes && waste_measure_memory_bandwidth(args.threads, probe_bytes, &bandwidth, &error) != WASTE_OK)
+        fail_with(error, "memory bandwidth");
     ModelHandle model = open_model(args.model, options);
     report_open(args.stream, model.get());
     const json info = call_json(waste_model_info_json, model.get(), "info");
@@ -197,6 +224,7 @@ void run_bench(const BenchArgs& args) {
     out["profiled_ms_per_token"] = profiled_total;
     out["traffic_per_token"] = traffic;
     out["memory_bandwidth_gb_per_s"] = bandwidth / 1e9;
+    out["memory_bandwidth_buffer_bytes"] = probe_bytes;
     out["bandwidth_bound_tok_per_s"] = bytes_per_token > 0 ? bandwidth / bytes_per_token : 0;
     out["expert_hit_rate_last_run"] = hits + misses ? static_cast<double>(hits) / (hits + misses) : 0;
     out["bytes_read_last_run"] = after.bytes_read - before.bytes_read;
@@ -248,8 +276,9 @@ void run_bench(const BenchArgs& args) {
     fmt::print("\ntraffic      {:.1f} MB per token ({:.1f} trunk, {:.1f} experts, {:.1f} tables), {:.1f} M lookups\n",
                bytes_per_token / 1e6, traffic["trunk_bytes"].get<double>() / 1e6, traffic["expert_bytes"].get<double>() / 1e6,
                traffic["lut_bytes"].get<double>() / 1e6, traffic["lookups"].get<double>() / 1e6);
-    fmt::print("memory       {:.1f} GB/s measured; that traffic alone would allow {:.1f} tok/s\n", bandwidth / 1e9,
-               out["bandwidth_bound_tok_per_s"].get<double>());
+    fmt::print("memory       {:.1f} GB/s measured over {} (within the budget, before the model opened); that traffic "
+               "alone would allow {:.1f} tok/s\n",
+               bandwidth / 1e9, format_bytes(probe_bytes), out["bandwidth_bound_tok_per_s"].get<double>());
 }
 
 }  // namespace

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # test.sh — the whole test suite from a clean clone: installs what is missing,
-# builds the release and the asan+ubsan presets, runs every test in both, the
-# PyTorch reference's own tests, and each libFuzzer target for a bounded time.
+# builds the release and the asan+ubsan presets, runs every test in both, a
+# five-minute soak of streamed tokens under a budget (scripts/soak.py), the
+# PyTorch reference's own tests, the threaded tests under ThreadSanitizer (the
+# tsan preset), and each libFuzzer target for a bounded time.
 #   WASTE_FUZZ_SECONDS  seconds per fuzz target (default 60)
+#   WASTE_SOAK_SECONDS  seconds of the soak (default 300)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=$(nproc)
 fuzz_seconds=${WASTE_FUZZ_SECONDS:-60}
+soak_seconds=${WASTE_SOAK_SECONDS:-300}
+# A missing oracle (the tiktoken comparisons) fails its test instead of skipping.
+export WASTE_REQUIRE_ORACLES=1
 
 ./scripts/setup.sh
 
@@ -16,6 +22,11 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
+echo "== soak (${soak_seconds}s of streamed tokens, the cache an eighth of the experts, RSS sampled every second)"
+soak_model=build/release/soak-mid
+[ -f "$soak_model/manifest.json" ] || build/release/waste synth "$soak_model" --preset mid --seed 1 >/dev/null
+./scripts/soak.py build/release/waste "$soak_model" --seconds "$soak_seconds" --answer 100
+
 echo "== PyTorch reference tests"
 PYTHONPATH="$root/python" /usr/bin/python3 -m unittest discover -s "$root/python/tests" -t "$root/python"
 
@@ -23,6 +34,11 @@ echo "== asan+ubsan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
+
+echo "== tsan build and the threaded tests"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs"
+ctest --preset tsan -j "$jobs"
 
 echo "== fuzzing (${fuzz_seconds}s per target, asan+ubsan)"
 shopt -s nullglob

@@ -446,6 +446,15 @@ TEST(MemoryInfo, ParsesCgroupMemoryMax) {
     EXPECT_EQ(parse_cgroup_memory_max(" 100"), 0u);
     EXPECT_EQ(parse_cgroup_memory_max("9223372036854771712\n"), 9223372036854771712u);  // the kernel's "no limit" page-rounded
     EXPECT_EQ(parse_cgroup_memory_max("99999999999999999999"), 0u);  // 20 digits: over 2^64, junk
+    // /proc/self/cgroup: the v2 line, and v1's memory line among others
+    using waste::platform::cgroup_path_of;
+    const std::string hybrid = "9:name=systemd:/\n4:cpu,memory:/process_api/abc\n1:cpu:/other\n0::/user.slice\n";
+    EXPECT_EQ(cgroup_path_of(hybrid, "memory"), "/process_api/abc");
+    EXPECT_EQ(cgroup_path_of(hybrid, ""), "/user.slice");
+    EXPECT_EQ(cgroup_path_of("0::/\n", "memory"), "");
+    EXPECT_EQ(cgroup_path_of("4:memory:/a\n", ""), "");
+    EXPECT_EQ(cgroup_path_of("4:memoryx:/a\n", "memory"), "");
+    EXPECT_EQ(cgroup_path_of("garbage\n", ""), "");
     const auto info = waste::platform::query_memory_info();
     EXPECT_GT(info.physical_bytes, 0u);
     EXPECT_GT(info.usable_bytes, 0u);

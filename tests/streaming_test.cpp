@@ -10,11 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "child_process.h"
 #include "test_support.h"
 #include "waste/waste.h"
 
@@ -237,44 +235,6 @@ TEST(Streaming, BudgetUnderTheFloorRefusedWithTheFloor) {
     EXPECT_NE(std::string(error.message).find("waste plan"), std::string::npos) << error.message;
 }
 
-// Runs argv as a child and returns its exit status and peak RSS (its
-// VmHWM, as ru_maxrss) in bytes; stdout+stderr into *output. The child is
-// forked by a small python3 process: ru_maxrss also counts the memory of
-// the process a child was forked from up to its exec, and this test
-// process is far larger than the engine under test; python's ~10 MB is
-// below what any `waste eval` peaks at.
-int run_child(const std::vector<std::string>& argv, uint64_t* peak_rss, std::string* output) {
-    waste_test::TempDir out_dir;
-    const std::string out_path = (out_dir.path() / "out").string();
-    const std::string rss_path = (out_dir.path() / "rss").string();
-    const char* wrapper =
-        "import os, sys\n"
-        "pid = os.fork()\n"
-        "if pid == 0:\n"
-        "    os.execv(sys.argv[2], sys.argv[2:])\n"
-        "_, status, usage = os.wait4(pid, 0)\n"
-        "open(sys.argv[1], 'w').write(str(usage.ru_maxrss * 1024))\n"
-        "sys.exit(os.waitstatus_to_exitcode(status))\n";
-    std::vector<std::string> full = {"/usr/bin/python3", "-c", wrapper, rss_path};
-    full.insert(full.end(), argv.begin(), argv.end());
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> args;
-    for (const std::string& a : full) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) return -1;
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid) return -1;
-    *output = waste_test::read_file(out_path);
-    *peak_rss = fs::exists(rss_path) ? std::stoull(waste_test::read_file(rss_path)) : 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // Resident pages of a file (mincore over a read-only mapping of it).
 uint64_t resident_pages(const std::string& path, uint64_t* total_pages) {
     const int fd = ::open(path.c_str(), O_RDONLY);
@@ -313,38 +273,25 @@ Synthetic& big_model() {
     return *model;
 }
 
-// AddressSanitizer's shadow memory and quarantine are resident memory the
-// engine never allocated (67 MB against a 40 MB budget here), so peak RSS is
-// the engine's own only in a build without it; the release suite measures it.
-#if defined(__SANITIZE_ADDRESS__)
-#define WASTE_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WASTE_UNDER_ASAN 1
-#endif
-#endif
 
 TEST(Streaming, PeakRssStaysUnderTheBudgetOnAContainerLargerThanIt) {
-#ifdef WASTE_UNDER_ASAN
-    GTEST_SKIP() << "peak RSS under AddressSanitizer counts its shadow memory; measured in the release build";
+#ifdef WASTE_UNDER_SANITIZER
+    GTEST_SKIP() << "peak RSS under a sanitizer counts its shadow memory; measured in the release build";
 #endif
     const std::string& path = big_model().path;
     const json plan = plan_of(path, test_context);
     const uint64_t experts = plan["all_experts_bytes"].get<uint64_t>();
     const uint64_t budget = plan["floor_bytes"].get<uint64_t>() + plan["working_set_bytes"].get<uint64_t>();
     ASSERT_GT(experts, 2 * budget) << "the container must not fit the budget";
-    uint64_t peak = 0;
-    std::string output;
     // `waste eval --chunk 1`: every prompt token is a decode step (lookahead
     // on), without depending on the generation command's prompt handling
-    const int status = run_child({waste_test::cli_path().string(), "eval", path, "--ids",
-                                  "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", "--chunk", "1", "--ctx",
-                                  std::to_string(test_context), "--budget", std::to_string(budget), "--threads", "2"},
-                                 &peak, &output);
-    ASSERT_EQ(status, 0) << output;
-    std::printf("peak RSS %llu bytes, budget %llu, experts %llu\n", static_cast<unsigned long long>(peak),
+    const waste_test::ChildRun run = waste_test::run_child(
+        {waste_test::cli_path().string(), "eval", path, "--ids", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20",
+         "--chunk", "1", "--ctx", std::to_string(test_context), "--budget", std::to_string(budget), "--threads", "2"});
+    ASSERT_TRUE(run.exited_ok()) << run.describe();
+    std::printf("peak RSS %llu bytes, budget %llu, experts %llu\n", static_cast<unsigned long long>(run.peak_rss),
                 static_cast<unsigned long long>(budget), static_cast<unsigned long long>(experts));
-    EXPECT_LE(peak, budget) << output;
+    EXPECT_LE(run.peak_rss, budget) << run.output;
 }
 
 TEST(Streaming, ReadsBypassThePageCacheOrTheFallbackIsReported) {
@@ -356,20 +303,19 @@ TEST(Streaming, ReadsBypassThePageCacheOrTheFallbackIsReported) {
     for (const std::string& bank : banks) drop_from_page_cache(bank);
     const json plan = plan_of(path, test_context);
     const uint64_t budget = plan["floor_bytes"].get<uint64_t>() + plan["working_set_bytes"].get<uint64_t>();
-    uint64_t peak = 0;
-    std::string output;
-    ASSERT_EQ(run_child({waste_test::cli_path().string(), "info", path, "--json"}, &peak, &output), 0) << output;
-    const json info = json::parse(output);
+    const waste_test::ChildRun info_run = waste_test::run_child({waste_test::cli_path().string(), "info", path, "--json"});
+    ASSERT_TRUE(info_run.exited_ok()) << info_run.describe();
+    const json info = json::parse(info_run.output);
     if (!info["direct_io"].get<bool>()) {
         // the fallback must say why
         EXPECT_FALSE(info["io_mode"].get<std::string>().empty());
         GTEST_SKIP() << "O_DIRECT refused here, reported as: " << info["io_mode"].get<std::string>();
     }
-    ASSERT_EQ(run_child({waste_test::cli_path().string(), "eval", path, "--ids", "1 2 3 4 5 6 7 8", "--chunk", "1", "--ctx",
-                         std::to_string(test_context), "--budget", std::to_string(budget), "--json"},
-                        &peak, &output),
-              0)
-        << output;
+    const waste_test::ChildRun run = waste_test::run_child({waste_test::cli_path().string(), "eval", path, "--ids",
+                                                            "1 2 3 4 5 6 7 8", "--chunk", "1", "--ctx",
+                                                            std::to_string(test_context), "--budget",
+                                                            std::to_string(budget), "--json"});
+    ASSERT_TRUE(run.exited_ok()) << run.describe();
     for (const std::string& bank : banks) {
         uint64_t total = 0;
         const uint64_t resident = resident_pages(bank, &total);

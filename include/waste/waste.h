@@ -317,9 +317,14 @@ WASTE_API waste_status waste_model_warm_cache(waste_model* model, uint64_t* out_
 WASTE_API waste_status waste_model_token_traffic_json(const waste_model* model, char** out_json, waste_error* error);
 
 /* The machine's DRAM read bandwidth, measured now with `threads` threads
- * (0 = one per core) over a 512 MiB buffer: the best of 5 passes, bytes/s. */
-WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, double* out_bytes_per_second,
-                                                      waste_error* error);
+ * (0 = one per core) over a buffer of buffer_bytes (0 = 512 MiB; at least
+ * 1 MiB, else WASTE_ERR_INVALID_ARGUMENT): the best of 5 passes, bytes/s.
+ * The buffer is resident while it runs and freed before it returns, so a
+ * caller under a RAM budget measures before opening its model, with a buffer
+ * the budget holds (waste bench: the budget less the plan's runtime_bytes);
+ * a buffer not far beyond the last-level cache measures the cache. */
+WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, uint64_t buffer_bytes,
+                                                      double* out_bytes_per_second, waste_error* error);
 
 /* Direct-I/O read bandwidth of the disk under `directory` for expert-sized
  * random reads: writes a scratch file with O_DIRECT (bypassing the page

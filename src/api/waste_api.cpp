@@ -247,12 +247,17 @@ waste_status waste_model_warm_cache(waste_model* model, uint64_t* out_records, w
     });
 }
 
-waste_status waste_measure_memory_bandwidth(uint32_t threads, double* out_bytes_per_second, waste_error* error) {
+waste_status waste_measure_memory_bandwidth(uint32_t threads, uint64_t buffer_bytes, double* out_bytes_per_second,
+                                            waste_error* error) {
     return guarded(error, [&] {
         if (!out_bytes_per_second) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_measure_memory_bandwidth: out_bytes_per_second is required");
         waste::api::check_threads(threads, "waste_measure_memory_bandwidth: threads");
+        if (buffer_bytes == 0) buffer_bytes = waste::platform::default_bandwidth_buffer_bytes;
+        if (buffer_bytes < waste::platform::min_bandwidth_buffer_bytes || buffer_bytes > (uint64_t{1} << 40))
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_measure_memory_bandwidth: buffer_bytes {} is outside [{}, 2^40]",
+                        buffer_bytes, waste::platform::min_bandwidth_buffer_bytes);
         waste::platform::ThreadPool pool(threads);
-        *out_bytes_per_second = waste::platform::measure_read_bandwidth(pool);
+        *out_bytes_per_second = waste::platform::measure_read_bandwidth(pool, static_cast<size_t>(buffer_bytes));
     });
 }
 

@@ -136,25 +136,27 @@ bool Container::is_text_tensor(const TrunkTensor& tensor) const {
     return tensor.name.compare(0, manifest_.tensor_prefix.size(), manifest_.tensor_prefix) == 0;
 }
 
+namespace {
+constexpr uint64_t slot_alignment = 64;  // cache line, and any SIMD load width
+uint64_t aligned_slot(uint64_t bytes) { return (bytes + slot_alignment - 1) / slot_alignment * slot_alignment; }
+}  // namespace
+
+// Exactly what load_trunk allocates: every text tensor, embed_tokens
+// included, each payload and scale block in its own 64-byte-aligned slot.
+// Incident (issue 18): this used to leave out a quantised embed_tokens,
+// which load_trunk loads whole all the same, so on `mid` (34 MB of Q8G
+// embedding) every command ran over small budgets (eval peaked at 176,812
+// KiB = 181.1 MB under a 154.5 MB budget; scripts/soak.py found it).
 uint64_t Container::resident_trunk_bytes() const {
     uint64_t total = 0;
-    const std::string embed = manifest_.tensor_prefix + "model.embed_tokens.weight";
-    for (const TrunkTensor& t : manifest_.trunk) {
-        if (!is_text_tensor(t)) continue;
-        if (t.name == embed && t.fmt != TrunkFormat::f32 && !manifest_.config.tie_embeddings) continue;
-        total += t.bytes;
-    }
+    for (const TrunkTensor& t : manifest_.trunk)
+        if (is_text_tensor(t)) total += aligned_slot(t.payload_bytes) + aligned_slot(t.scale_bytes);
     return total;
 }
 
 void Container::load_trunk() {
     if (trunk_loaded_) return;
-    constexpr uint64_t slot_alignment = 64;  // cache line, and any SIMD load width
-    uint64_t total = 0;
-    for (const TrunkTensor& t : manifest_.trunk)
-        if (is_text_tensor(t)) total += (t.payload_bytes + slot_alignment - 1) / slot_alignment * slot_alignment +
-                                        (t.scale_bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
-    trunk_storage_ = platform::AlignedBuffer(total);
+    trunk_storage_ = platform::AlignedBuffer(resident_trunk_bytes());
     platform::DirectFile file(directory_ + "/trunk.bin", options_.want_direct_io);
     if (file.size() != trunk_file_bytes_) fail(WASTE_ERR_IO, "trunk.bin changed size while opening");
     uint64_t cursor = 0;
@@ -164,10 +166,10 @@ void Container::load_trunk() {
         loaded.info = &t;
         std::span<uint8_t> payload(trunk_storage_.data() + cursor, t.payload_bytes);
         file.read_any(t.offset, payload);
-        cursor += (t.payload_bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+        cursor += aligned_slot(t.payload_bytes);
         std::span<uint8_t> scales(trunk_storage_.data() + cursor, t.scale_bytes);
         if (t.scale_bytes) file.read_any(t.scale_offset, scales);
-        cursor += (t.scale_bytes + slot_alignment - 1) / slot_alignment * slot_alignment;
+        cursor += aligned_slot(t.scale_bytes);
         for (uint64_t i = 0; i < t.scale_bytes; i += 2) {
             uint16_t bits;
             std::memcpy(&bits, scales.data() + i, 2);

@@ -60,8 +60,8 @@ public:
 
     // Is this trunk tensor part of the text model (inside tensor_prefix)?
     bool is_text_tensor(const TrunkTensor& tensor) const;
-    // Bytes of the text tensors that stay resident (a quantised embed_tokens
-    // is read one row per token and is not resident).
+    // Bytes load_trunk allocates: every text tensor, embed_tokens included,
+    // with its 64-byte slot alignment (the plan's trunk).
     uint64_t resident_trunk_bytes() const;
 
     // Reads the text tensors into RAM; checks every f16 scale is finite.

@@ -12,8 +12,20 @@ namespace waste::platform {
 
 namespace {
 
+// target_clones makes an ifunc whose resolver runs while the dynamic loader
+// relocates, before ThreadSanitizer's runtime is initialised; instrumented,
+// that resolver crashed every tsan executable that links this file (in
+// __tsan_func_entry). Under ThreadSanitizer the loop is compiled once.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WASTE_NO_TARGET_CLONES 1
+#endif
+#endif
+
 // Sums 64-bit words; the compiler vectorises it for the running CPU.
+#ifndef WASTE_NO_TARGET_CLONES
 __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 uint64_t sum_words(const uint64_t* words, size_t count) {
     uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
     size_t i = 0;

@@ -1,8 +1,11 @@
 // memory_info.h — how much RAM this process may use.
 //
-// Physical RAM from sysconf; the cgroup v2 limit (memory.max of this
-// process's cgroup, and of each ancestor) caps it: inside a container the
-// machine's RAM is not ours to plan with.
+// Physical RAM from sysconf; the cgroup limit caps it: inside a container
+// the machine's RAM is not ours to plan with. cgroup v2: memory.max of this
+// process's cgroup and of each ancestor; cgroup v1 (older container
+// runtimes): memory.limit_in_bytes of the same walk in the memory
+// controller's hierarchy, mounted at /sys/fs/cgroup/memory. The smallest
+// binds.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +24,11 @@ MemoryInfo query_memory_info();
 
 // Parses a cgroup v2 memory.max value ("max" or bytes); 0 for "max" or junk.
 uint64_t parse_cgroup_memory_max(const std::string& text);
+
+// The cgroup path of `controller` ("memory": the v1 line "N:a,memory:/p")
+// or, for an empty controller, of the v2 line "0::/p", in the text of
+// /proc/self/cgroup; empty when there is no such line.
+std::string cgroup_path_of(const std::string& proc_self_cgroup, const std::string& controller);
 
 // Peak resident set (VmHWM) and current (VmRSS) of this process, bytes.
 uint64_t peak_resident_bytes();

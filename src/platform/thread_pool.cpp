@@ -110,8 +110,14 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     n_ = n;
     grain_ = grain;
     error_ = nullptr;
+    // finished_slices_ is reset before next_slice_ opens the slices. Incident:
+    // in the other order a worker that had read the previous generation but
+    // not yet joined it (active_workers_ still 0, so the previous region had
+    // ended) could claim and finish a slice of this region between the two
+    // stores; its count was then overwritten with 0 and the caller spun
+    // forever waiting for the last slice.
+    finished_slices_.store(0, std::memory_order_relaxed);
     next_slice_.store(0, std::memory_order_release);
-    finished_slices_.store(0, std::memory_order_release);
     {
         std::lock_guard lock(mutex_);
         generation_.fetch_add(1, std::memory_order_acq_rel);
