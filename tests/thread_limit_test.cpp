@@ -46,7 +46,7 @@ TEST_F(ThreadLimit, CApiRefusesMoreThanTheBoundNamingTheValue) {
         }
         double bandwidth = 0;
         waste_error error{};
-        EXPECT_EQ(waste_measure_memory_bandwidth(threads, &bandwidth, &error), WASTE_ERR_INVALID_ARGUMENT);
+        EXPECT_EQ(waste_measure_memory_bandwidth(threads, 0, &bandwidth, &error), WASTE_ERR_INVALID_ARGUMENT);
         EXPECT_NE(std::string(error.message).find("threads " + value), std::string::npos) << error.message;
         // Refused before the source is read: the directory need not exist.
         const std::string convert_options = "{\"jobs\": " + value + "}";
