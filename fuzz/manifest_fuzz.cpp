@@ -14,6 +14,7 @@
 #include "format/expert_record.h"
 #include "format/manifest.h"
 #include "platform/error.h"
+#include "platform/thread_pool.h"
 #include "runtime/memory_plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -43,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (uint32_t context : {1u, 4096u, 1u << 24})
             (void)waste::runtime::session_state_bytes(config, context);
         if (manifest.has_quant) {
-            (void)waste::runtime::scratch_bytes(config, manifest.quant, 4096);
+            // the most compute threads a pool runs: the largest per-thread products
+            (void)waste::runtime::scratch_bytes(config, manifest.quant, 4096, waste::platform::max_pool_threads);
             if (!manifest.banks.empty()) (void)waste::format::expert_layout(config, manifest.quant);
         }
     } catch (const waste::Error&) {

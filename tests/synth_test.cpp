@@ -246,7 +246,8 @@ TEST(Synth, OverrideKeysTheSynthDoesNotUseAreRefusedNamingThem) {
         {{{"linear_attn_config", {{"heads", 2}}}}, "\"linear_attn_config.heads\" is not a key"},
         {{{"linear_attn_config", 3}}, "\"linear_attn_config\" is a group of keys"},
     };
-    for (const auto& [overrides, expected] : cases) {
+    for (const auto& [patch, expected] : cases) {
+        const json& overrides = patch;  // clang 14 cannot capture a structured binding in a lambda (C++20 allows it)
         std::string message;
         EXPECT_EQ(status_of([&] { synth::preset_config(options_for("tiny", overrides)); }, &message), WASTE_ERR_INVALID_ARGUMENT)
             << overrides.dump();
