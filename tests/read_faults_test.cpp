@@ -49,8 +49,8 @@ constexpr uint32_t test_context = 64;
 constexpr int decode_steps = 4;
 // Failing faults in all, shared by the read paths this kernel allows (late
 // ones come on top). The release build asserts the 1,000; under a
-// sanitizer every read and check costs ~20x (the asan run of 1,000 passed
-// ctest's 900 s limit), so the sanitized builds sample 100 of the same kinds
+// sanitizer every read and check costs ~20x (the asan run of 1,000 was still
+// going after 12 of ctest's 15 minutes), so the sanitized builds sample 100 of the same kinds
 // on every path (README: what the test command samples).
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
