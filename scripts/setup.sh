@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libdeflate-dev liburing-dev
   libgtest-dev googletest libpcre2-dev libsimde-dev
   python3-torch python3-numpy python3-regex
+  libcpp-httplib-dev haproxy
 )
 
 missing=()

@@ -125,6 +125,14 @@ typedef struct waste_open_options {
      * NULL = "usage.waste" in the container directory. */
     const char* usage_path;
     uint32_t lut_mode;         /* a waste_lut_mode; 0 = WASTE_LUT_EXACT          */
+    /* Sessions the memory plan reserves state for (a server's --parallel).
+     * 0 = one, not enforced (a library caller may create more at its own
+     * risk); N > 0 = N states in the plan, and waste_session_create refuses
+     * the (N+1)-th live session with WASTE_ERR_BUDGET. */
+    uint32_t sessions;
+    /* RAM the plan reserves for session snapshots (prompt reuse,
+     * waste_session_snapshot); 0 = none, and snapshots are refused. */
+    uint64_t snapshot_bytes;
 } waste_open_options;
 
 /* How the decode step's expert matvecs read their lookup tables. */
@@ -702,6 +710,85 @@ WASTE_API waste_status waste_state_save(waste_session* session, const char* path
  * damaged file WASTE_ERR_CORRUPT; either way the session is reset (never
  * partly loaded). */
 WASTE_API waste_status waste_state_load(waste_session* session, const char* path, waste_error* error);
+
+
+/* ------------------------------------------------------- session snapshots */
+
+/* A copy of a session's state in RAM (its attention state, position and
+ * next-token logits), for prompt reuse: a server keeps the state at the end
+ * of recent prompts and resumes a request whose prompt extends one of them,
+ * prefilling only the new tokens. Restoring gives exactly the session that
+ * was snapshotted (the next token comes out bit-identical). Snapshots count
+ * against waste_open_options.snapshot_bytes: one that would exceed it is
+ * WASTE_ERR_BUDGET (free older ones first). A snapshot may outlive its
+ * session but not its model; it is immutable and may be restored into any
+ * session of the same model, any number of times. */
+typedef struct waste_snapshot waste_snapshot;
+
+WASTE_API waste_status waste_session_snapshot(waste_session* session, waste_snapshot** out_snapshot,
+                                              waste_error* error);
+WASTE_API waste_status waste_session_restore(waste_session* session, const waste_snapshot* snapshot,
+                                             waste_error* error);
+WASTE_API void waste_snapshot_free(waste_snapshot* snapshot);
+/* The bytes it holds (what it counts against snapshot_bytes). */
+WASTE_API uint64_t waste_snapshot_bytes(const waste_snapshot* snapshot);
+/* The tokens the session held when it was taken. */
+WASTE_API uint32_t waste_snapshot_position(const waste_snapshot* snapshot);
+/* What the snapshot of a session at this many tokens would take, for planning. */
+WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t position);
+
+/* ---------------------------------------------------------- chat requests */
+
+/* Renders an OpenAI chat-completions request body (request_json, length
+ * bytes) into the model's prompt, with the code the server uses:
+ * K3's XTML (shared k3-chat.md) when the model's tokenizer speaks it (§1),
+ * otherwise the container's chat.json. options_json (NULL = defaults):
+ *   {"thinking": true}            the server's default for the think channel
+ *   {"image_sizes": true}         honour the request's render-only
+ *                                 "image_sizes" and "add_generation_prompt"
+ * On success *out_json (waste_string_free) is
+ *   {"format": "xtml" | "chat.json",
+ *    "segments": [[text, is_markup], ...],  never merged (k3-chat.md §2)
+ *    "ids": [...],                          each segment encoded on its own
+ *    "channel": "think" | "response" | null, what the generation prompt left open
+ *    "thinking": bool,
+ *    "stop_ids": [...],                     e.g. <|end_of_msg|>'s id
+ *    "images": [...]}                       image references, in order
+ * A request the server would refuse (k3-chat.md §§5-10, §13.12) is
+ * WASTE_ERR_INVALID_ARGUMENT; then *out_json, when not NULL, is OpenAI's
+ * error object {"message", "type", "param", "code"} (code e.g.
+ * "vision_disabled"), and error->message the same message. */
+WASTE_API waste_status waste_chat_render_json(const waste_model* model, const char* request_json, size_t length,
+                                              const char* options_json, char** out_json, waste_error* error);
+
+/* Reads a generated reply back by token id (k3-chat.md §12): reasoning,
+ * content and tool calls, incrementally. A token is structure only if its id
+ * is one of the four XTML marker ids; everything else is text (its bytes, an
+ * incomplete UTF-8 character held until complete). For a chat.json model
+ * every token is content. Never fails on malformed output. One thread's. */
+typedef struct waste_reply_parser waste_reply_parser;
+
+/* channel: "think", "response" (what the prompt left open, from
+ * waste_chat_render_json's "channel") or NULL for a raw prompt. */
+WASTE_API waste_status waste_reply_parser_create(const waste_model* model, const char* channel,
+                                                 waste_reply_parser** out_parser, waste_error* error);
+WASTE_API void waste_reply_parser_free(waste_reply_parser* parser);
+/* Feeds one generated token. *out_delta_json (owned by the parser, valid
+ * until its next call) is what this token added:
+ *   {"reasoning_content": "...", "content": "...",
+ *    "tool_calls": [{"index": i, "id": "...", "name": "..."}]}  calls it opened or touched
+ * with empty strings and lists left out ("{}" for a token that added
+ * nothing). Concatenated deltas equal the final message exactly. */
+WASTE_API waste_status waste_reply_parser_push(waste_reply_parser* parser, int32_t token, const char** out_delta_json,
+                                               waste_error* error);
+/* Ends the output (§12.5): what was held back, as a last delta. */
+WASTE_API waste_status waste_reply_parser_finish(waste_reply_parser* parser, const char** out_delta_json,
+                                                 waste_error* error);
+/* The message so far, k3-chat.md §12.6: {"role": "assistant", "content": text
+ * or null, "reasoning_content"?, "tool_calls"?: [{"id", "type": "function",
+ * "function": {"name", "arguments"}}], "finished": bool} (waste_string_free). */
+WASTE_API waste_status waste_reply_parser_message_json(const waste_reply_parser* parser, char** out_json,
+                                                       waste_error* error);
 
 #ifdef __cplusplus
 }
