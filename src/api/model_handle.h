@@ -9,6 +9,7 @@
 #include "format/container.h"
 #include "runtime/engine.h"
 #include "runtime/memory_plan.h"
+#include "runtime/memory_reserve.h"
 #include "waste/waste.h"
 
 struct waste_model {
@@ -22,5 +23,10 @@ struct waste_model {
     uint64_t hotlist_warmed = 0;             // records it warmed
     bool trunk_locked = false;
     std::string mlock_note;                  // empty unless WASTE_OPEN_MLOCK_TRUNK
+    // The plan's snapshot reserve; shared with every snapshot, which gives its
+    // bytes back when freed, even after the model is closed.
+    std::shared_ptr<waste::runtime::MemoryReserve> snapshot_reserve;
+    // Live sessions: at most options.sessions when that is set, else unbounded.
+    std::unique_ptr<waste::runtime::MemoryReserve> session_slots;
     ~waste_model();
 };
