@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -435,6 +436,45 @@ TEST(Snapshot, ASnapshotMayBeFreedAfterItsModelIsClosed) {
     m.reset();
     EXPECT_EQ(waste_snapshot_position(snapshot.get()), 10u);
     snapshot.reset();
+}
+
+TEST(Snapshot, SnapshotsFreedOnAnotherThreadDuringEngineCalls) {
+    // The documented rule: waste_snapshot_free touches no session, so it may
+    // run while another thread evaluates and takes new snapshots; the
+    // reserve's accounting (atomic) ends where it began. The tsan preset
+    // runs this (a threaded test) to find any race.
+    uint64_t one = 0;  // a snapshot at the last position, 28
+    {
+        Model probe(synth("tiny").path, 0, 0);
+        ASSERT_EQ(probe.status, WASTE_OK) << probe.message;
+        one = waste_model_snapshot_bytes(probe.model, 28);
+    }
+    Model m(synth("tiny").path, 0, 16 * one);  // exactly 16 of them
+    ASSERT_EQ(m.status, WASTE_OK) << m.message;
+    SessionPtr s = new_session(m.model);
+    eval(s.get(), tokens(20, 17));
+    std::vector<waste_snapshot*> taken;
+    for (int i = 0; i < 8; ++i) taken.push_back(take(s.get()).release());
+    std::thread freer([&] {
+        for (waste_snapshot* snapshot : taken) waste_snapshot_free(snapshot);
+    });
+    std::vector<SnapshotPtr> more;
+    for (int i = 0; i < 8; ++i) {
+        const int32_t next = 5 + i;
+        waste_error error{};
+        EXPECT_EQ(waste_session_eval(s.get(), &next, 1, &error), WASTE_OK) << error.message;
+        more.push_back(take(s.get()));
+    }
+    freer.join();
+    for (const SnapshotPtr& snapshot : more) EXPECT_TRUE(snapshot);
+    more.clear();
+    // everything was given back: the reserve holds 16 again, not a byte more
+    std::vector<SnapshotPtr> refill;
+    for (int i = 0; i < 16; ++i) refill.push_back(take(s.get()));
+    for (const SnapshotPtr& snapshot : refill) EXPECT_TRUE(snapshot);
+    waste_snapshot* extra = nullptr;
+    waste_error error{};
+    EXPECT_EQ(waste_session_snapshot(s.get(), &extra, &error), WASTE_ERR_BUDGET);
 }
 
 // --------------------------------------------------------------- plan
