@@ -496,3 +496,70 @@ TEST(Grammar, SessionGenerateWithAndWithoutAGrammar) {
     }
     EXPECT_GT(completed, 0);
 }
+
+// Not a check: the measurement behind docs/BENCHMARKS.md ("Constrained
+// decoding"). Run with
+//   build/release/grammar_test --gtest_also_run_disabled_tests --gtest_filter='*MaskCost*'
+// It masks and accepts along random-logit generations under a nested JSON
+// schema, on the K3-size synthetic vocabulary (163,840 ids: 163,584 ranks of
+// `waste synth`'s tokenizer and its specials) and on kimi-mini's, and prints
+// the per-token mask time's median and p99.
+TEST(GrammarBench, DISABLED_MaskCost) {
+    const std::string schema = R"({"type":"object","properties":{
+        "id":{"type":"integer","minimum":0,"maximum":100000},
+        "name":{"type":"string","maxLength":40},
+        "tags":{"type":"array","items":{"type":"string","maxLength":12},"maxItems":4},
+        "owner":{"type":"object","properties":{"email":{"type":"string"},"since":{"type":"string","format":"date"},
+                 "roles":{"type":"array","items":{"enum":["admin","dev","ops"]},"maxItems":3}},"required":["email"]},
+        "items":{"type":"array","maxItems":3,"items":{"type":"object","properties":{"sku":{"type":"string","pattern":"^[A-Z]{3}-\\d{4}$"},
+                 "qty":{"type":"integer","minimum":1,"maximum":99},"note":{"anyOf":[{"type":"string","maxLength":30},{"type":"null"}]}},
+                 "required":["sku","qty"]}}},"required":["id","name","owner","items"]})";
+    waste_test::TempDir dir;
+    waste_error error{};
+    ASSERT_EQ(waste_synth((dir / "k3tok").c_str(), "tiny", 1, R"({"vocab_size": 163840})", nullptr, nullptr, &error), WASTE_OK)
+        << error.message;
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = 64;
+    options.threads = 1;
+    waste_model* model = nullptr;
+    ASSERT_EQ(waste_model_open((dir / "k3tok").c_str(), &options, &model, &error), WASTE_OK) << error.message;
+    waste_tokenizer* k3 = nullptr;
+    ASSERT_EQ(waste_model_tokenizer(model, nullptr, &k3, &error), WASTE_OK) << error.message;
+    for (waste_tokenizer* tokenizer : {k3, kimi_tokenizer()}) {
+        const uint32_t vocab = waste_tokenizer_token_count(tokenizer);
+        const auto compile_start = std::chrono::steady_clock::now();
+        auto grammar = compile(tokenizer, WASTE_GRAMMAR_JSON_SCHEMA, schema);
+        const double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count();
+        std::vector<double> times;
+        size_t outputs = 0, tokens = 0;
+        std::mt19937_64 random(42);
+        for (int run = 0; run < 8; ++run) {
+            const int32_t end = static_cast<int32_t>(vocab);
+            waste_grammar_state* raw = nullptr;
+            ASSERT_EQ(waste_grammar_state_create(grammar.get(), &end, 1, &raw, &error), WASTE_OK);
+            StatePtr state(raw);
+            std::vector<float> logits(vocab + 1);
+            std::normal_distribution<float> normal(0.0f, 3.0f);
+            for (int step = 0; step < 400; ++step) {
+                for (auto& l : logits) l = normal(random);
+                const auto start = std::chrono::steady_clock::now();
+                size_t allowed = 0;
+                ASSERT_EQ(waste_grammar_state_mask(state.get(), logits.data(), logits.size(), &allowed, &error), WASTE_OK);
+                times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+                const auto best = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+                ASSERT_EQ(waste_grammar_state_accept(state.get(), best, &error), WASTE_OK);
+                ++tokens;
+                if (best == end) {
+                    ++outputs;
+                    break;
+                }
+            }
+        }
+        std::sort(times.begin(), times.end());
+        fmt::print("vocab {}: compile {:.1f} ms; {} tokens, {} complete outputs; mask per token median {:.3f} ms, p99 {:.3f} ms, max {:.3f} ms\n",
+                   vocab, compile_ms, tokens, outputs, times[times.size() / 2], times[times.size() * 99 / 100], times.back());
+    }
+    waste_tokenizer_free(k3);
+    waste_model_close(model);
+}
