@@ -16,7 +16,7 @@ namespace waste::grammar {
 
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // properties are written in the schema's order
 
 // The shared rules of JSON text (RFC 8259), named with a "j-" prefix so no
 // schema-made rule can collide with them.
