@@ -121,10 +121,12 @@ private:
 
     std::string new_rule(const std::string& hint, const std::string& body) {
         std::string base;
-        for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+        // '_' only: the grammar builder names the rules it generates "rule-N",
+        // so a name made here never meets one made there
+        for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
         if (base.size() > 48) base.resize(48);
-        std::string name = "s-" + base;
-        for (int i = 2; rules_.count(name); ++i) name = fmt::format("s-{}-{}", base, i);
+        std::string name = "s_" + base;
+        for (int i = 2; rules_.count(name); ++i) name = fmt::format("s_{}_{}", base, i);
         rules_[name] = body;
         return name;
     }
