@@ -79,6 +79,7 @@ private:
         if (kind == 4) return {{"anyOf", json::array({scalar(), scalar()})}};
         // a $ref into $defs
         const std::string name = fmt::format("def{}", defs_.size());
+        defs_[name] = true;  // reserve the name first: the object below may add defs of its own
         defs_[name] = depth >= 1 ? scalar() : object(depth + 1);
         return {{"$ref", "#/$defs/" + name}};
     }
