@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "input_file.h"
+
 namespace waste_cli {
 
 void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tokens) {
@@ -37,7 +39,21 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
     command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
     command->add_flag("-q,--quiet", args.quiet, "Only the generated text: no status or summary line");
     add_stream_options(command, args.stream);
+    auto* grammar = command->add_option("--grammar", args.grammar_file, "Constrain the output to this GBNF grammar file (docs/GRAMMAR.md)")
+                        ->default_str("none");
+    auto* schema = command->add_option("--json-schema", args.schema_file, "Constrain the output to JSON valid under this JSON Schema file")
+                       ->default_str("none");
+    auto* json_value = command->add_flag("--json-value", args.json_value, "Constrain the output to one JSON value (any)");
+    grammar->excludes(schema)->excludes(json_value);
+    schema->excludes(json_value);
 }
+
+namespace {
+
+// Grammar and schema files are a few KB; 1 MiB is the library's own bound.
+constexpr uint64_t max_grammar_file_bytes = 1u << 20;
+
+}  // namespace
 
 Generator open_generator(const GenerateArgs& args, bool want_chat) {
     waste_sampler_options sampler_options;
@@ -68,6 +84,22 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     waste_tokenizer* tokenizer = nullptr;
     if (waste_model_tokenizer(g.model.get(), nullptr, &tokenizer, &error) == WASTE_OK) g.tokenizer.reset(tokenizer);
     else if (error.status != WASTE_ERR_UNSUPPORTED) fail_with(error, "cannot load the tokenizer of " + args.model);
+    if (!args.grammar_file.empty() || !args.schema_file.empty() || args.json_value) {
+        if (!g.tokenizer) throw RuntimeFailure{"--grammar, --json-schema and --json-value need text, and this container has no tokenizer.model"};
+        uint32_t kind = WASTE_GRAMMAR_JSON;
+        std::string text;
+        if (!args.grammar_file.empty()) {
+            kind = WASTE_GRAMMAR_GBNF;
+            text = read_input_file(args.grammar_file, max_grammar_file_bytes, "the grammar file");
+        } else if (!args.schema_file.empty()) {
+            kind = WASTE_GRAMMAR_JSON_SCHEMA;
+            text = read_input_file(args.schema_file, max_grammar_file_bytes, "the JSON Schema file");
+        }
+        waste_grammar* grammar = nullptr;
+        if (waste_grammar_compile(g.tokenizer.get(), kind, text.data(), text.size(), &grammar, &error) != WASTE_OK)
+            fail_with(error, !args.grammar_file.empty() ? args.grammar_file : !args.schema_file.empty() ? args.schema_file : "--json-value");
+        g.grammar.reset(grammar);
+    }
     if (want_chat && !args.raw) {
         waste_chat_template* chat = nullptr;
         if (waste_model_chat_template(g.model.get(), &chat, &error) == WASTE_OK) g.chat.reset(chat);
@@ -98,6 +130,7 @@ const char* stop_reason_name(uint32_t reason) {
         case WASTE_STOP_STRING: return "stop_string";
         case WASTE_STOP_CALLBACK: return "interrupted";
         case WASTE_STOP_CONTEXT: return "context_full";
+        case WASTE_STOP_GRAMMAR: return "grammar_complete";
         default: return "unknown";
     }
 }
@@ -164,6 +197,7 @@ waste_generate_result generate(const Generator& g, const GenerateArgs& args, Gen
     options.stop_string_count = stops.size();
     options.stop_tokens = extra_stop_tokens.data();
     options.stop_token_count = extra_stop_tokens.size();
+    options.grammar = g.grammar.get();
     out.ids_only = !g.tokenizer;
     out.seed = g.seed;
     out.session = g.session.get();

@@ -41,6 +41,10 @@ struct GenerateArgs {
     bool raw = false;
     bool ignore_eos = false;
     bool quiet = false;
+    // Constrained decoding (docs/GRAMMAR.md): at most one of these.
+    std::string grammar_file;  // --grammar FILE.gbnf
+    std::string schema_file;   // --json-schema FILE.json
+    bool json_value = false;   // --json-value: any JSON value
 };
 
 // The options both commands take (each lists its own default in --help).
@@ -48,6 +52,9 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
 
 struct SamplerCloser {
     void operator()(waste_sampler* sampler) const { waste_sampler_free(sampler); }
+};
+struct GrammarCloser {
+    void operator()(waste_grammar* grammar) const { waste_grammar_free(grammar); }
 };
 struct ChatCloser {
     void operator()(waste_chat_template* chat) const { waste_chat_template_free(chat); }
@@ -61,6 +68,7 @@ struct Generator {
     std::unique_ptr<waste_chat_template, ChatCloser> chat;        // null: none, or --raw
     std::string chat_missing;                                     // why chat is null, when not --raw
     std::optional<uint64_t> seed;  // the sampler's seed when it samples (temperature > 0), to report
+    std::unique_ptr<waste_grammar, GrammarCloser> grammar;        // null: unconstrained
 };
 
 // Opens everything; a bad sampling option is a usage error (CLI::ValidationError).

@@ -50,3 +50,12 @@ if ! cmp -s "$oracle/package-lock.json" "$oracle/node_modules/.waste-installed-l
   (cd "$oracle" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$oracle/package-lock.json" "$oracle/node_modules/.waste-installed-lock.json"
 fi
+
+# The JSON Schema tests' validator (tools/json-schema-validator): ajv and
+# ajv-formats, pinned by its package-lock.json.
+validator="$(cd "$(dirname "$0")/.." && pwd)/tools/json-schema-validator"
+if ! cmp -s "$validator/package-lock.json" "$validator/node_modules/.waste-installed-lock.json"; then
+  echo "setup: npm ci in tools/json-schema-validator" >&2
+  (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$validator/package-lock.json" "$validator/node_modules/.waste-installed-lock.json"
+fi

@@ -598,6 +598,71 @@ WASTE_API void waste_sampler_free(waste_sampler* sampler);
 WASTE_API waste_status waste_sampler_sample(waste_sampler* sampler, const float* logits, size_t vocab,
                                             int32_t* out_token, float* out_logprob, waste_error* error);
 
+/* --------------------------------------------------- constrained decoding */
+
+/* A grammar the output must follow (docs/GRAMMAR.md): llama.cpp's GBNF, a
+ * JSON Schema (translated to a grammar; a keyword that cannot be enforced
+ * exactly is refused, naming it and its JSON path, never dropped), or any
+ * JSON value. Compiled against a tokenizer: the bytes of every token id are
+ * laid into a byte trie, so masking a step walks the trie and the grammar
+ * together (and remembers the answer for a grammar state seen before).
+ * Immutable and shareable: any number of generations, on any threads, may
+ * use one compiled grammar at once (each with its own waste_grammar_state). */
+typedef struct waste_grammar waste_grammar;
+
+typedef enum waste_grammar_kind {
+    WASTE_GRAMMAR_GBNF = 0,         /* text: GBNF; the rule "root" is the output */
+    WASTE_GRAMMAR_JSON_SCHEMA = 1,  /* text: a JSON Schema (draft 2020-12 keywords) */
+    WASTE_GRAMMAR_JSON = 2          /* any JSON value; text is ignored (may be NULL) */
+} waste_grammar_kind;
+
+/* Compiles text (length bytes) of a waste_grammar_kind for the tokenizer's
+ * vocabulary (waste_model_tokenizer for a model's). A bad grammar or schema
+ * is WASTE_ERR_INVALID_ARGUMENT with its position or path: "grammar line 3:7:
+ * expected ')' ...", "grammar: rule 'expr' is left-recursive ...", "json
+ * schema at /properties/age: keyword 'multipleOf' cannot be enforced".
+ * Size, nesting and repetition counts are bounded (docs/GRAMMAR.md), so
+ * hostile text neither hangs nor exhausts memory. Takes about as long as
+ * sorting the vocabulary's token bytes (tens of milliseconds at 163,840). */
+WASTE_API waste_status waste_grammar_compile(const waste_tokenizer* tokenizer, uint32_t kind, const char* text,
+                                             size_t length, waste_grammar** out_grammar, waste_error* error);
+WASTE_API void waste_grammar_free(waste_grammar* grammar);
+/* The compiled grammar as GBNF, rules generated for groups, repetitions and
+ * schemas included (waste_string_free). For debugging and documentation. */
+WASTE_API waste_status waste_grammar_gbnf(const waste_grammar* grammar, char** out_gbnf, waste_error* error);
+/* A JSON Schema's translation to GBNF, without a tokenizer (waste_string_free). */
+WASTE_API waste_status waste_json_schema_to_gbnf(const char* schema, size_t length, char** out_gbnf,
+                                                 waste_error* error);
+
+/* One generation's position in a grammar, for a caller that runs its own
+ * token loop (the server): per step, waste_grammar_state_mask on the
+ * logits, sample, waste_grammar_state_accept the token. end_tokens (e.g. the
+ * EOS and the chat format's end-of-message ids) are allowed exactly where
+ * the grammar may end; every other token without bytes (specials, reserved
+ * ids) is always masked. The state keeps its grammar alive; it is one
+ * thread's. Its memory is bounded (an automaton and a cache of masks, reset
+ * when they pass 64 MiB each). */
+typedef struct waste_grammar_state waste_grammar_state;
+
+WASTE_API waste_status waste_grammar_state_create(const waste_grammar* grammar, const int32_t* end_tokens,
+                                                  size_t end_token_count, waste_grammar_state** out_state,
+                                                  waste_error* error);
+WASTE_API void waste_grammar_state_free(waste_grammar_state* state);
+/* Sets the logit of every token the grammar refuses next to -infinity
+ * (vocab logits; ids at or past the tokenizer's count are refused).
+ * *out_allowed (may be NULL) gets how many tokens remain: 0 means nothing
+ * can follow (the output is complete and no end token was given). */
+WASTE_API waste_status waste_grammar_state_mask(waste_grammar_state* state, float* logits, size_t vocab,
+                                                size_t* out_allowed, waste_error* error);
+/* Advances by the token chosen. A token the grammar refuses is
+ * WASTE_ERR_INVALID_ARGUMENT naming it, and the state is unchanged. After
+ * an end token nothing more is accepted. */
+WASTE_API waste_status waste_grammar_state_accept(waste_grammar_state* state, int32_t token, waste_error* error);
+/* 1 when the output may end here (a complete sentence of the grammar), else 0. */
+WASTE_API int waste_grammar_state_can_end(const waste_grammar_state* state);
+/* 1 when the output must end here: the grammar allows no further byte. */
+WASTE_API int waste_grammar_state_must_end(const waste_grammar_state* state);
+
 /* ------------------------------------------------------------- generation */
 
 typedef enum waste_generate_flags {
@@ -620,9 +685,19 @@ typedef struct waste_generate_options {
      * Only the bytes that could still begin a stop string are held back. */
     const char* const* stop_strings;
     size_t stop_string_count;
+    /* Constrained decoding (NULL = none, and then nothing changes: the same
+     * tokens, bit for bit): before each token the tokens the grammar refuses
+     * are masked, the EOS (unless WASTE_GENERATE_IGNORE_EOS) and stop_tokens
+     * only where the grammar may end. Stop strings and max_tokens still
+     * apply: an output cut by them is reported as WASTE_STOP_STRING or
+     * WASTE_STOP_LENGTH, never as complete. When nothing may follow and no
+     * end token is allowed, WASTE_STOP_GRAMMAR. Each step's logprob is still
+     * the model's own, over the unmasked logits. The grammar must have been
+     * compiled against this model's tokenizer. */
+    const waste_grammar* grammar;
 } waste_generate_options;
 
-/* max_tokens 0, no tokenizer, no stops, flags 0. */
+/* max_tokens 0, no tokenizer, no stops, flags 0, no grammar. */
 WASTE_API void waste_generate_options_init(waste_generate_options* options);
 
 /* One step of a generation, given to the callback. text/text_length: the
@@ -646,7 +721,9 @@ typedef enum waste_stop_reason {
     WASTE_STOP_TOKEN = 2,     /* one of stop_tokens (stop_index says which)     */
     WASTE_STOP_STRING = 3,    /* one of stop_strings (stop_index says which)    */
     WASTE_STOP_CALLBACK = 4,  /* the callback returned non-zero                 */
-    WASTE_STOP_CONTEXT = 5    /* the context is full; the token drawn was dropped */
+    WASTE_STOP_CONTEXT = 5,   /* the context is full; the token drawn was dropped */
+    WASTE_STOP_GRAMMAR = 6    /* the grammar is complete, allows no more bytes, and
+                                 no end token was allowed (IGNORE_EOS, no stop tokens) */
 } waste_stop_reason;
 
 typedef struct waste_generate_result {

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "api/api_support.h"
+#include "api/grammar_handle.h"
 #include "api/model_handle.h"
 #include "api/session_handle.h"
 #include "api/tokenizer_handle.h"
+#include "grammar/token_mask.h"
 #include "runtime/sampler.h"
 #include "text/detokenizer.h"
 #include "text/stop_strings.h"
@@ -138,12 +140,37 @@ waste_status waste_session_generate(waste_session* session, waste_sampler* sampl
         const int64_t eos = (options->flags & WASTE_GENERATE_IGNORE_EOS) ? -1 : session->model->container->config().eos;
         waste::runtime::Session& s = *session->session;
 
+        // A grammar masks each step's logits in a copy (the session's stay
+        // the model's); without one the loop below is exactly as before.
+        std::unique_ptr<waste::grammar::TokenMasker> masker;
+        std::vector<int32_t> end_tokens;
+        std::vector<float> masked;
+        if (options->grammar) {
+            masker = std::make_unique<waste::grammar::TokenMasker>(options->grammar->grammar, options->grammar->trie);
+            end_tokens = stop_tokens;
+            if (eos >= 0) end_tokens.push_back(static_cast<int32_t>(eos));
+        }
+
         session->flush_pending();
         if (s.position() == 0) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate: evaluate a prompt first");
         bool stopped = false;
         for (uint32_t i = 0; i < options->max_tokens && !stopped; ++i) {
             session->flush_pending();  // the previous token: one decode step
-            const auto chosen = chooser.sample(s.logits());
+            waste::runtime::SampledToken chosen;
+            if (masker) {
+                const auto logits = s.logits();
+                masked.assign(logits.begin(), logits.end());
+                if (masker->mask_logits(masked, end_tokens) == 0) {
+                    out_result->stop_reason = WASTE_STOP_GRAMMAR;
+                    break;
+                }
+                chosen = chooser.sample(masked);
+                chosen.logprob = waste::runtime::log_softmax_at(logits, chosen.id);  // the model's own, unmasked
+                if (!masker->accept(chosen.id, end_tokens))
+                    waste::fail(WASTE_ERR_INTERNAL, "waste_session_generate: token {} was sampled past the grammar's mask", chosen.id);
+            } else {
+                chosen = chooser.sample(s.logits());
+            }
             if (s.position() >= s.context_length()) {
                 out_result->stop_reason = WASTE_STOP_CONTEXT;
                 break;
