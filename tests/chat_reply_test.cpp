@@ -201,7 +201,7 @@ std::vector<int32_t> ids_of(const TinyTok& tiny, const std::vector<Piece>& piece
 
 TEST(ChatReplyFixtures, EveryCaseByPiecesIdsAndResplits) {
     const Json cases = load_replies();
-    ASSERT_GE(cases.at("cases").size(), 8u);
+    ASSERT_GE(cases.at("cases").size(), 7u);
     TinyTok tiny;
     ASSERT_NE(tiny.model, nullptr);
     std::mt19937 random(20261202);
