@@ -857,24 +857,41 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
 /* ---------------------------------------------------------- chat requests */
 
 /* Renders an OpenAI chat-completions request body (request_json, length
- * bytes) into the model's prompt, with the code the server uses:
- * K3's XTML (shared k3-chat.md) when the model's tokenizer speaks it (§1),
- * otherwise the container's chat.json. options_json (NULL = defaults):
+ * bytes, at most 64 MiB) into the model's prompt, with the code the server
+ * uses: K3's XTML (shared k3-chat.md) when the model's tokenizer speaks it
+ * (§1: <|open|>, <|close|>, <|sep|>, <|end_of_msg|> each encode to exactly
+ * one special id), otherwise the container's chat.json (messages with string
+ * content or text parts; tools, tool calls, images and a tool_choice that
+ * demands a call are refused, since chat.json cannot express them; past
+ * reasoning is dropped). The model may be opened metadata-only; its
+ * tokenizer and chat format are read on first use and kept.
+ * options_json (NULL = defaults), every member optional:
  *   {"thinking": true}            the server's default for the think channel
- *   {"image_sizes": true}         honour the request's render-only
+ *                                 (false: --no-thinking; a request may override)
+ *   {"image_sizes": false}        true: honour the request's render-only
  *                                 "image_sizes" and "add_generation_prompt"
+ *                                 (waste render); the server leaves it false
+ * Only the fields a prompt depends on are validated (messages, tools,
+ * tool_choice, response_format, reasoning_effort and its aliases,
+ * thinking); sampling fields and unknown keys are the caller's.
  * On success *out_json (waste_string_free) is
  *   {"format": "xtml" | "chat.json",
  *    "segments": [[text, is_markup], ...],  never merged (k3-chat.md §2)
  *    "ids": [...],                          each segment encoded on its own
- *    "channel": "think" | "response" | null, what the generation prompt left open
+ *    "channel": "think" | "response" | null, what the generation prompt left
+ *                                           open (null: none, or chat.json)
  *    "thinking": bool,
- *    "stop_ids": [...],                     e.g. <|end_of_msg|>'s id
- *    "images": [...]}                       image references, in order
+ *    "stop_ids": [...],                     XTML: <|end_of_msg|>'s id; chat.json:
+ *                                           the assistant suffix when it is
+ *                                           one token, and the EOS
+ *    "images": [...]}                       image references, in block order
  * A request the server would refuse (k3-chat.md §§5-10, §13.12) is
- * WASTE_ERR_INVALID_ARGUMENT; then *out_json, when not NULL, is OpenAI's
- * error object {"message", "type", "param", "code"} (code e.g.
- * "vision_disabled"), and error->message the same message. */
+ * WASTE_ERR_INVALID_ARGUMENT; then *out_json is OpenAI's error object
+ * {"message", "type": "invalid_request_error", "param", "code"} (code null,
+ * or e.g. "vision_disabled": this engine has no vision tower, so an image is
+ * refused unless rendered with render-only image_sizes), and error->message
+ * the same message. Bad arguments or options_json are
+ * WASTE_ERR_INVALID_ARGUMENT with *out_json NULL. */
 WASTE_API waste_status waste_chat_render_json(const waste_model* model, const char* request_json, size_t length,
                                               const char* options_json, char** out_json, waste_error* error);
 
@@ -895,7 +912,11 @@ WASTE_API void waste_reply_parser_free(waste_reply_parser* parser);
  *   {"reasoning_content": "...", "content": "...",
  *    "tool_calls": [{"index": i, "id": "...", "name": "..."}]}  calls it opened or touched
  * with empty strings and lists left out ("{}" for a token that added
- * nothing). Concatenated deltas equal the final message exactly. */
+ * nothing); "index" is the call's 0-based position in the message's
+ * tool_calls (OpenAI's streaming index). A call's arguments are complete
+ * only at the end (waste_reply_parser_message_json). Concatenated deltas
+ * equal the final message exactly. After <|end_of_msg|> every token adds
+ * nothing. An id outside the vocabulary is WASTE_ERR_INVALID_ARGUMENT. */
 WASTE_API waste_status waste_reply_parser_push(waste_reply_parser* parser, int32_t token, const char** out_delta_json,
                                                waste_error* error);
 /* Ends the output (§12.5): what was held back, as a last delta. */
