@@ -73,6 +73,7 @@ void add_simulate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
 void add_diskbench_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_render_command(CLI::App& app);     // render (chat requests)
 
 // `waste verify MODEL --source SRC` (cmd_convert.cpp); throws RuntimeFailure when a check fails.
 void verify_against_source(const std::string& model, const std::string& source, double max_error, bool json_output);

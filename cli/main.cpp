@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     waste_cli::add_tokenize_commands(app);
     waste_cli::add_diskbench_command(app);
     waste_cli::add_convert_command(app);
+    waste_cli::add_render_command(app);
     waste_cli::add_serve_command(app);
     try {
         app.parse(argc, argv);

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "chat/chat_format.h"
 #include "format/container.h"
 #include "runtime/engine.h"
 #include "runtime/memory_plan.h"
@@ -22,5 +24,10 @@ struct waste_model {
     uint64_t hotlist_warmed = 0;             // records it warmed
     bool trunk_locked = false;
     std::string mlock_note;                  // empty unless WASTE_OPEN_MLOCK_TRUNK
+    // The chat format (tokenizer, XTML markers, chat.json), read on first use
+    // by waste_chat_render_json / waste_reply_parser_create and kept: a
+    // server renders every request with it (chat_request_api.cpp).
+    mutable std::mutex chat_format_mutex;
+    mutable std::shared_ptr<const waste::chat::ChatFormat> chat_format;
     ~waste_model();
 };

@@ -1,0 +1,239 @@
+// chat_request_api.cpp — chat requests and replies for the C API
+// (waste_chat_render_json, waste_reply_parser_*): the model's chat format,
+// read once and cached on the model, over src/chat.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_support.h"
+#include "api/model_handle.h"
+#include "chat/chat_json_render.h"
+#include "chat/chat_request.h"
+#include "chat/segments.h"
+#include "chat/xtml_render.h"
+#include "chat/xtml_reply.h"
+#include "text/detokenizer.h"
+#include "text/tokenizer_loader.h"
+
+using waste::api::guarded;
+using waste::api::to_c_string;
+using waste::chat::Json;
+
+struct waste_reply_parser {
+    std::shared_ptr<const waste::chat::ChatFormat> format;
+    waste::chat::ReplyParser parser;
+    waste::text::StreamDetokenizer detokenizer;
+    std::string delta_json;
+};
+
+namespace {
+
+// Why: the server's body cap (k3-chat.md §13.23); a request is held whole, parsed once.
+constexpr size_t max_request_bytes = size_t{64} << 20;
+constexpr size_t max_options_bytes = 4096;
+
+std::shared_ptr<const waste::chat::ChatFormat> chat_format(const waste_model& model) {
+    std::lock_guard<std::mutex> lock(model.chat_format_mutex);
+    if (model.chat_format) return model.chat_format;
+    auto format = std::make_shared<waste::chat::ChatFormat>();
+    format->tokenizer = waste::text::load_container_tokenizer(*model.container, std::nullopt);
+    format->xtml = waste::chat::speaks_xtml(*format->tokenizer, format->marker_ids);
+    const std::filesystem::path path = std::filesystem::path(model.container->directory()) / "chat.json";
+    std::error_code exists_error;
+    if (std::filesystem::exists(path, exists_error)) {
+        try {
+            format->chat_template = waste::text::ChatTemplate::parse(
+                waste::text::read_bounded_file(path.string(), waste::text::max_chat_file_bytes), path.string());
+        } catch (const waste::Error& e) {
+            format->no_template_reason = e.what();
+        }
+    } else {
+        format->no_template_reason = model.container->directory() + " has no chat.json and its tokenizer does not speak XTML";
+    }
+    model.chat_format = format;
+    return format;
+}
+
+Json error_object(const std::string& message, const std::string& param, const std::string& code) {
+    return Json{{"message", message},
+                {"type", "invalid_request_error"},
+                {"param", param.empty() ? Json(nullptr) : Json(param)},
+                {"code", code.empty() ? Json(nullptr) : Json(code)}};
+}
+
+std::string dump(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+waste::chat::RenderOptions read_options(const char* options_json) {
+    waste::chat::RenderOptions options;
+    if (!options_json) return options;
+    const size_t length = strnlen(options_json, max_options_bytes + 1);
+    if (length > max_options_bytes)
+        waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: options_json is longer than {} bytes", max_options_bytes);
+    Json parsed;
+    std::string why;
+    if (!waste::chat::parse_json_bounded(std::string_view(options_json, length), parsed, &why) || !parsed.is_object())
+        waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: options_json is not a JSON object{}{}", why.empty() ? "" : ": ", why);
+    for (auto it = parsed.begin(); it != parsed.end(); ++it) {
+        if (!it->is_boolean())
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: option \"{}\" must be true or false", it.key());
+        if (it.key() == "thinking") options.thinking_default = it->get<bool>();
+        else if (it.key() == "image_sizes") options.render_only_keys = it->get<bool>();
+        else waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: unknown option \"{}\" (known: thinking, image_sizes)", it.key());
+    }
+    return options;
+}
+
+waste::chat::RenderedPrompt render(const waste::chat::ChatFormat& format, const Json& body, const waste::chat::RenderOptions& options) {
+    const waste::chat::ChatRequest request = waste::chat::read_chat_request(body, options);
+    // The engine has no vision tower: an image can only be rendered for
+    // inspection, with render-only sizes standing in for the files (§10).
+    if (request.image_parts > 0 && !(options.render_only_keys && format.xtml))
+        throw waste::chat::RequestError("this model has no vision tower loaded: images cannot be read", "messages", "vision_disabled");
+    if (format.xtml) return waste::chat::render_xtml(request);
+    if (!format.chat_template)
+        throw waste::chat::RequestError(format.no_template_reason + ": it cannot render a chat (use /v1/completions)", "messages",
+                                        "no_chat_format");
+    return waste::chat::render_chat_json(request, *format.chat_template);
+}
+
+std::vector<int32_t> stop_ids(const waste::chat::ChatFormat& format) {
+    std::vector<int32_t> ids;
+    if (format.xtml) {
+        ids.push_back(format.marker_ids[3]);  // <|end_of_msg|>
+        return ids;
+    }
+    // What ends an assistant turn in chat.json, as `waste chat` stops: the
+    // assistant suffix when it is one token; and the model's EOS.
+    if (format.chat_template && format.chat_template->has_role("assistant")) {
+        const auto suffix = format.tokenizer->encode(format.chat_template->role("assistant").second, true);
+        if (suffix.size() == 1) ids.push_back(suffix[0]);
+    }
+    const int32_t eos = format.tokenizer->eos();
+    if (eos >= 0 && std::find(ids.begin(), ids.end(), eos) == ids.end()) ids.push_back(eos);
+    return ids;
+}
+
+std::string delta_json(const waste::chat::ReplyDelta& delta, const waste::chat::ReplyParser& parser) {
+    if (delta.empty()) return "{}";
+    Json out = Json::object();
+    if (!delta.reasoning.empty()) out["reasoning_content"] = delta.reasoning;
+    if (!delta.content.empty()) out["content"] = delta.content;
+    if (!delta.calls.empty()) {
+        Json calls = Json::array();
+        for (const size_t position : delta.calls) {
+            const auto& call = parser.tool_calls()[position];
+            calls.push_back({{"index", position}, {"id", call.id}, {"name", call.name}});
+        }
+        out["tool_calls"] = std::move(calls);
+    }
+    return dump(out);
+}
+
+}  // namespace
+
+extern "C" {
+
+waste_status waste_chat_render_json(const waste_model* model, const char* request_json, size_t length, const char* options_json,
+                                    char** out_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (out_json) *out_json = nullptr;
+        if (!model || (!request_json && length) || !out_json)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: model, request_json and out_json are required");
+        const waste::chat::RenderOptions options = read_options(options_json);
+        const auto format = chat_format(*model);
+        try {
+            if (length > max_request_bytes)
+                throw waste::chat::RequestError(fmt::format("the request is {} bytes, more than {}", length, max_request_bytes), "");
+            Json body;
+            std::string why;
+            if (!waste::chat::parse_json_bounded(std::string_view(request_json ? request_json : "", length), body, &why))
+                throw waste::chat::RequestError("the request body is not valid JSON: " + why, "");
+            const waste::chat::RenderedPrompt prompt = render(*format, body, options);
+            std::vector<int32_t> ids;
+            try {
+                ids = waste::chat::encode_segments(*format->tokenizer, prompt.segments);
+            } catch (const waste::Error& e) {
+                throw waste::chat::RequestError(std::string("the conversation cannot be tokenized: ") + e.what(), "messages");
+            }
+            Json segments = Json::array();
+            for (const auto& segment : prompt.segments) segments.push_back(Json::array({segment.text, segment.markup}));
+            Json out = Json::object();
+            out["format"] = format->xtml ? "xtml" : "chat.json";
+            out["segments"] = std::move(segments);
+            out["ids"] = ids;
+            out["channel"] = prompt.channel.empty() ? Json(nullptr) : Json(prompt.channel);
+            out["thinking"] = prompt.thinking;
+            out["stop_ids"] = stop_ids(*format);
+            out["images"] = prompt.images;
+            *out_json = to_c_string(dump(out));
+        } catch (const waste::chat::RequestError& refused) {
+            *out_json = to_c_string(dump(error_object(refused.what(), refused.param(), refused.code())));
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}", refused.what());
+        }
+    });
+}
+
+waste_status waste_reply_parser_create(const waste_model* model, const char* channel, waste_reply_parser** out_parser,
+                                       waste_error* error) {
+    return guarded(error, [&] {
+        if (out_parser) *out_parser = nullptr;
+        if (!model || !out_parser) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_create: model and out_parser are required");
+        const std::string name = channel ? channel : "";
+        if (!name.empty() && name != "think" && name != "response")
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_create: channel \"{}\" is not think, response or NULL",
+                        name.substr(0, 64));
+        auto format = chat_format(*model);
+        // XTML: another special (<|media_pad|>) is text, written as its text
+        // (§12.1). chat.json: every token is content, its control tokens left out.
+        const bool xtml = format->xtml;
+        auto tokenizer = format->tokenizer;
+        *out_parser = new waste_reply_parser{std::move(format), waste::chat::ReplyParser(xtml ? name : std::string()),
+                                             waste::text::StreamDetokenizer(std::move(tokenizer), xtml), {}};
+    });
+}
+
+void waste_reply_parser_free(waste_reply_parser* parser) { delete parser; }
+
+waste_status waste_reply_parser_push(waste_reply_parser* parser, int32_t token, const char** out_delta_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (!parser || !out_delta_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_push: parser and out_delta_json are required");
+        *out_delta_json = "{}";
+        waste::chat::ReplyDelta delta;
+        const auto& markers = parser->format->marker_ids;
+        const auto marker = std::find(markers.begin(), markers.end(), token);
+        if (parser->format->xtml && marker != markers.end()) {
+            // bytes of an unfinished character before a marker belong before it
+            delta.append(parser->parser.push_text(parser->detokenizer.finish()));
+            delta.append(parser->parser.push_marker(static_cast<waste::chat::Marker>(marker - markers.begin())));
+        } else {
+            delta.append(parser->parser.push_text(parser->detokenizer.push(token)));
+        }
+        parser->delta_json = delta_json(delta, parser->parser);
+        *out_delta_json = parser->delta_json.c_str();
+    });
+}
+
+waste_status waste_reply_parser_finish(waste_reply_parser* parser, const char** out_delta_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (!parser || !out_delta_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_finish: parser and out_delta_json are required");
+        *out_delta_json = "{}";
+        waste::chat::ReplyDelta delta = parser->parser.push_text(parser->detokenizer.finish());
+        delta.append(parser->parser.finish());
+        parser->delta_json = delta_json(delta, parser->parser);
+        *out_delta_json = parser->delta_json.c_str();
+    });
+}
+
+waste_status waste_reply_parser_message_json(const waste_reply_parser* parser, char** out_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (out_json) *out_json = nullptr;
+        if (!parser || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_message_json: parser and out_json are required");
+        *out_json = to_c_string(dump(parser->parser.message_json()));
+    });
+}
+
+}  // extern "C"
