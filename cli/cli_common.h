@@ -69,6 +69,7 @@ void add_run_commands(CLI::App& app);       // eval
 void add_perplexity_command(CLI::App& app);
 void add_generate_commands(CLI::App& app);  // run, chat
 void add_bench_command(CLI::App& app);
+void add_bench_reuse_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_tokenize_commands(CLI::App& app);
 void add_diskbench_command(CLI::App& app);

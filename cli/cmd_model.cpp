@@ -34,11 +34,19 @@ void print_plan(const json& plan) {
     };
     fmt::print("{:<22}{} tokens\n", "context", plan["ctx"].get<uint64_t>());
     line("trunk", "trunk_bytes");
-    line("session state", "state_bytes");
-    fmt::print("{:<22}{} ({} compute threads)\n", "scratch", format_bytes(plan["scratch_bytes"].get<uint64_t>()),
-               plan["compute_threads"].get<unsigned>());
+    const uint64_t sessions = plan["sessions"].get<uint64_t>();
+    if (sessions == 1) {
+        line("session state", "state_bytes");
+    } else {
+        fmt::print("{:<22}{} ({} sessions x {})\n", "session state", format_bytes(plan["state_bytes"].get<uint64_t>()), sessions,
+                   format_bytes(plan["session_state_bytes"].get<uint64_t>()));
+    }
+    fmt::print("{:<22}{} ({} compute threads{})\n", "scratch", format_bytes(plan["scratch_bytes"].get<uint64_t>()),
+               plan["compute_threads"].get<unsigned>(),
+               sessions == 1 ? "" : fmt::format("; {} per session", format_bytes(plan["session_scratch_bytes"].get<uint64_t>())));
     line("expert reads", "io_bytes");
     line("codebooks, process", "runtime_bytes");
+    if (plan["snapshot_bytes"].get<uint64_t>() > 0) line("snapshot reserve", "snapshot_bytes");
     line("minimum expert cache", "min_expert_cache");
     line("floor", "floor_bytes");
     line("one token's experts", "working_set_bytes");
@@ -61,6 +69,8 @@ struct ModelArgs {
     std::string budget;
     uint32_t context = 4096;
     unsigned threads = 0;
+    uint32_t sessions = 1;
+    std::string snapshot_reserve;
 };
 
 }  // namespace
@@ -89,12 +99,21 @@ void add_model_commands(CLI::App& app) {
     plan->add_option("--ctx", plan_args->context, "Context length in tokens")->default_val(4096)->check(CLI::Range(1, 1 << 24));
     plan->add_option("--budget", plan_args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget");
     add_threads_option(plan, plan_args->threads);
+    plan->add_option("--sessions", plan_args->sessions,
+                     "Sessions planned at once, each with its state and workspace (a server's --parallel)")
+        ->default_val(1)
+        ->check(CLI::Range(1, 1024));
+    plan->add_option("--snapshot-reserve", plan_args->snapshot_reserve,
+                     "RAM reserved for session snapshots, prompt reuse (e.g. 256M)")
+        ->default_str("0: none");
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
     plan->callback([plan_args] {
         waste_open_options options;
         waste_open_options_init(&options);
         options.flags = WASTE_OPEN_METADATA_ONLY;
         options.threads = plan_args->threads;  // each compute thread has its own tables in the scratch
+        options.sessions = plan_args->sessions;
+        options.snapshot_bytes = plan_args->snapshot_reserve.empty() ? 0 : parse_size(plan_args->snapshot_reserve);
         ModelHandle model = open_model(plan_args->model, options);
         waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
         char* text = nullptr;

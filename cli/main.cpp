@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     waste_cli::add_perplexity_command(app);
     waste_cli::add_generate_commands(app);
     waste_cli::add_bench_command(app);
+    waste_cli::add_bench_reuse_command(app);
     waste_cli::add_simulate_command(app);
     waste_cli::add_tokenize_commands(app);
     waste_cli::add_diskbench_command(app);

@@ -173,6 +173,14 @@ const Command commands[] = {
     {"bench",
      {"bench", "MODEL", "-n", "8", "--prompt", "8", "--runs", "1", "--budget", "BUDGET", "--threads", "2", "--json"},
      ""},
+    // two sessions and a snapshot reserve holding both sessions' snapshots:
+    // the plan's extra floor (two states and workspaces at 64 tokens, two
+    // 40-token snapshots) is well inside one token's experts, which BUDGET
+    // adds to the one-session floor
+    {"bench_reuse",
+     {"bench-reuse", "MODEL", "--history", "40", "--turn", "8", "--sessions", "2", "--runs", "1", "--ctx", "64", "--budget",
+      "BUDGET", "--threads", "2", "--json"},
+     ""},
 };
 
 INSTANTIATE_TEST_SUITE_P(EveryCommand, BudgetCgroup, ::testing::ValuesIn(commands),

@@ -125,13 +125,15 @@ typedef struct waste_open_options {
      * NULL = "usage.waste" in the container directory. */
     const char* usage_path;
     uint32_t lut_mode;         /* a waste_lut_mode; 0 = WASTE_LUT_EXACT          */
-    /* Sessions the memory plan reserves state for (a server's --parallel).
+    /* Sessions the memory plan reserves state for (a server's --parallel):
+     * each session's state at the context length and its compute workspace.
      * 0 = one, not enforced (a library caller may create more at its own
-     * risk); N > 0 = N states in the plan, and waste_session_create refuses
-     * the (N+1)-th live session with WASTE_ERR_BUDGET. */
+     * risk); N > 0 = N in the plan, and waste_session_create refuses the
+     * (N+1)-th live session with WASTE_ERR_BUDGET. At most 1024. */
     uint32_t sessions;
     /* RAM the plan reserves for session snapshots (prompt reuse,
-     * waste_session_snapshot); 0 = none, and snapshots are refused. */
+     * waste_session_snapshot), part of the floor; 0 = none, and snapshots are
+     * refused. At most 2^50 (1 PiB). */
     uint64_t snapshot_bytes;
 } waste_open_options;
 
@@ -174,7 +176,8 @@ typedef struct waste_plan_options {
  * scratch, minimum expert cache, floor, recommended, physical and usable RAM
  * (cgroup v2 aware), the resolved budget and expert cache. A JSON object,
  * documented in docs/CLI.md ("waste plan --json"). A budget below the floor
- * is not an error here: the plan says so in "budget_ok": false. */
+ * is not an error here: the plan says so in "budget_ok": false. The compute
+ * threads, sessions and snapshot reserve are the model's open options. */
 WASTE_API waste_status waste_model_plan_json(const waste_model* model,
                                              const waste_plan_options* options, char** out_json,
                                              waste_error* error);
@@ -197,7 +200,10 @@ WASTE_API waste_status waste_model_save_usage(const waste_model* model, waste_er
 /* ---------------------------------------------------------------- session */
 
 /* A conversation over an opened model: its attention state, position and
- * next-token logits. Sessions of one model run one call at a time. */
+ * next-token logits. Sessions of one model run one call at a time: a caller
+ * with several threads serialises, with one lock per model, every call
+ * that takes one of its sessions, and waste_model_warm_cache and
+ * waste_model_save_usage (they share the expert cache and its counters). */
 typedef struct waste_session waste_session;
 
 /* Creates a session; the model must have been opened without
@@ -720,21 +726,55 @@ WASTE_API waste_status waste_state_load(waste_session* session, const char* path
  * prefilling only the new tokens. Restoring gives exactly the session that
  * was snapshotted (the next token comes out bit-identical). Snapshots count
  * against waste_open_options.snapshot_bytes: one that would exceed it is
- * WASTE_ERR_BUDGET (free older ones first). A snapshot may outlive its
- * session but not its model; it is immutable and may be restored into any
- * session of the same model, any number of times. */
+ * WASTE_ERR_BUDGET naming the sizes (free older ones first). A snapshot may
+ * outlive its session but not its model; it is immutable and may be
+ * restored into any session of the same model, any number of times.
+ *
+ * What it holds: the KDA states and conv rings, the MLA latent rows up to
+ * its position (not the session's whole context allocation), the AttnRes
+ * block residuals, the residual stream, the logits, and a generated token
+ * not evaluated yet (waste_session_generate evaluates its last token
+ * lazily): that token is copied, not evaluated, so taking a snapshot costs
+ * no compute and changes nothing about how the session continues, and the
+ * restored session evaluates it with the next tokens exactly as the
+ * original would. No sampler, stats or settings (prefill chunk, lookahead,
+ * route dump): those stay the restored session's own.
+ *
+ * Resuming a prompt: eval(prefix), snapshot, later restore and eval(rest)
+ * gives the greedy tokens of eval(prefix + rest), with logits within
+ * chunking's rounding (1e-3, waste_session_set_prefill_chunk), and
+ * bit-identical when the prefix ends on a chunk boundary (a multiple of the
+ * prefill chunk, e.g. any prefix with chunk 1).
+ *
+ * Threads: snapshot and restore are calls on a session and follow the
+ * sessions' rule (one call at a time per model). waste_snapshot_free,
+ * _bytes and _position touch no session: they may run on any thread, also
+ * during another session's call, but not while a restore reads the same
+ * snapshot. waste_snapshot_free after waste_model_close is safe too. */
 typedef struct waste_snapshot waste_snapshot;
 
+/* *out_snapshot is released with waste_snapshot_free. The session is not
+ * changed. */
 WASTE_API waste_status waste_session_snapshot(waste_session* session, waste_snapshot** out_snapshot,
                                               waste_error* error);
+/* Replaces the session's state, logits and pending token with the
+ * snapshot's. A snapshot of another model is WASTE_ERR_INVALID_ARGUMENT and
+ * leaves the session unchanged. */
 WASTE_API waste_status waste_session_restore(waste_session* session, const waste_snapshot* snapshot,
                                              waste_error* error);
+/* Gives its bytes back to the reserve. NULL is ignored. */
 WASTE_API void waste_snapshot_free(waste_snapshot* snapshot);
 /* The bytes it holds (what it counts against snapshot_bytes). */
 WASTE_API uint64_t waste_snapshot_bytes(const waste_snapshot* snapshot);
-/* The tokens the session held when it was taken. */
+/* The tokens the session held when it was taken (waste_session_position's
+ * count: a pending generated token included). */
 WASTE_API uint32_t waste_snapshot_position(const waste_snapshot* snapshot);
-/* What the snapshot of a session at this many tokens would take, for planning. */
+/* What the snapshot of a session at this many tokens takes, for planning:
+ * exactly waste_snapshot_bytes of a snapshot at that position with no
+ * generated token pending (one taken right after waste_session_generate
+ * holds position - 1 tokens of state and the token: 4 bytes more than a
+ * snapshot at position - 1). Grows linearly with position: a fixed part
+ * (KDA states, logits) plus the MLA latent rows. */
 WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t position);
 
 /* ---------------------------------------------------------- chat requests */

@@ -11,6 +11,7 @@
 #include "format/container.h"
 #include "runtime/engine.h"
 #include "runtime/memory_plan.h"
+#include "runtime/memory_reserve.h"
 #include "waste/waste.h"
 
 struct waste_model {
@@ -29,5 +30,10 @@ struct waste_model {
     // server renders every request with it (chat_request_api.cpp).
     mutable std::mutex chat_format_mutex;
     mutable std::shared_ptr<const waste::chat::ChatFormat> chat_format;
+    // The plan's snapshot reserve; shared with every snapshot, which gives its
+    // bytes back when freed, even after the model is closed.
+    std::shared_ptr<waste::runtime::MemoryReserve> snapshot_reserve;
+    // Live sessions: at most options.sessions when that is set, else unbounded.
+    std::unique_ptr<waste::runtime::MemoryReserve> session_slots;
     ~waste_model();
 };

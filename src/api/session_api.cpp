@@ -21,7 +21,12 @@ waste_status waste_session_create(waste_model* model, waste_session** out_sessio
         if (!model->engine)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_create: the model was opened metadata-only; open it without WASTE_OPEN_METADATA_ONLY");
         auto session = std::make_unique<waste_session>();
-        session->model = model;
+        if (!model->session_slots->try_take(1))
+            waste::fail(WASTE_ERR_BUDGET,
+                        "waste_session_create: {} sessions are live, the memory plan holds {} (waste_open_options.sessions); "
+                        "free one or open with more",
+                        model->session_slots->used(), model->session_slots->capacity());
+        session->model = model;  // from here its destructor gives the slot back
         session->session = std::make_unique<waste::runtime::Session>(*model->engine, model->plan.context_length);
         *out_session = session.release();
     });

@@ -76,9 +76,17 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: lut_mode {} is not a waste_lut_mode (0-1)",
                         model->options.lut_mode);
         const bool int8_tables = model->options.lut_mode == WASTE_LUT_INT8;
-        model->plan = waste::runtime::plan_memory(*model->container, context, model->options.budget_bytes,
-                                                  waste::platform::query_memory_info(),
-                                                  waste::platform::resolve_pool_threads(model->options.threads), int8_tables);
+        waste::runtime::PlanRequest request;
+        request.context_length = context;
+        request.budget_bytes = model->options.budget_bytes;
+        request.compute_threads = waste::platform::resolve_pool_threads(model->options.threads);
+        request.int8_tables = int8_tables;
+        request.sessions = model->options.sessions;
+        request.snapshot_bytes = model->options.snapshot_bytes;
+        model->plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
+        model->snapshot_reserve = std::make_shared<waste::runtime::MemoryReserve>(model->options.snapshot_bytes);
+        model->session_slots = std::make_unique<waste::runtime::MemoryReserve>(
+            model->options.sessions ? model->options.sessions : UINT64_MAX);
         model->usage_path = model->options.usage_path ? model->options.usage_path
                                                       : waste::runtime::default_usage_path(*model->container);
         model->options.usage_path = nullptr;  // the caller's string is not kept
@@ -167,15 +175,23 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
                                    waste_error* error) {
     return guarded(error, [&] {
         if (!model || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_plan_json: model and out_json are required");
-        const uint32_t context = options && options->context_length ? options->context_length : 4096;
-        const uint64_t budget = options ? options->budget_bytes : 0;
-        const auto plan = waste::runtime::plan_memory(*model->container, context, budget, waste::platform::query_memory_info(),
-                                                      model->plan.compute_threads, model->options.lut_mode == WASTE_LUT_INT8);
+        waste::runtime::PlanRequest request;
+        request.context_length = options && options->context_length ? options->context_length : 4096;
+        request.budget_bytes = options ? options->budget_bytes : 0;
+        request.compute_threads = model->plan.compute_threads;
+        request.int8_tables = model->options.lut_mode == WASTE_LUT_INT8;
+        request.sessions = model->options.sessions;
+        request.snapshot_bytes = model->options.snapshot_bytes;
+        const auto plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
         json out;
         out["ctx"] = plan.context_length;
+        out["sessions"] = plan.sessions;
         out["trunk_bytes"] = plan.trunk_bytes;
+        out["session_state_bytes"] = plan.session_state_bytes;
         out["state_bytes"] = plan.state_bytes;
+        out["session_scratch_bytes"] = plan.session_scratch_bytes;
         out["scratch_bytes"] = plan.scratch_bytes;
+        out["snapshot_bytes"] = plan.snapshot_bytes;
         out["compute_threads"] = plan.compute_threads;
         out["io_bytes"] = plan.io_bytes;
         out["runtime_bytes"] = plan.runtime_bytes;

@@ -33,11 +33,6 @@ std::array<int32_t, shape_fields> header_fields(const format::ModelConfig& c, co
             static_cast<int32_t>(s.position), static_cast<int32_t>(s.n_blocks)};
 }
 
-uint64_t layer_floats(const format::ModelConfig& c, const LayerState& layer, int index, uint32_t position) {
-    if (c.layer_kinds[index] == format::LayerKind::kda) return layer.kda.size() + layer.conv.size();
-    return static_cast<uint64_t>(position) * (c.kv_lora + c.qk_rope);
-}
-
 struct FileCloser {
     void operator()(std::FILE* file) const { std::fclose(file); }
 };
@@ -59,20 +54,14 @@ void save_session_state(const format::ModelConfig& c, const SessionState& s, con
     write(fields.data(), sizeof(int32_t) * fields.size());
     const uint32_t reserved[2] = {0, 0};
     write(reserved, sizeof reserved);
-    for (int l = 0; l < c.layers; ++l) {
-        const LayerState& layer = s.layers[l];
-        if (c.layer_kinds[l] == format::LayerKind::kda) {
-            write(layer.kda.data(), sizeof(float) * layer.kda.size());
-            write(layer.conv.data(), sizeof(float) * layer.conv.size());
-        } else {
-            WASTE_CHECK(layer.n_kv == s.position);
-            const int32_t n_kv = static_cast<int32_t>(layer.n_kv);
+    for_each_state_field(c, s, s.position, s.n_blocks, [&](const StateSpan<const float>& span) {
+        if (span.field == StateField::latent) {  // an MLA layer's i32 n_kv comes first
+            WASTE_CHECK(s.layers[span.layer].n_kv == s.position);
+            const int32_t n_kv = static_cast<int32_t>(s.position);
             write(&n_kv, sizeof n_kv);
-            write(layer.latent.data(), sizeof(float) * layer_floats(c, layer, l, s.position));
         }
-    }
-    write(s.block_residuals.data(), sizeof(float) * static_cast<size_t>(s.n_blocks) * c.hidden);
-    write(s.residual.data(), sizeof(float) * s.residual.size());
+        write(span.data, sizeof(float) * span.floats);
+    });
     out.commit();
     const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
     platform::sync_directory(parent.string());
@@ -117,42 +106,35 @@ void load_session_state(const format::ModelConfig& c, const std::string& path, S
             fail(WASTE_ERR_FORMAT, "state file {}: n_block_residuals {} is outside [0, {}] for this model", path, blocks,
                  max_blocks);
         uint64_t expected = session_file_header_bytes;
-        for (int l = 0; l < c.layers; ++l) {
-            if (c.layer_kinds[l] == format::LayerKind::mla) expected += sizeof(int32_t);
-            expected += sizeof(float) * layer_floats(c, s.layers[l], l, static_cast<uint32_t>(position));
-        }
-        expected += sizeof(float) * (static_cast<uint64_t>(blocks) + 1) * c.hidden;
+        for_each_state_field(c, s, static_cast<uint32_t>(position), static_cast<uint32_t>(blocks),
+                             [&](const StateSpan<float>& span) {
+                                 if (span.field == StateField::latent) expected += sizeof(int32_t);
+                                 expected += sizeof(float) * static_cast<uint64_t>(span.floats);
+                             });
         if (file_bytes != expected)
             fail(WASTE_ERR_CORRUPT, "state file {}: {} bytes, but a state of {} tokens of this model is {} bytes ({})", path,
                  file_bytes, position, expected, file_bytes < expected ? "truncated" : "trailing bytes");
 
-        auto read_floats = [&](float* into, size_t count, const char* what, int layer) {
-            const std::string where = layer >= 0 ? fmt::format("{} of layer {}", what, layer) : std::string(what);
-            if (std::fread(into, sizeof(float), count, file.get()) != count)
-                fail(WASTE_ERR_IO, "state file {}: short read in {}", path, where);
-            for (size_t i = 0; i < count; ++i)
-                if (!std::isfinite(into[i]))
-                    fail(WASTE_ERR_CORRUPT, "state file {}: {} holds a non-finite value at element {}", path, where, i);
-        };
-        for (int l = 0; l < c.layers; ++l) {
-            LayerState& layer = s.layers[l];
-            if (c.layer_kinds[l] == format::LayerKind::kda) {
-                read_floats(layer.kda.data(), layer.kda.size(), "the KDA state", l);
-                read_floats(layer.conv.data(), layer.conv.size(), "the conv state", l);
-            } else {
+        for_each_state_field(c, s, static_cast<uint32_t>(position), static_cast<uint32_t>(blocks),
+                             [&](const StateSpan<float>& span) {
+            const std::string where = span.layer >= 0
+                                          ? fmt::format("{} of layer {}", state_field_name(span.field), span.layer)
+                                          : std::string(state_field_name(span.field));
+            if (span.field == StateField::latent) {
                 int32_t n_kv = 0;
                 if (std::fread(&n_kv, sizeof n_kv, 1, file.get()) != 1)
-                    fail(WASTE_ERR_IO, "state file {}: short read at n_kv of layer {}", path, l);
+                    fail(WASTE_ERR_IO, "state file {}: short read at n_kv of layer {}", path, span.layer);
                 if (n_kv != position)
-                    fail(WASTE_ERR_CORRUPT, "state file {}: layer {} (MLA) has n_kv {}, must equal pos {}", path, l, n_kv,
-                         position);
-                read_floats(layer.latent.data(), layer_floats(c, layer, l, static_cast<uint32_t>(position)),
-                            "the latent cache", l);
-                layer.n_kv = static_cast<uint32_t>(n_kv);
+                    fail(WASTE_ERR_CORRUPT, "state file {}: layer {} (MLA) has n_kv {}, must equal pos {}", path, span.layer,
+                         n_kv, position);
+                s.layers[span.layer].n_kv = static_cast<uint32_t>(n_kv);
             }
-        }
-        read_floats(s.block_residuals.data(), static_cast<size_t>(blocks) * c.hidden, "the block residuals", -1);
-        read_floats(s.residual.data(), s.residual.size(), "the residual stream", -1);
+            if (std::fread(span.data, sizeof(float), span.floats, file.get()) != span.floats)
+                fail(WASTE_ERR_IO, "state file {}: short read in {}", path, where);
+            for (size_t i = 0; i < span.floats; ++i)
+                if (!std::isfinite(span.data[i]))
+                    fail(WASTE_ERR_CORRUPT, "state file {}: {} holds a non-finite value at element {}", path, where, i);
+        });
         s.n_blocks = static_cast<uint32_t>(blocks);
         s.position = static_cast<uint32_t>(position);
     } catch (...) {

@@ -32,4 +32,15 @@ void SessionState::reset() {
     std::fill(residual.begin(), residual.end(), 0.0f);
 }
 
+const char* state_field_name(StateField field) {
+    switch (field) {
+        case StateField::kda: return "the KDA state";
+        case StateField::conv: return "the conv state";
+        case StateField::latent: return "the latent cache";
+        case StateField::block_residuals: return "the block residuals";
+        case StateField::residual: return "the residual stream";
+    }
+    return "a state field";
+}
+
 }  // namespace waste::model

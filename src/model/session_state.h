@@ -4,9 +4,15 @@
 // [3 projections][kernel-1][C] (oldest first). Per MLA layer: the absorbed
 // latent cache [ctx][kv_lora + rope]. With Attention Residuals: the block
 // residuals [n][H]. The layout is the session file's (container-v0 §7).
+//
+// for_each_state_field walks the fields in that order; the state file
+// (session_file.cpp) and the in-RAM snapshots (runtime/session_snapshot.h)
+// both copy a state through it, so the two never disagree on what a state is.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "format/model_config.h"
@@ -31,5 +37,47 @@ struct SessionState {
     SessionState(const format::ModelConfig& config, uint32_t context_length);
     void reset();
 };
+
+enum class StateField { kda, conv, latent, block_residuals, residual };
+
+// One field of a state: `floats` values at `data` (float*, or const float*
+// for a const state).
+template <typename Float>
+struct StateSpan {
+    StateField field;
+    int layer;  // -1 for the block residuals and the residual stream
+    Float* data;
+    size_t floats;
+};
+
+// Calls visit(StateSpan) for each field of a state holding `position` tokens
+// and `n_blocks` block residuals, in the session file's order: per layer, a
+// KDA layer's state then its conv rings, or an MLA layer's latent rows
+// [0, position); then the n_blocks block residuals; then the residual stream.
+// position and n_blocks are parameters, not the state's own, so that a
+// loader can size and fill a state from a header before trusting it; the
+// caller bounds them (position <= context_length, n_blocks * hidden <=
+// block_residuals.size()).
+template <typename State, typename Visit>
+void for_each_state_field(const format::ModelConfig& c, State& s, uint32_t position, uint32_t n_blocks, Visit&& visit) {
+    static_assert(std::is_same_v<std::remove_const_t<State>, SessionState>);
+    using Float = std::conditional_t<std::is_const_v<State>, const float, float>;
+    for (int l = 0; l < c.layers; ++l) {
+        auto& layer = s.layers[l];
+        if (c.layer_kinds[l] == format::LayerKind::kda) {
+            visit(StateSpan<Float>{StateField::kda, l, layer.kda.data(), layer.kda.size()});
+            visit(StateSpan<Float>{StateField::conv, l, layer.conv.data(), layer.conv.size()});
+        } else {
+            visit(StateSpan<Float>{StateField::latent, l, layer.latent.data(),
+                                   static_cast<size_t>(position) * (c.kv_lora + c.qk_rope)});
+        }
+    }
+    visit(StateSpan<Float>{StateField::block_residuals, -1, s.block_residuals.data(),
+                           static_cast<size_t>(n_blocks) * c.hidden});
+    visit(StateSpan<Float>{StateField::residual, -1, s.residual.data(), s.residual.size()});
+}
+
+// What a field is called in errors ("the latent cache").
+const char* state_field_name(StateField field);
 
 }  // namespace waste::model

@@ -19,6 +19,7 @@
 #include "runtime/expert_cache.h"
 #include "runtime/memory_plan.h"
 #include "runtime/route_log.h"
+#include "runtime/session_snapshot.h"
 
 namespace waste::runtime {
 
@@ -112,6 +113,12 @@ public:
     // refused file leaves the session reset.
     void save_state(const std::string& path) const;
     void load_state(const std::string& path);
+    // In-RAM copies (runtime/session_snapshot.h, session_persist.cpp): restore
+    // gives back exactly the snapshotted state and logits. A snapshot of
+    // another model's shape is WASTE_ERR_INVALID_ARGUMENT and leaves the
+    // session as it was; restore allocates nothing, so it cannot fail half-way.
+    SessionSnapshot snapshot() const;
+    void restore(const SessionSnapshot& snapshot);
 
 private:
     Engine& engine_;

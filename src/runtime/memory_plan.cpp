@@ -22,11 +22,18 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
         }
     }
     if (c.attn_res_block > 0) bytes += static_cast<uint64_t>(c.layers / c.attn_res_block + 2) * c.hidden * 4;
+    bytes += static_cast<uint64_t>(c.hidden) * 4;  // the residual stream [H]
     return bytes;
 }
 
 uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
                        bool int8_tables) {
+    return workspace_bytes(c, quant, context_length, compute_threads, int8_tables) +
+           std::max(compute_threads, 1u) * compute_thread_stack_bytes;
+}
+
+uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
+                         bool int8_tables) {
     const uint64_t threads = std::max(compute_threads, 1u);
     constexpr uint64_t prefill_chunk = 64;  // tokens per prefill chunk (models.md §7)
     const uint64_t kda_width = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
@@ -46,7 +53,6 @@ uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, u
     uint64_t bytes = floats * 4;
     // Incident: the plan once counted two threads' tables whatever the pool
     // ran, so `--threads 256` on K3 held ~300 MB the budget did not know of.
-    bytes += threads * compute_thread_stack_bytes;
     if (c.first_dense < c.layers) {
         // decode's lookup tables: [positions][stages][entries] f32 — the gate
         // and up tables shared by the top-k, one down table and one [I] gate
@@ -71,17 +77,40 @@ uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, u
 
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
                        const platform::MemoryInfo& memory, unsigned compute_threads, bool int8_tables) {
+    PlanRequest request;
+    request.context_length = context_length;
+    request.budget_bytes = requested_budget;
+    request.compute_threads = compute_threads;
+    request.int8_tables = int8_tables;
+    return plan_memory(container, request, memory);
+}
+
+MemoryPlan plan_memory(const format::Container& container, const PlanRequest& request, const platform::MemoryInfo& memory) {
+    if (request.sessions > max_planned_sessions)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "memory plan: sessions {} is above the limit of {}", request.sessions,
+             max_planned_sessions);
+    if (request.snapshot_bytes > max_snapshot_reserve_bytes)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "memory plan: snapshot reserve {} bytes is above the limit of {} bytes (1 PiB)",
+             request.snapshot_bytes, max_snapshot_reserve_bytes);
     const ModelConfig& c = container.config();
+    const uint32_t context_length = request.context_length;
+    const uint64_t requested_budget = request.budget_bytes;
+    const unsigned compute_threads = request.compute_threads;
     MemoryPlan plan;
     plan.compute_threads = compute_threads;
     plan.memory = memory;
     plan.context_length = context_length;
+    plan.sessions = std::max(request.sessions, 1u);
     plan.trunk_bytes = container.resident_trunk_bytes();
-    plan.state_bytes = session_state_bytes(c, context_length);
+    plan.session_state_bytes = session_state_bytes(c, context_length);
+    plan.state_bytes = plan.sessions * plan.session_state_bytes;
     format::ExpertQuant no_experts;  // a trunk-only container: unit shapes, no tables
     no_experts.stages = no_experts.vec_dim = no_experts.entries = 1;
-    plan.scratch_bytes = scratch_bytes(c, container.has_experts() ? container.manifest().quant : no_experts, context_length,
-                                       compute_threads, int8_tables);
+    plan.session_scratch_bytes = workspace_bytes(c, container.has_experts() ? container.manifest().quant : no_experts,
+                                                 context_length, compute_threads, request.int8_tables);
+    plan.scratch_bytes = plan.sessions * plan.session_scratch_bytes +
+                         std::max(compute_threads, 1u) * compute_thread_stack_bytes;
+    plan.snapshot_bytes = request.snapshot_bytes;
     uint64_t record = 0, moe_layers = 0;
     for (const auto& [layer, bank] : container.manifest().banks) {
         record = bank.record_bytes;
@@ -98,7 +127,7 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
                         : 0;
     plan.runtime_bytes = process_allowance_bytes + container.codebooks().size() * sizeof(float);
     plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.io_bytes + plan.runtime_bytes +
-                       plan.min_cache_bytes;
+                       plan.snapshot_bytes + plan.min_cache_bytes;
 
     const uint64_t ceiling = memory.usable_bytes / 8 * 7;
     plan.recommended_bytes = plan.floor_bytes;
@@ -123,10 +152,12 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
 void require_budget(const MemoryPlan& plan) {
     if (!plan.budget_ok)
         fail(WASTE_ERR_BUDGET,
-             "memory budget {} bytes is below this model's floor of {} bytes at context {} "
-             "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + minimum expert cache {}); run `waste plan MODEL` to see the plan",
-             plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.trunk_bytes, plan.state_bytes,
-             plan.scratch_bytes, plan.io_bytes, plan.runtime_bytes, plan.min_cache_bytes);
+             "memory budget {} bytes is below this model's floor of {} bytes at context {} with {} session{} "
+             "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + snapshot reserve {} + minimum expert cache {}); "
+             "run `waste plan MODEL` to see the plan",
+             plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.sessions, plan.sessions == 1 ? "" : "s",
+             plan.trunk_bytes, plan.state_bytes, plan.scratch_bytes, plan.io_bytes, plan.runtime_bytes,
+             plan.snapshot_bytes, plan.min_cache_bytes);
 }
 
 }  // namespace waste::runtime

@@ -1,7 +1,13 @@
 // memory_plan.h — the RAM plan: what must be resident, and what is left for
 // the expert cache (docs/ARCHITECTURE.md, "Memory is a planned ceiling").
 //
-//   floor       = trunk + state(ctx) + scratch + I/O + runtime + minimum cache
+//   floor       = trunk + sessions x (state(ctx) + workspace) + thread stacks
+//                 + I/O + runtime + snapshot reserve + minimum cache
+//   sessions    = the conversations planned at once (a server's --parallel):
+//                 each has its own state and its own compute workspace
+//                 (model::Workspace: activations, lookup tables, logits)
+//   snapshot    = RAM reserved for session snapshots (prompt reuse,
+//                 runtime/session_snapshot.h); snapshots beyond it are refused
 //   I/O         = the reader (io_uring ring or pread threads) and the
 //                 hotlist's usage counters; reads land in cache slots, so
 //                 there are no I/O buffers, and router lookahead prefetches
@@ -29,9 +35,13 @@ namespace waste::runtime {
 
 struct MemoryPlan {
     uint32_t context_length = 0;
+    uint32_t sessions = 1;              // states and workspaces planned
     uint64_t trunk_bytes = 0;
-    uint64_t state_bytes = 0;
-    uint64_t scratch_bytes = 0;
+    uint64_t session_state_bytes = 0;   // one session's state at the context length
+    uint64_t state_bytes = 0;           // sessions x session_state_bytes
+    uint64_t session_scratch_bytes = 0; // one session's workspace
+    uint64_t scratch_bytes = 0;         // sessions x session_scratch_bytes + compute thread stacks
+    uint64_t snapshot_bytes = 0;        // the snapshot reserve
     unsigned compute_threads = 0;     // the pool the scratch was planned for
     uint64_t io_bytes = 0;            // reader + usage counters
     uint64_t runtime_bytes = 0;       // codebooks + process allowance
@@ -53,15 +63,42 @@ struct MemoryPlan {
 // latent cache, AttnRes block residuals and the residual stream.
 uint64_t session_state_bytes(const format::ModelConfig& config, uint32_t context_length);
 
-// The engine's scratch at a context length (activations, lookup tables,
+// One session's workspace at a context length (activations, lookup tables,
 // prefill chunk buffers, logits) for a pool of compute_threads threads (each
-// has its own down-projection table and gate/up rows, and a stack);
+// has its own down-projection table and gate/up rows in every workspace);
 // int8_tables: the int8 lookup-table mode's quantised copies too
 // (kernels/vq_lut.h).
+uint64_t workspace_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
+                         unsigned compute_threads, bool int8_tables = false);
+
+// The engine's scratch for one session: its workspace and the compute
+// threads' stacks.
 uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
                        unsigned compute_threads, bool int8_tables = false);
 
-// compute_threads: what the engine's pool will run (platform::resolve_pool_threads).
+// The most sessions a plan takes (waste_open_options.sessions): the plan
+// multiplies a session's bytes by it, and an engine runs one call at a time,
+// so slots beyond a thousand would only hold idle memory.
+constexpr uint32_t max_planned_sessions = 1024;
+// The largest snapshot reserve (waste_open_options.snapshot_bytes): 1 PiB,
+// above any machine's RAM, and small enough that the floor's sum never
+// overflows.
+constexpr uint64_t max_snapshot_reserve_bytes = 1ull << 50;
+
+struct PlanRequest {
+    uint32_t context_length = 4096;
+    uint64_t budget_bytes = 0;     // 0 = the recommended budget
+    unsigned compute_threads = 1;  // what the engine's pool will run (platform::resolve_pool_threads)
+    bool int8_tables = false;
+    uint32_t sessions = 1;         // 0 counts as 1; at most max_planned_sessions
+    uint64_t snapshot_bytes = 0;   // at most max_snapshot_reserve_bytes
+};
+
+// Throws WASTE_ERR_INVALID_ARGUMENT for sessions or a snapshot reserve
+// beyond their bounds.
+MemoryPlan plan_memory(const format::Container& container, const PlanRequest& request, const platform::MemoryInfo& memory);
+
+// The same with one session and no snapshot reserve.
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
                        const platform::MemoryInfo& memory, unsigned compute_threads, bool int8_tables = false);
 
