@@ -11,6 +11,12 @@
 
 #include "cli_common.h"
 
+namespace waste_cli {
+// `waste serve` (cmd_serve.cpp); declared here so cli_common.h, which every
+// command includes, stays as it is.
+void add_serve_command(CLI::App& app);
+}  // namespace waste_cli
+
 int main(int argc, char** argv) {
     CLI::App app{"waste — Weight-Aware Streaming Tensor Engine: runs large mixture-of-experts models from disk"};
     app.require_subcommand(1);
@@ -31,6 +37,7 @@ int main(int argc, char** argv) {
     waste_cli::add_diskbench_command(app);
     waste_cli::add_convert_command(app);
     waste_cli::add_render_command(app);
+    waste_cli::add_serve_command(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

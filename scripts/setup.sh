@@ -59,3 +59,12 @@ if ! cmp -s "$validator/package-lock.json" "$validator/node_modules/.waste-insta
   (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$validator/package-lock.json" "$validator/node_modules/.waste-installed-lock.json"
 fi
+
+# The server's client test (tools/serve-client): the real npm `openai`
+# client, pinned by its package-lock.json, under node's built-in test runner.
+client="$(cd "$(dirname "$0")/.." && pwd)/tools/serve-client"
+if ! cmp -s "$client/package-lock.json" "$client/node_modules/.waste-installed-lock.json"; then
+  echo "setup: npm ci in tools/serve-client" >&2
+  (cd "$client" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$client/package-lock.json" "$client/node_modules/.waste-installed-lock.json"
+fi

@@ -1,0 +1,182 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <random>
+
+#include "api_error.h"
+#include "stop_strings.h"
+
+namespace waste_serve {
+
+namespace {
+
+using nlohmann::json;
+
+// Why 64: the library's largest prefill chunk; a long prompt is evaluated
+// in turns of this size, so a new request's prefill does not stall the
+// token streams of the other slots for its whole length.
+constexpr size_t kPrefillTurn = 64;
+
+[[noreturn]] void engine_failure(waste_session* session, const waste_error& error, const char* doing) {
+    waste_session_reset(session, nullptr);
+    throw ApiError{500, std::string("the engine failed ") + doing + ": " + error.message, "engine_error", "", "engine_error"};
+}
+
+waste_session_stats minus(const waste_session_stats& a, const waste_session_stats& b) {
+    waste_session_stats d{};
+    d.tokens = a.tokens - b.tokens;
+    d.expert_hits = a.expert_hits - b.expert_hits;
+    d.expert_misses = a.expert_misses - b.expert_misses;
+    d.bytes_read = a.bytes_read - b.bytes_read;
+    return d;
+}
+
+void append(ReplyDelta& into, ReplyDelta&& from) {
+    into.reasoning += from.reasoning;
+    into.content += from.content;
+    for (auto& call : from.tool_calls) into.tool_calls.push_back(std::move(call));
+}
+
+}  // namespace
+
+uint32_t completion_budget(const Engine& engine, const GenerationJob& job) {
+    const size_t prompt = job.prompt.size();
+    if (prompt >= engine.context_length)
+        throw bad_request("the prompt is " + std::to_string(prompt) + " tokens; the context holds " +
+                              std::to_string(engine.context_length) + " (prompt and reply together)",
+                          "messages", "context_length_exceeded");
+    const uint32_t asked = job.params.max_tokens.value_or(engine.default_max_tokens);
+    return std::min<uint32_t>(asked, engine.context_length - static_cast<uint32_t>(prompt));
+}
+
+Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink& sink) {
+    const auto started = std::chrono::steady_clock::now();
+    waste_session* session = engine.sessions.at(slot);
+    Outcome outcome;
+    outcome.prompt_tokens = static_cast<uint32_t>(job.prompt.size());
+    const uint32_t budget = completion_budget(engine, job);
+    const uint64_t seed = job.params.seed.value_or(std::random_device{}());
+    TokenSampler sampler(job.params, seed);
+    StopStrings stops(job.params.stop);
+    waste_error error{};
+    waste_session_stats before{};
+    waste_session_stats_get(session, &before, nullptr);
+
+    // Prefill: resume from the longest stored prefix, then the rest in turns.
+    {
+        std::lock_guard lock(engine.turn);
+        outcome.reused_tokens = engine.prompt_cache ? engine.prompt_cache->resume(session, job.prompt) : 0;
+        if (!engine.prompt_cache && waste_session_reset(session, &error) != WASTE_OK)
+            engine_failure(session, error, "resetting a session");
+    }
+    for (size_t at = outcome.reused_tokens; at < job.prompt.size(); at += kPrefillTurn) {
+        std::lock_guard lock(engine.turn);
+        const size_t count = std::min(kPrefillTurn, job.prompt.size() - at);
+        if (waste_session_eval(session, job.prompt.data() + at, count, &error) != WASTE_OK)
+            engine_failure(session, error, "evaluating the prompt");
+    }
+    if (engine.prompt_cache) {
+        std::lock_guard lock(engine.turn);
+        engine.prompt_cache->remember(session, job.prompt);
+    }
+    if (outcome.reused_tokens) {
+        ++engine.metrics->prompt_cache_hits;
+        engine.metrics->prompt_cache_tokens_reused += outcome.reused_tokens;
+    }
+    engine.metrics->prompt_tokens += outcome.prompt_tokens;
+    engine.metrics->prefilled_tokens += outcome.prompt_tokens - outcome.reused_tokens;
+
+    bool model_ended = false;
+    int32_t pending = -1;  // the last token drawn, evaluated at the next step (never when the reply ends)
+    for (uint32_t n = 0; n < budget; ++n) {
+        if (engine.cancel_all.load()) break;
+        TokenChoice choice;
+        {
+            std::lock_guard lock(engine.turn);
+            if (pending >= 0 && waste_session_eval(session, &pending, 1, &error) != WASTE_OK)
+                engine_failure(session, error, "evaluating a generated token");
+            const float* logits = nullptr;
+            size_t vocab = 0;
+            if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK)
+                engine_failure(session, error, "reading the logits");
+            if (!sampler.pick(logits, vocab, choice, error)) engine_failure(session, error, "sampling");
+        }
+        ++outcome.completion_tokens;
+        ++engine.metrics->generated_tokens;
+        if (job.params.logprobs) outcome.choices.push_back(choice);
+        if (choice.token == engine.eos ||
+            std::find(job.stop_ids.begin(), job.stop_ids.end(), choice.token) != job.stop_ids.end()) {
+            model_ended = true;
+            break;
+        }
+        pending = choice.token;
+        StepOutput step;
+        step.delta = job.reader->push(choice.token);
+        step.delta.content = stops.push(step.delta.content);
+        step.choice = &choice;
+        if (!sink(step)) {
+            outcome.client_gone = true;
+            break;
+        }
+        if (stops.matched()) break;
+    }
+
+    // The end: what the reader and the stop strings held back.
+    StepOutput last;
+    last.delta = job.reader->finish();
+    last.delta.content = stops.push(last.delta.content);
+    last.delta.content += stops.finish();
+    if (!outcome.client_gone && !sink(last)) outcome.client_gone = true;
+
+    outcome.message = job.reader->message();
+    outcome.message["content"] = stops.content().empty() ? json(nullptr) : json(stops.content());
+    const bool has_calls = outcome.message.contains("tool_calls") && !outcome.message["tool_calls"].empty();
+    if (has_calls) outcome.finish_reason = "tool_calls";
+    else if (model_ended || stops.matched()) outcome.finish_reason = "stop";
+    else if (outcome.completion_tokens >= budget) outcome.finish_reason = "length";
+    else outcome.finish_reason = "stop";
+
+    waste_session_stats after{};
+    waste_session_stats_get(session, &after, nullptr);
+    outcome.stats = minus(after, before);
+    outcome.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    engine.metrics->expert_hits += outcome.stats.expert_hits;
+    engine.metrics->expert_misses += outcome.stats.expert_misses;
+    engine.metrics->bytes_read += outcome.stats.bytes_read;
+    engine.metrics->generation_nanoseconds += static_cast<uint64_t>(outcome.ms * 1e6);
+    if (outcome.client_gone) ++engine.metrics->disconnects;
+    return outcome;
+}
+
+json usage_json(const Outcome& outcome) {
+    return {{"prompt_tokens", outcome.prompt_tokens},
+            {"completion_tokens", outcome.completion_tokens},
+            {"total_tokens", outcome.prompt_tokens + outcome.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", outcome.reused_tokens}}}};
+}
+
+json waste_json(const Engine& engine, const Outcome& outcome) {
+    const uint64_t lookups = outcome.stats.expert_hits + outcome.stats.expert_misses;
+    return {{"tokens_generated", outcome.completion_tokens},
+            {"experts_hit", outcome.stats.expert_hits},
+            {"experts_missed", outcome.stats.expert_misses},
+            {"expert_hit_rate", lookups ? json(static_cast<double>(outcome.stats.expert_hits) / lookups) : json(nullptr)},
+            {"bytes_read", outcome.stats.bytes_read},
+            {"direct_io", engine.direct_io},
+            {"prompt_tokens_reused", outcome.reused_tokens},
+            {"ms", outcome.ms}};
+}
+
+std::string token_text(const Engine& engine, int32_t token) {
+    char* text = nullptr;
+    size_t length = 0;
+    if (waste_tokenizer_detokenize(engine.tokenizer, &token, 1, WASTE_TOKENIZE_MARKUP, &text, &length, nullptr) != WASTE_OK)
+        return {};
+    std::string out(text, length);
+    waste_string_free(text);
+    return out;
+}
+
+}  // namespace waste_serve

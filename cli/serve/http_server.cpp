@@ -1,0 +1,360 @@
+// http_server.cpp — the HTTP surface of `waste serve` on cpp-httplib:
+// limits checked before a body is read, the API key, OpenAI's error shape
+// for every failure, and the routes (k3-chat.md §13).
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "api_error.h"
+#include "auth.h"
+#include "json_body.h"
+#include "server_context.h"
+#include "sse.h"
+
+namespace waste_serve {
+
+namespace {
+
+using nlohmann::json;
+
+// §13.23: bodies over 64 MiB are refused on the declared length.
+constexpr uint64_t kMaxBodyBytes = 64ull << 20;
+
+void send_error(httplib::Response& res, const ApiError& error) {
+    res.status = error.status;
+    res.set_content(dump(error.to_json()), "application/json");
+}
+
+const char* error_type_for(int status) {
+    switch (status) {
+        case 401: return "authentication_error";
+        case 404: return "not_found_error";
+        case 405: return "invalid_request_error";
+        case 500: return "engine_error";
+        case 503: return "unavailable_error";
+        default: return "invalid_request_error";
+    }
+}
+
+void send_unavailable(httplib::Response& res, const std::string& message, const char* code) {
+    res.set_header("Retry-After", "1");
+    send_error(res, ApiError{503, message, "unavailable_error", "", code});
+}
+
+// Wraps a handler: counts it, refuses while loading, turns ApiError and
+// anything else thrown into OpenAI's error object.
+template <typename Handler>
+auto endpoint(ServerContext& ctx, bool needs_model, Handler handler) {
+    return [&ctx, needs_model, handler](const httplib::Request& req, httplib::Response& res) {
+        ++ctx.metrics.requests;
+        if (needs_model && !ctx.ready.load()) {
+            send_unavailable(res, "the model is still loading; retry shortly (GET /health says when it is ready)", "model_loading");
+            return;
+        }
+        try {
+            handler(req, res);
+        } catch (const ApiError& error) {
+            send_error(res, error);
+        } catch (const std::bad_alloc&) {
+            send_error(res, ApiError{500, "out of memory while serving the request", "engine_error", "", "engine_error"});
+        } catch (const std::exception& e) {
+            send_error(res, ApiError{500, std::string("the server failed: ") + e.what(), "engine_error", "", "engine_error"});
+        }
+        if (res.status >= 400) ++ctx.metrics.requests_error;
+    };
+}
+
+json model_object(const ServerContext& ctx) {
+    const json& info = ctx.engine.model_info;
+    json shape = json::object();
+    for (const char* key : {"architecture", "layers", "hidden", "experts", "experts_per_token", "vocab", "parameters",
+                            "quantization", "container_bytes"})
+        if (info.contains(key)) shape[key] = info[key];
+    shape["context_length"] = ctx.engine.context_length;
+    shape["info"] = info;
+    return {{"id", ctx.engine.model_id}, {"object", "model"}, {"created", unix_now()}, {"owned_by", "waste"}, {"waste", shape}};
+}
+
+std::vector<int32_t> plain_tokens(const Engine& engine, const std::string& text) {
+    int32_t* ids = nullptr;
+    size_t count = 0;
+    waste_error error{};
+    if (waste_tokenizer_tokenize(engine.tokenizer, text.data(), text.size(), 0, &ids, &count, &error) != WASTE_OK)
+        throw bad_request(std::string("cannot tokenize the text: ") + error.message);
+    std::vector<int32_t> out(ids, ids + count);
+    waste_tokens_free(ids);
+    return out;
+}
+
+// Blocking generation on a slot; nullopt-free: throws 503 when shutting down.
+Outcome run_blocking(ServerContext& ctx, Admission& admission, GenerationJob& job) {
+    auto lease = admission.wait_for_slot();
+    if (!lease) throw ApiError{503, "the server is shutting down", "unavailable_error", "", "shutting_down"};
+    return generate(ctx.engine, lease->index(), job, [](const StepOutput&) { return true; });
+}
+
+Admission admit_or_throw(ServerContext& ctx) {
+    auto admission = ctx.slots->admit();
+    if (!admission) {
+        ++ctx.metrics.requests_rejected;
+        throw ApiError{503, fmt::format("every slot is busy and the queue is full ({} waiting); retry shortly", ctx.settings.queue),
+                       "unavailable_error", "", "queue_full"};
+    }
+    return std::move(*admission);
+}
+
+void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const json request = parse_body(req.body);
+    const SamplingParams params = read_sampling_params(request, Endpoint::chat);
+    const json options = {{"thinking", ctx.engine.thinking}};
+    char* rendered_text = nullptr;
+    waste_error error{};
+    const waste_status status = waste_chat_render_json(ctx.engine.model, req.body.data(), req.body.size(),
+                                                       dump(options).c_str(), &rendered_text, &error);
+    std::string rendered_string = rendered_text ? rendered_text : "";
+    waste_string_free(rendered_text);
+    if (status != WASTE_OK) {
+        ApiError refusal = bad_request(error.message);
+        if (status == WASTE_ERR_INVALID_ARGUMENT && !rendered_string.empty()) {
+            const json e = json::parse(rendered_string, nullptr, false);
+            if (e.is_object()) {
+                refusal.message = e.value("message", refusal.message);
+                refusal.type = e.value("type", refusal.type);
+                if (e.contains("param") && e["param"].is_string()) refusal.param = e["param"];
+                if (e.contains("code") && e["code"].is_string()) refusal.code = e["code"];
+            }
+        } else if (status != WASTE_ERR_INVALID_ARGUMENT) {
+            refusal = ApiError{500, std::string("cannot render the conversation: ") + error.message, "engine_error", "", "engine_error"};
+        }
+        throw refusal;
+    }
+    const json rendered = json::parse(rendered_string);
+    if (rendered.contains("images") && !rendered["images"].empty())
+        throw bad_request("this server has no vision tower: images cannot be read", "messages", "vision_disabled");
+
+    auto job = std::make_shared<GenerationJob>();
+    job->prompt = rendered.at("ids").get<std::vector<int32_t>>();
+    job->params = params;
+    if (rendered.contains("stop_ids")) job->stop_ids = rendered["stop_ids"].get<std::vector<int32_t>>();
+    const std::string channel = rendered.contains("channel") && rendered["channel"].is_string() ? rendered["channel"].get<std::string>() : "";
+    job->reader = make_chat_reader(ctx.engine.model, channel);
+    completion_budget(ctx.engine, *job);  // a prompt over the context is refused before admission
+    auto admission = std::make_shared<Admission>(admit_or_throw(ctx));
+    const std::string id = new_id("chatcmpl-");
+    const int64_t created = unix_now();
+
+    if (!params.stream) {
+        const Outcome outcome = run_blocking(ctx, *admission, *job);
+        ++ctx.metrics.requests_ok;
+        json choice = {{"index", 0}, {"message", outcome.message}, {"logprobs", nullptr}, {"finish_reason", outcome.finish_reason}};
+        if (params.logprobs) choice["logprobs"] = chat_logprobs(ctx.engine, outcome.choices);
+        const json body = {{"id", id},       {"object", "chat.completion"},           {"created", created},
+                           {"model", ctx.engine.model_id}, {"choices", json::array({choice})},
+                           {"usage", usage_json(outcome)}, {"waste", waste_json(ctx.engine, outcome)}};
+        res.set_content(dump(body), "application/json");
+        return;
+    }
+
+    // Streaming: the generation runs inside the content provider, writing a
+    // chunk per token; a failed write means the client is gone, and the
+    // generation stops at that token.
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream", [&ctx, job, admission, id, created, params](size_t, httplib::DataSink& sink) {
+            ChatStream stream(id, created, ctx.engine.model_id);
+            bool client_there = sink.write(stream.first().data(), stream.first().size());
+            auto lease = client_there ? admission->wait_for_slot() : std::nullopt;
+            if (!lease) {
+                if (client_there) {
+                    const std::string error = sse_event(ApiError{503, "the server is shutting down", "unavailable_error", "", "shutting_down"}.to_json()) + kSseDone;
+                    sink.write(error.data(), error.size());
+                    sink.done();
+                }
+                return false;
+            }
+            bool gone = false;
+            try {
+                const Outcome outcome = generate(ctx.engine, lease->index(), *job, [&](const StepOutput& step) {
+                    if (!sink.is_writable()) return gone = true, false;
+                    const std::string text = stream.step(ctx.engine, step, params.logprobs);
+                    if (!text.empty() && !sink.write(text.data(), text.size())) return gone = true, false;
+                    if (step.choice) ++ctx.metrics.stream_tokens_sent;
+                    return true;
+                });
+                if (outcome.client_gone) return false;
+                const std::string tail = stream.end(ctx.engine, outcome, params.include_usage);
+                if (!sink.write(tail.data(), tail.size())) return false;
+                ++ctx.metrics.requests_ok;
+            } catch (const ApiError& error) {
+                // Headers are gone already: the error travels as an event.
+                ++ctx.metrics.requests_error;
+                const std::string text = sse_event(error.to_json()) + kSseDone;
+                sink.write(text.data(), text.size());
+            } catch (const std::exception& e) {
+                ++ctx.metrics.requests_error;
+                const std::string text =
+                    sse_event(ApiError{500, std::string("the server failed: ") + e.what(), "engine_error", "", "engine_error"}.to_json()) + kSseDone;
+                sink.write(text.data(), text.size());
+            }
+            sink.done();
+            return true;
+        });
+}
+
+void completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const json request = parse_body(req.body);
+    const SamplingParams params = read_sampling_params(request, Endpoint::completion);
+    const auto prompt_it = request.find("prompt");
+    if (prompt_it == request.end()) throw bad_request("'prompt' is required", "prompt");
+    json prompt = *prompt_it;
+    if (prompt.is_array()) {
+        if (prompt.size() != 1) throw bad_request("'prompt' as a list must hold exactly one string", "prompt");
+        prompt = prompt[0];
+    }
+    if (!prompt.is_string()) throw bad_request("'prompt' must be a string (or a list of exactly one)", "prompt");
+    GenerationJob job;
+    job.prompt = plain_tokens(ctx.engine, prompt.get<std::string>());
+    if (job.prompt.empty()) throw bad_request("'prompt' is empty: there is nothing to continue", "prompt");
+    job.params = params;
+    job.reader = make_text_reader(ctx.engine.tokenizer);
+    completion_budget(ctx.engine, job);
+    Admission admission = admit_or_throw(ctx);
+    const Outcome outcome = run_blocking(ctx, admission, job);
+    ++ctx.metrics.requests_ok;
+    json choice = {{"text", outcome.message["content"].is_string() ? outcome.message["content"].get<std::string>() : ""},
+                   {"index", 0},
+                   {"logprobs", nullptr},
+                   {"finish_reason", outcome.finish_reason == "tool_calls" ? "stop" : outcome.finish_reason}};
+    if (params.logprobs) choice["logprobs"] = completion_logprobs(ctx.engine, outcome.choices);
+    res.set_content(dump(json{{"id", new_id("cmpl-")},
+                              {"object", "text_completion"},
+                              {"created", unix_now()},
+                              {"model", ctx.engine.model_id},
+                              {"choices", json::array({choice})},
+                              {"usage", usage_json(outcome)},
+                              {"waste", waste_json(ctx.engine, outcome)}}),
+                    "application/json");
+}
+
+// llama.cpp server's shape: {"content": text, "with_pieces"?} -> {"tokens": [...]}.
+void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const json request = parse_body(req.body);
+    const auto content = request.find("content");
+    if (content == request.end() || !content->is_string()) throw bad_request("'content' must be a string", "content");
+    const bool pieces = request.contains("with_pieces") && request["with_pieces"].is_boolean() && request["with_pieces"].get<bool>();
+    json tokens = json::array();
+    for (int32_t id : plain_tokens(ctx.engine, content->get<std::string>())) {
+        if (pieces) tokens.push_back({{"id", id}, {"piece", token_text(ctx.engine, id)}});
+        else tokens.push_back(id);
+    }
+    res.set_content(dump(json{{"tokens", tokens}}), "application/json");
+}
+
+// {"tokens": [ids]} -> {"content": text}.
+void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const json request = parse_body(req.body);
+    const auto tokens = request.find("tokens");
+    if (tokens == request.end() || !tokens->is_array()) throw bad_request("'tokens' must be a list of token ids", "tokens");
+    std::vector<int32_t> ids;
+    const uint32_t vocabulary = waste_tokenizer_token_count(ctx.engine.tokenizer);
+    for (const json& t : *tokens) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocabulary)
+            throw bad_request("'tokens' holds " + dump(t) + ": ids are integers from 0 to " + std::to_string(vocabulary - 1), "tokens");
+        ids.push_back(t.get<int32_t>());
+    }
+    char* text = nullptr;
+    size_t length = 0;
+    waste_error error{};
+    if (waste_tokenizer_detokenize(ctx.engine.tokenizer, ids.data(), ids.size(), 0, &text, &length, &error) != WASTE_OK)
+        throw bad_request(error.message, "tokens");
+    const std::string content(text ? text : "", length);
+    waste_string_free(text);
+    res.set_content(dump(json{{"content", content}}), "application/json");
+}
+
+}  // namespace
+
+void configure_http(httplib::Server& server, ServerContext& ctx) {
+    // Why these threads: every admitted request (slots + queue) may hold one
+    // while it streams or waits, plus room for /health and /metrics.
+    const size_t threads = ctx.settings.parallel + ctx.settings.queue + 8;
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    // A client that stops sending (a body that never finishes) is dropped
+    // after this long without a byte.
+    server.set_read_timeout(10, 0);
+    server.set_write_timeout(30, 0);
+    server.set_keep_alive_timeout(5);
+    server.set_payload_max_length(kMaxBodyBytes);
+
+    server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+            if (!req.has_header("Content-Length")) {
+                // Also a chunked body: its length is unknown before reading.
+                res.set_header("Connection", "close");
+                send_error(res, ApiError{411, "a request body needs a Content-Length header", "invalid_request_error", "", "length_required"});
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            const std::string declared = req.get_header_value("Content-Length");
+            char* end = nullptr;
+            const unsigned long long length = std::strtoull(declared.c_str(), &end, 10);
+            if (declared.empty() || *end != '\0' || length > kMaxBodyBytes) {
+                res.set_header("Connection", "close");
+                send_error(res, ApiError{413, fmt::format("the body's Content-Length {} is over the limit of {} bytes (64 MiB)",
+                                                          declared.substr(0, 32), kMaxBodyBytes),
+                                         "invalid_request_error", "", "payload_too_large"});
+                return httplib::Server::HandlerResponse::Handled;
+            }
+        }
+        std::string path = req.path;
+        while (path.size() > 1 && path.back() == '/') path.pop_back();
+        if (path != "/health" && !authorized(ctx.settings.api_key, req.get_header_value("Authorization"))) {
+            send_error(res, ApiError{401, "a valid API key is required: send 'Authorization: Bearer KEY'", "authentication_error", "", "invalid_api_key"});
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+
+    // Every error without a body of ours gets OpenAI's shape (unknown
+    // routes and methods, bodies httplib refused or could not read).
+    server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        std::string message = fmt::format("HTTP {} for {} {}", res.status, req.method, req.path);
+        if (res.status == 404) message = fmt::format("no route for {} {}", req.method, req.path);
+        send_error(res, ApiError{res.status, message, error_type_for(res.status), "", res.status == 404 ? "not_found" : ""});
+    });
+
+    server.Get(R"(/health/?)", [&ctx](const httplib::Request&, httplib::Response& res) {
+        const bool ready = ctx.ready.load();
+        res.status = ready ? 200 : 503;
+        res.set_content(dump(json{{"status", ready ? "ok" : "loading"},
+                                  {"model", ctx.engine.model_id},
+                                  {"engine", ctx.engine_build},
+                                  {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.metrics.started).count()}}),
+                        "application/json");
+    });
+    server.Get(R"(/metrics/?)", [&ctx](const httplib::Request&, httplib::Response& res) {
+        res.set_content(ctx.metrics.prometheus_text(), "text/plain; version=0.0.4");
+    });
+    server.Get(R"(/v1/models/?)", endpoint(ctx, true, [&ctx](const httplib::Request&, httplib::Response& res) {
+        res.set_content(dump(json{{"object", "list"}, {"data", json::array({model_object(ctx)})}}), "application/json");
+    }));
+    server.Get(R"(/v1/models/(.+?)/?)", endpoint(ctx, true, [&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (req.matches[1] != ctx.engine.model_id)
+            throw ApiError{404, "no model '" + std::string(req.matches[1]) + "' here; this server serves '" + ctx.engine.model_id + "'",
+                           "not_found_error", "model", "model_not_found"};
+        res.set_content(dump(model_object(ctx)), "application/json");
+    }));
+    server.Post(R"(/v1/chat/completions/?)", endpoint(ctx, true, [&ctx](const httplib::Request& req, httplib::Response& res) {
+        chat_completions(ctx, req, res);
+    }));
+    server.Post(R"(/v1/completions/?)", endpoint(ctx, true, [&ctx](const httplib::Request& req, httplib::Response& res) {
+        completions(ctx, req, res);
+    }));
+    server.Post(R"(/tokenize/?)", endpoint(ctx, true, [&ctx](const httplib::Request& req, httplib::Response& res) { tokenize(ctx, req, res); }));
+    server.Post(R"(/detokenize/?)", endpoint(ctx, true, [&ctx](const httplib::Request& req, httplib::Response& res) { detokenize(ctx, req, res); }));
+}
+
+}  // namespace waste_serve

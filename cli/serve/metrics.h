@@ -1,0 +1,42 @@
+// metrics.h — the server's counters, served as Prometheus text on
+// GET /metrics: requests by outcome, tokens, tok/s, the expert cache's hit
+// rate, bytes read, the queue, and the disconnect counter (with the token
+// counter, a test checks that a client that went away stopped its
+// generation within a token).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace waste_serve {
+
+struct Metrics {
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    std::atomic<uint64_t> requests{0};            // every HTTP request routed to an endpoint
+    std::atomic<uint64_t> requests_ok{0};         // generations that completed
+    std::atomic<uint64_t> requests_error{0};      // 4xx/5xx answers
+    std::atomic<uint64_t> requests_rejected{0};   // 503: the queue was full
+    std::atomic<uint64_t> prompt_tokens{0};       // prompt tokens of generations
+    std::atomic<uint64_t> prefilled_tokens{0};    // of those, evaluated (not resumed from a snapshot)
+    std::atomic<uint64_t> generated_tokens{0};
+    std::atomic<uint64_t> generation_nanoseconds{0};
+    std::atomic<uint64_t> expert_hits{0};
+    std::atomic<uint64_t> expert_misses{0};
+    std::atomic<uint64_t> bytes_read{0};
+    std::atomic<uint64_t> disconnects{0};          // streams whose client went away
+    // Tokens of streams that reached the client's socket; generated minus
+    // this is what was generated for clients already gone (a stream that
+    // stops within a token of its client leaving adds at most 2: the token
+    // whose write the kernel still took, and the one whose write failed).
+    std::atomic<uint64_t> stream_tokens_sent{0};
+    std::atomic<uint64_t> prompt_cache_hits{0};
+    std::atomic<uint64_t> prompt_cache_tokens_reused{0};
+    std::atomic<int64_t> active{0};                // generations holding a slot
+    std::atomic<int64_t> queued{0};                // admitted, waiting for a slot
+
+    std::string prometheus_text() const;
+};
+
+}  // namespace waste_serve

@@ -1,0 +1,42 @@
+// sampling_params.h — the generation fields a request may carry, read and
+// validated (k3-chat.md §13.7–11; penalties, min_p and logprobs as OpenAI
+// defines them). Only known fields are checked; unknown ones are ignored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace waste_serve {
+
+// Why these bounds: OpenAI's documented ranges, so a request valid there is
+// valid here and one refused there is refused here.
+constexpr int kMaxStopStrings = 4;
+constexpr int kMaxTopLogprobs = 20;
+constexpr size_t kMaxStopStringBytes = 1024;
+
+struct SamplingParams {
+    double temperature = 0;  // §13.7: greedy by default
+    double top_p = 1;
+    uint32_t top_k = 0;
+    double min_p = 0;
+    std::optional<uint64_t> seed;
+    double frequency_penalty = 0;
+    double presence_penalty = 0;
+    std::optional<uint32_t> max_tokens;  // none: the server's --max-tokens
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;
+    bool logprobs = false;
+    uint32_t top_logprobs = 0;
+};
+
+enum class Endpoint { chat, completion };
+
+// Throws ApiError (400) naming the field and the value.
+SamplingParams read_sampling_params(const nlohmann::json& request, Endpoint endpoint);
+
+}  // namespace waste_serve

@@ -1,0 +1,45 @@
+// token_sampler.h — one request's token picking: OpenAI's frequency and
+// presence penalties over the tokens generated so far, then the library's
+// sampler (temperature, top_k, top_p, min_p, seed: docs/CLI.md "Sampling"),
+// and the log-probabilities a client asked for, from the raw logits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sampling_params.h"
+#include "waste/waste.h"
+
+namespace waste_serve {
+
+struct TokenChoice {
+    int32_t token = -1;
+    float logprob = 0;  // log-softmax of the raw logits (before penalties and temperature)
+    std::vector<std::pair<int32_t, float>> top;  // the top_logprobs most likely, most likely first
+};
+
+class TokenSampler {
+public:
+    // Throws ApiError when the library refuses an option.
+    TokenSampler(const SamplingParams& params, uint64_t seed);
+    ~TokenSampler();
+    TokenSampler(const TokenSampler&) = delete;
+    TokenSampler& operator=(const TokenSampler&) = delete;
+
+    // Picks the next token from the session's logits and remembers it for
+    // the penalties. Returns false (error filled) when the library fails.
+    bool pick(const float* logits, size_t vocab, TokenChoice& out, waste_error& error);
+
+private:
+    waste_sampler* sampler_ = nullptr;
+    double frequency_penalty_;
+    double presence_penalty_;
+    uint32_t top_logprobs_;
+    std::unordered_map<int32_t, uint32_t> counts_;  // generated tokens so far
+    std::vector<float> scratch_;
+};
+
+}  // namespace waste_serve

@@ -1,0 +1,182 @@
+// client.test.mjs — the real OpenAI client (npm openai, pinned) against
+// `waste serve` on the bundled kimi-mini (a chat.json container) and on a
+// K3-markup container (tiny-tok.waste speaks XTML). Greedy is deterministic,
+// so answers compare exactly (tolerance: none); sampling compares by seed.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import OpenAI from 'openai';
+import { startServer, kimiMini, k3Tiny, metrics } from './server.mjs';
+
+let mini;
+let k3;
+let client;
+let k3client;
+
+before(async () => {
+  [mini, k3] = await Promise.all([startServer(kimiMini, ['--model-id', 'kimi-mini']), startServer(k3Tiny, ['--model-id', 'tiny-k3'])]);
+  client = new OpenAI({ baseURL: `${mini.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  k3client = new OpenAI({ baseURL: `${k3.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+});
+
+after(async () => {
+  const results = await Promise.all([mini?.stop(), k3?.stop()]);
+  for (const r of results) if (r) assert.equal(r.code, 0, 'SIGTERM ends the server with exit 0');
+});
+
+const question = [{ role: 'user', content: 'In the beginning God created' }];
+
+async function collect(stream) {
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  return chunks;
+}
+
+test('models: the one loaded model, with its shape', async () => {
+  const list = await client.models.list();
+  assert.equal(list.data.length, 1);
+  assert.equal(list.data[0].id, 'kimi-mini');
+  assert.ok(list.data[0].waste.context_length > 0);
+  const one = await client.models.retrieve('kimi-mini');
+  assert.equal(one.id, 'kimi-mini');
+  await assert.rejects(client.models.retrieve('nope'), (e) => e.status === 404);
+});
+
+test('blocking chat: a chat.completion with usage and waste', async () => {
+  const r = await client.chat.completions.create({ model: 'anything', messages: question, max_tokens: 24 });
+  assert.equal(r.object, 'chat.completion');
+  assert.match(r.id, /^chatcmpl-/);
+  assert.equal(r.model, 'kimi-mini');
+  const choice = r.choices[0];
+  assert.equal(choice.message.role, 'assistant');
+  assert.ok(['stop', 'length'].includes(choice.finish_reason));
+  assert.equal(typeof choice.message.content, 'string');
+  assert.ok(r.usage.prompt_tokens > 0);
+  assert.ok(r.usage.completion_tokens > 0 && r.usage.completion_tokens <= 24);
+  assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+  assert.equal(r.waste.tokens_generated, r.usage.completion_tokens);
+  assert.ok(r.waste.experts_hit + r.waste.experts_missed > 0, 'a MoE model touched experts');
+});
+
+test('streaming chat reassembles exactly the blocking answer; include_usage', async () => {
+  const body = { model: 'x', messages: question, max_tokens: 24 };
+  const blocking = await client.chat.completions.create(body);
+  const chunks = await collect(await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }));
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  let text = '';
+  let finish = null;
+  let usage = null;
+  for (const c of chunks) {
+    assert.equal(c.object, 'chat.completion.chunk');
+    if (c.choices.length) {
+      text += c.choices[0].delta.content ?? '';
+      if (c.choices[0].finish_reason) finish = c.choices[0].finish_reason;
+    } else if (c.usage) usage = c.usage;
+  }
+  assert.equal(text, blocking.choices[0].message.content ?? '');
+  assert.equal(finish, blocking.choices[0].finish_reason);
+  assert.deepEqual(usage.completion_tokens, blocking.usage.completion_tokens);
+  assert.ok(chunks.some((c) => c.waste), 'a waste chunk before [DONE]');
+});
+
+test('stop strings cut the content, blocking and streaming, and are never sent', async () => {
+  const full = (await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 40 })).choices[0].message.content;
+  assert.ok(full && full.length > 12, `a long enough answer to cut: ${JSON.stringify(full)}`);
+  const stop = full.slice(6, 9);
+  const expected = full.slice(0, full.indexOf(stop));
+  const r = await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 40, stop: [stop] });
+  assert.equal(r.choices[0].message.content || '', expected);
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const chunks = await collect(await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 40, stop, stream: true }));
+  const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  assert.equal(text, expected);
+});
+
+test('seed: the same seed gives the same sampled text', async () => {
+  const body = { model: 'x', messages: question, max_tokens: 20, temperature: 1.0, top_p: 0.95 };
+  const a = await client.chat.completions.create({ ...body, seed: 42 });
+  const b = await client.chat.completions.create({ ...body, seed: 42 });
+  assert.equal(a.choices[0].message.content, b.choices[0].message.content);
+  const others = await Promise.all([1, 2, 3, 4].map((seed) => client.chat.completions.create({ ...body, seed })));
+  assert.ok(others.some((o) => o.choices[0].message.content !== a.choices[0].message.content), 'seeds matter');
+});
+
+test('logprobs and top_logprobs come from the model', async () => {
+  const r = await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 8, logprobs: true, top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const entry of content) {
+    assert.ok(entry.logprob <= 0);
+    assert.equal(entry.top_logprobs.length, 3);
+    // greedy: the chosen token is the most likely one
+    assert.equal(entry.top_logprobs[0].logprob, entry.logprob);
+    for (let i = 1; i < 3; ++i) assert.ok(entry.top_logprobs[i].logprob <= entry.top_logprobs[i - 1].logprob);
+  }
+  await assert.rejects(client.chat.completions.create({ model: 'x', messages: question, top_logprobs: 30, logprobs: true }), (e) => e.status === 400);
+});
+
+test('json_object is accepted', async () => {
+  const r = await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 4, response_format: { type: 'json_object' } });
+  assert.equal(r.choices[0].message.role, 'assistant');
+});
+
+test('completions: a raw prompt, text_completion', async () => {
+  const r = await client.completions.create({ model: 'x', prompt: 'And God said', max_tokens: 12, logprobs: 2 });
+  assert.equal(r.object, 'text_completion');
+  assert.equal(typeof r.choices[0].text, 'string');
+  assert.equal(r.choices[0].logprobs.tokens.length, r.usage.completion_tokens);
+  const again = await client.completions.create({ model: 'x', prompt: ['And God said'], max_tokens: 12 });
+  assert.equal(again.choices[0].text, r.choices[0].text);
+});
+
+test('tokenize and detokenize round-trip', async () => {
+  const text = 'And God said, Let there be light.';
+  const t = await (await fetch(`${mini.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content: text }) })).json();
+  assert.ok(t.tokens.length > 0);
+  const d = await (await fetch(`${mini.url}/detokenize`, { method: 'POST', body: JSON.stringify({ tokens: t.tokens }) })).json();
+  assert.equal(d.content, text);
+});
+
+test('keep-alive: two requests on one socket', async () => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = () => new Promise((resolve, reject) => {
+    const req = http.get(`${mini.url}/v1/models`, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(req.reusedSocket));
+    });
+    req.on('error', reject);
+  });
+  assert.equal(await get(), false);
+  assert.equal(await get(), true, 'the second request reused the connection');
+  agent.destroy();
+});
+
+test('K3 container: a tool round trip (call, result, answer)', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const messages = [
+    { role: 'user', content: 'Weather in Paris?' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    { role: 'tool', tool_call_id: 'call_1', content: '{"temp_c": 21}' },
+  ];
+  const r = await k3client.chat.completions.create({ model: 'x', messages, tools, max_tokens: 16 });
+  assert.equal(r.choices[0].message.role, 'assistant');
+  assert.ok(['stop', 'length', 'tool_calls'].includes(r.choices[0].finish_reason));
+  assert.equal(r.usage.completion_tokens, r.waste.tokens_generated);
+  const chunks = await collect(await k3client.chat.completions.create({ model: 'x', messages, tools, max_tokens: 16, stream: true }));
+  const reasoning = chunks.map((c) => c.choices[0]?.delta?.reasoning_content ?? '').join('');
+  const content = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  assert.equal(content, r.choices[0].message.content ?? '');
+  assert.equal(reasoning, r.choices[0].message.reasoning_content ?? '');
+});
+
+test('a request the renderer refuses is a 400 in OpenAI shape', async () => {
+  await assert.rejects(client.chat.completions.create({ model: 'x', messages: [] }), (e) => e.status === 400 && e.error?.type === 'invalid_request_error');
+  await assert.rejects(client.chat.completions.create({ model: 'x', messages: question, temperature: 3 }), (e) => e.status === 400 && e.param === 'temperature');
+});
+
+test('metrics count requests and tokens', async () => {
+  const m = await metrics(mini.url);
+  assert.ok(m.waste_requests_total > 0);
+  assert.ok(m.waste_generated_tokens_total > 0);
+  assert.equal(m.waste_queue_depth, 0);
+});

@@ -1,0 +1,66 @@
+// server.mjs — starts `waste serve` on a free port for a test and stops it.
+// WASTE_CLI names the binary (ctest passes the build's); the server prints
+// "ready at http://HOST:PORT/v1" once the model is loaded.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const cli = process.env.WASTE_CLI || path.join(repo, 'build', 'release', 'waste');
+export const kimiMini = path.join(repo, 'models', 'kimi-mini');
+export const k3Tiny = path.resolve(repo, '..', 'shared', 'fixtures', 'upstream', 'tiny-tok.waste');
+// The sanitizer builds run several times slower: the tests scale their load.
+export const sanitized = process.env.WASTE_SANITIZED === '1';
+
+export async function startServer(model, extraArgs = [], { env = {} } = {}) {
+  const child = spawn(cli, ['serve', model, '--port', '0', ...extraArgs], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server not ready in 120 s:\n${out}\n${err}`)), 120000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/ready at (http:\/\/[^\s/]+)\/v1/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${out}\n${err}`)); });
+  });
+  child.removeAllListeners('exit');
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return {
+    url,
+    child,
+    output: () => out,
+    errors: () => err,
+    rssKiB: () => Number(readFileSync(`/proc/${child.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
+    async stop(signal = 'SIGTERM') {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export async function metrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const values = {};
+  for (const line of text.split('\n')) {
+    const m = line.match(/^(waste_\w+) (\S+)$/);
+    if (m) values[m[1]] = Number(m[2]);
+  }
+  return values;
+}
+
+// Reads an SSE body into its data payloads ("[DONE]" included as a string).
+export async function readEvents(response) {
+  const text = await response.text();
+  return text.split('\n\n').filter((e) => e.length).map((e) => {
+    if (!e.startsWith('data: ')) throw new Error(`not an SSE data event: ${JSON.stringify(e)}`);
+    const payload = e.slice(6);
+    return payload === '[DONE]' ? payload : JSON.parse(payload);
+  });
+}
