@@ -5,6 +5,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <fmt/format.h>
 
@@ -26,6 +32,59 @@ constexpr uint64_t kMaxBodyBytes = 64ull << 20;
 void send_error(httplib::Response& res, const ApiError& error) {
     res.status = error.status;
     res.set_content(dump(error.to_json()), "application/json");
+}
+
+// §13.23: a request refused without reading its body must end its
+// connection, or the unread bytes would be parsed as the next request (a
+// client could smuggle one inside the body). cpp-httplib 0.11.4 keeps the
+// connection alive after a pre-routing refusal and does not hand handlers
+// its socket, so the refusal finds it — the socket of this process whose
+// peer is the request's address and port — and remembers it on this
+// thread (httplib serves one connection's requests on one worker thread).
+// After the refusal's response is written (the logger runs then), the
+// socket is shut for writing (the client reads the response, then the end
+// of the stream) and for reading (httplib then closes it); and any request
+// httplib still parses from the unread bytes meanwhile is refused unseen.
+// Only refusals pay for the search.
+thread_local int t_refused_socket = -1;
+
+bool peer_is(int fd, const httplib::Request& req) {
+    sockaddr_storage peer{};
+    socklen_t size = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &size) != 0) return false;
+    char host[INET6_ADDRSTRLEN] = {};
+    int port = 0;
+    if (peer.ss_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(&peer);
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+    } else if (peer.ss_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&peer);
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+    } else {
+        return false;
+    }
+    return port == req.remote_port && req.remote_addr == host;
+}
+
+void end_connection_after_response(const httplib::Request& req) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        const int fd = std::atoi(entry.path().filename().c_str());
+        if (peer_is(fd, req)) {
+            t_refused_socket = fd;
+            return;
+        }
+    }
+}
+
+// True when req was read from the unread body of a refused request.
+bool on_refused_connection(const httplib::Request& req) {
+    if (t_refused_socket < 0) return false;
+    if (peer_is(t_refused_socket, req)) return true;
+    t_refused_socket = -1;  // a new connection on this worker thread
+    return false;
 }
 
 const char* error_type_for(int status) {
@@ -289,11 +348,23 @@ void configure_http(httplib::Server& server, ServerContext& ctx) {
     server.set_keep_alive_timeout(5);
     server.set_payload_max_length(kMaxBodyBytes);
 
+    server.set_logger([](const httplib::Request& req, const httplib::Response&) {
+        if (t_refused_socket >= 0 && peer_is(t_refused_socket, req)) {
+            shutdown(t_refused_socket, SHUT_WR);
+            shutdown(t_refused_socket, SHUT_RD);
+        }
+    });
+
     server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (on_refused_connection(req)) {
+            send_error(res, ApiError{400, "bytes after a refused request's headers are not a request", "invalid_request_error", "", ""});
+            return httplib::Server::HandlerResponse::Handled;
+        }
         if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
             if (!req.has_header("Content-Length")) {
                 // Also a chunked body: its length is unknown before reading.
                 res.set_header("Connection", "close");
+                end_connection_after_response(req);
                 send_error(res, ApiError{411, "a request body needs a Content-Length header", "invalid_request_error", "", "length_required"});
                 return httplib::Server::HandlerResponse::Handled;
             }
@@ -302,6 +373,7 @@ void configure_http(httplib::Server& server, ServerContext& ctx) {
             const unsigned long long length = std::strtoull(declared.c_str(), &end, 10);
             if (declared.empty() || *end != '\0' || length > kMaxBodyBytes) {
                 res.set_header("Connection", "close");
+                end_connection_after_response(req);
                 send_error(res, ApiError{413, fmt::format("the body's Content-Length {} is over the limit of {} bytes (64 MiB)",
                                                           declared.substr(0, 32), kMaxBodyBytes),
                                          "invalid_request_error", "", "payload_too_large"});

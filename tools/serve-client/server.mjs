@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 
 export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const cli = process.env.WASTE_CLI || path.join(repo, 'build', 'release', 'waste');
-export const kimiMini = path.join(repo, 'models', 'kimi-mini');
+// The container converted from models/kimi-mini (ctest's serve_convert_kimi_mini
+// fixture writes it and passes its path).
+export const kimiMini = process.env.WASTE_KIMI_MINI || path.join(repo, 'build', 'release', 'serve-kimi-mini');
 export const k3Tiny = path.resolve(repo, '..', 'shared', 'fixtures', 'upstream', 'tiny-tok.waste');
 // The sanitizer builds run several times slower: the tests scale their load.
 export const sanitized = process.env.WASTE_SANITIZED === '1';
