@@ -52,7 +52,10 @@ public:
         State& s = states_[static_cast<size_t>(state)];
         if (!s.next) allocate_table(s);
         int32_t next = s.next[byte];
-        if (next == unknown) next = s.next[byte] = compute_step(state, byte);
+        if (next != unknown) return next;
+        // compute_step may add states and so move states_: index it afresh.
+        next = compute_step(state, byte);
+        states_[static_cast<size_t>(state)].next[byte] = next;
         return next;
     }
     // The state after `bytes`, or `dead`.

@@ -54,7 +54,10 @@ test(`${clients} concurrent streaming clients: complete, well-formed, 0 errors, 
   // Tolerance: 10% + 16 MiB over the warm RSS (allocator slack and thread
   // stacks touched late); a per-request leak over hundreds of streams would
   // grow without bound and cross it.
-  assert.ok(peak <= warm * 1.1 + 16384, `RSS grew from ${warm} KiB to ${peak} KiB over ${completed} streams`);
+  // Not under the sanitizers: ASan keeps freed blocks in its quarantine (up
+  // to 256 MB), so its RSS grows without a leak; LeakSanitizer checks the
+  // server at exit there instead (the project's other RSS checks skip too).
+  if (!sanitized) assert.ok(peak <= warm * 1.1 + 16384, `RSS grew from ${warm} KiB to ${peak} KiB over ${completed} streams`);
   assert.ok(completed >= clients, `${completed} streams completed`);
 });
 
