@@ -240,7 +240,14 @@ TEST(JsonSchema, SampledOutputsValidateWithAjv) {
     const std::vector<int32_t> prompt_ids(prompt, prompt + prompt_count);
     waste_tokens_free(prompt);
 
+#ifdef WASTE_UNDER_SANITIZER
+    // Sampled under the sanitizers: each schema's generation costs ~20x
+    // there (the 210 ran past ctest's 15 minutes); the release build
+    // asserts all 210.
+    constexpr int schema_count = 12;
+#else
     constexpr int schema_count = 210;
+#endif
     std::string lines;
     int completed = 0, truncated = 0;
     for (int i = 0; i < schema_count; ++i) {
