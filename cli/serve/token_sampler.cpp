@@ -10,6 +10,7 @@ namespace waste_serve {
 TokenSampler::TokenSampler(const SamplingParams& params, uint64_t seed)
     : frequency_penalty_(params.frequency_penalty),
       presence_penalty_(params.presence_penalty),
+      logprobs_(params.logprobs),
       top_logprobs_(params.logprobs ? params.top_logprobs : 0) {
     waste_sampler_options options;
     waste_sampler_options_init(&options);
@@ -36,6 +37,10 @@ bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, was
     }
     if (waste_sampler_sample(sampler_, sample_from, vocab, &out.token, nullptr, &error) != WASTE_OK) return false;
     ++counts_[out.token];
+    out.top.clear();
+    // Only a client that asked pays for them: a pass of exp over the whole
+    // vocabulary is ~1 ms a token at K3's 163,840 ids, a tenth of a decode step.
+    if (!logprobs_) return true;
 
     // Log-probabilities of the model itself (raw logits), computed in double.
     double max_logit = -INFINITY;
@@ -44,7 +49,6 @@ bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, was
     for (size_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - max_logit);
     const double log_z = max_logit + std::log(sum);
     out.logprob = static_cast<float>(logits[out.token] - log_z);
-    out.top.clear();
     if (top_logprobs_ > 0) {
         std::vector<int32_t> ids(vocab);
         for (size_t i = 0; i < vocab; ++i) ids[i] = static_cast<int32_t>(i);

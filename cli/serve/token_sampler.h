@@ -17,7 +17,7 @@ namespace waste_serve {
 
 struct TokenChoice {
     int32_t token = -1;
-    float logprob = 0;  // log-softmax of the raw logits (before penalties and temperature)
+    float logprob = 0;  // log-softmax of the raw logits (before penalties and temperature); only with logprobs
     std::vector<std::pair<int32_t, float>> top;  // the top_logprobs most likely, most likely first
 };
 
@@ -37,6 +37,7 @@ private:
     waste_sampler* sampler_ = nullptr;
     double frequency_penalty_;
     double presence_penalty_;
+    bool logprobs_;           // the client asked for log-probabilities
     uint32_t top_logprobs_;
     std::unordered_map<int32_t, uint32_t> counts_;  // generated tokens so far
     std::vector<float> scratch_;
