@@ -33,12 +33,6 @@ waste_session_stats minus(const waste_session_stats& a, const waste_session_stat
     return d;
 }
 
-void append(ReplyDelta& into, ReplyDelta&& from) {
-    into.reasoning += from.reasoning;
-    into.content += from.content;
-    for (auto& call : from.tool_calls) into.tool_calls.push_back(std::move(call));
-}
-
 }  // namespace
 
 uint32_t completion_budget(const Engine& engine, const GenerationJob& job) {
