@@ -38,8 +38,8 @@ bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, was
     if (waste_sampler_sample(sampler_, sample_from, vocab, &out.token, nullptr, &error) != WASTE_OK) return false;
     ++counts_[out.token];
     out.top.clear();
-    // Only a client that asked pays for them: a pass of exp over the whole
-    // vocabulary is ~1 ms a token at K3's 163,840 ids, a tenth of a decode step.
+    // Only a client that asked pays for them: a pass of exp in double over
+    // the whole vocabulary (163,840 ids for K3) on every token.
     if (!logprobs_) return true;
 
     // Log-probabilities of the model itself (raw logits), computed in double.
