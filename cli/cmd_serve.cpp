@@ -1,215 +1,57 @@
-// cmd_serve.cpp — `waste serve MODEL`: the OpenAI-compatible HTTP server
-// (docs/SERVE.md). It binds first, answers /health ("loading") while the
-// model opens, prints the memory plan and the URL, serves until SIGINT or
-// SIGTERM, then stops accepting, lets in-flight requests finish within a
-// grace period (cancelling what is left) and exits 0.
-#include <httplib.h>
-#include <pthread.h>
-#include <signal.h>
+// cmd_serve.cpp — `waste serve ...` replaces this process with the
+// waste-serve executable beside it (cli/serve/), passing every argument on.
+//
+// Why a second executable: the HTTP library (Debian's libcpp-httplib) links
+// OpenSSL, brotli and zlib, about 4 MB of resident memory at start-up. Linked
+// into `waste`, every command paid it outside its memory plan (the soak's
+// `waste chat` went 2 MB over its budget); now only the server does. The
+// CPU affinity set by a --cpus given before `serve` survives the exec.
+#include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <thread>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli_common.h"
-#include "serve/server_context.h"
-#include "stream_options.h"
 
 namespace waste_cli {
 
 namespace {
 
-using nlohmann::json;
-
-// Why 10 s: long enough for a short answer in flight to finish cleanly,
-// short enough for a process supervisor's stop timeout (systemd: 90 s).
-constexpr int kShutdownGraceSeconds = 10;
-
-struct ServeArgs {
-    std::string model;
-    std::string host = "127.0.0.1";
-    int port = 8080;
-    std::string model_id;
-    std::string api_key;
-    uint32_t max_tokens = 4096;
-    bool no_thinking = false;
-    bool allow_local_images = false;
-    uint32_t parallel = 1;
-    uint32_t queue = 64;
-    std::string prompt_cache = "64M";
-    std::string budget;
-    uint32_t context = 4096;
-    unsigned threads = 0;
-    bool verify = false;
-    std::string policy = "default";
-    StreamArgs stream;
-};
-
-bool is_loopback(const std::string& host) {
-    return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-void print_plan(waste_model* model, const ServeArgs& args, const waste_open_options& options) {
-    waste_plan_options plan_options{};
-    plan_options.context_length = options.context_length;
-    plan_options.budget_bytes = options.budget_bytes;
-    char* text = nullptr;
-    if (waste_model_plan_json(model, &plan_options, &text, nullptr) != WASTE_OK) return;
-    const json plan = json::parse(take_string(text), nullptr, false);
-    if (!plan.is_object()) return;
-    fmt::print("memory plan:\n");
-    for (const auto& [key, value] : plan.items())
-        if (value.is_number_unsigned() && key.size() > 6 && key.compare(key.size() - 6, 6, "_bytes") == 0)
-            fmt::print("  {:<26}{}\n", key.substr(0, key.size() - 6), format_bytes(value.get<uint64_t>()));
-    fmt::print("  {:<26}{} x {} tokens\n", "sessions (--parallel)", args.parallel, options.context_length);
-    fmt::print("  {:<26}{}\n", "prompt reuse (snapshots)", format_bytes(options.snapshot_bytes));
-}
-
-int serve(const ServeArgs& args) {
-    // Signals are taken by sigwait below; block them before any thread
-    // starts so none of them is interrupted instead. SIGPIPE: a client that
-    // went away is a failed write, never the end of the server.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-
-    waste_serve::ServerContext ctx;
-    ctx.settings.api_key = args.api_key;
-    if (ctx.settings.api_key.empty())
-        if (const char* key = std::getenv("WASTE_API_KEY")) ctx.settings.api_key = key;
-    ctx.settings.allow_local_images = args.allow_local_images;
-    ctx.settings.parallel = args.parallel;
-    ctx.settings.queue = args.queue;
-    ctx.engine_build = std::string("waste ") + waste_version();
-    ctx.engine.model_id = args.model_id;
-    if (ctx.engine.model_id.empty()) {
-        std::string path = args.model;
-        while (path.size() > 1 && path.back() == '/') path.pop_back();
-        ctx.engine.model_id = path.substr(path.find_last_of('/') + 1);
-    }
-    ctx.engine.metrics = &ctx.metrics;
-    ctx.engine.default_max_tokens = args.max_tokens;
-    ctx.engine.thinking = !args.no_thinking;
-    ctx.slots = std::make_unique<waste_serve::Slots>(args.parallel, args.queue, ctx.metrics);
-
-    httplib::Server server;
-    waste_serve::configure_http(server, ctx);
-    int port = args.port;
-    if (port == 0) port = server.bind_to_any_port(args.host);
-    else if (!server.bind_to_port(args.host, port)) port = -1;
-    if (port <= 0) throw RuntimeFailure{fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", args.host, args.port)};
-    if (!is_loopback(args.host) && ctx.settings.api_key.empty())
-        fmt::print(stderr, "waste serve: warning: listening on {} without an API key: anyone who can reach this address can use the model "
-                           "(set --api-key or $WASTE_API_KEY)\n", args.host);
-    std::thread listener([&server] { server.listen_after_bind(); });
-    const std::string url = fmt::format("http://{}:{}", args.host.find(':') != std::string::npos ? "[" + args.host + "]" : args.host, port);
-    fmt::print("waste serve: loading {} (GET {}/health answers \"loading\" until ready)\n", args.model, url);
-    std::fflush(stdout);
-
-    std::vector<SessionHandle> sessions;
-    ModelHandle model;
-    TokenizerHandle tokenizer;
-    try {
-        waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
-        options.sessions = args.parallel;
-        options.snapshot_bytes = parse_size(args.prompt_cache);
-        model = open_model(args.model, options);
-        report_open(args.stream, model.get());
-        waste_error error{};
-        waste_tokenizer* t = nullptr;
-        if (waste_model_tokenizer(model.get(), nullptr, &t, &error) != WASTE_OK)
-            fail_with(error, "the server needs the container's tokenizer");
-        tokenizer.reset(t);
-        for (uint32_t i = 0; i < args.parallel; ++i) {
-            waste_session* session = nullptr;
-            if (waste_session_create(model.get(), &session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
-            sessions.emplace_back(session);
-            if (i == 0) apply_session_options(args.stream, session);
-            else if (waste_session_set_lookahead(session, args.stream.lookahead, &error) != WASTE_OK) fail_with(error, "--lookahead");
-            ctx.engine.sessions.push_back(session);
-        }
-        char* info = nullptr;
-        if (waste_model_info_json(model.get(), &info, &error) != WASTE_OK) fail_with(error, "cannot describe the model");
-        ctx.engine.model_info = json::parse(take_string(info));
-        ctx.engine.direct_io = ctx.engine.model_info.value("direct_io", false) == true;
-        ctx.engine.model = model.get();
-        ctx.engine.tokenizer = tokenizer.get();
-        ctx.engine.eos = waste_tokenizer_eos(tokenizer.get());
-        ctx.engine.context_length = waste_session_context_length(sessions.front().get());
-        if (options.snapshot_bytes > 0)
-            ctx.engine.prompt_cache = std::make_unique<waste_serve::PromptCache>(options.snapshot_bytes);
-        print_plan(model.get(), args, options);
-    } catch (...) {
-        server.stop();
-        listener.join();
-        throw;
-    }
-    ctx.ready = true;
-    fmt::print("waste serve: {} ready at {}/v1 ({} slot{}, queue {}{})\n", ctx.engine.model_id, url, args.parallel,
-               args.parallel == 1 ? "" : "s", args.queue, ctx.settings.api_key.empty() ? "" : ", API key required");
-    std::fflush(stdout);
-
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    fmt::print("waste serve: {} received: no new requests; in-flight ones have {} s to finish\n",
-               signal_number == SIGINT ? "SIGINT" : "SIGTERM", kShutdownGraceSeconds);
-    std::fflush(stdout);
-    ctx.slots->close();
-    bool stopped = false;
-    std::mutex stop_mutex;
-    std::condition_variable stop_done;
-    std::thread deadline([&] {
-        std::unique_lock lock(stop_mutex);
-        if (!stop_done.wait_for(lock, std::chrono::seconds(kShutdownGraceSeconds), [&] { return stopped; }))
-            ctx.engine.cancel_all = true;  // generations end at their next token
-    });
-    server.stop();
-    listener.join();  // waits for the handler threads
-    {
-        std::lock_guard lock(stop_mutex);
-        stopped = true;
-    }
-    stop_done.notify_all();
-    deadline.join();
-    ctx.engine.prompt_cache.reset();  // snapshots before the model
-    ctx.engine.sessions.clear();
-    sessions.clear();
-    fmt::print("waste serve: stopped\n");
-    return 0;
+// waste-serve in the directory of the running executable (the build folder,
+// or where both are installed), never a lookup on $PATH: a `waste serve`
+// must run the server of the same build.
+std::string server_executable() {
+    std::error_code error;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error) throw RuntimeFailure{fmt::format("serve: cannot find this executable's directory (/proc/self/exe: {})", error.message())};
+    return (self.parent_path() / "waste-serve").string();
 }
 
 }  // namespace
 
-void add_serve_command(CLI::App& app) {
-    auto args = std::make_shared<ServeArgs>();
-    CLI::App* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (docs/SERVE.md)");
-    cmd->add_option("MODEL", args->model, "Container directory")->required();
-    cmd->add_option("--host", args->host, "Address to listen on (loopback by default)")->default_val("127.0.0.1");
-    cmd->add_option("--port", args->port, "Port (0 = any free port, printed)")->default_val(8080)->check(CLI::Range(0, 65535));
-    cmd->add_option("--model-id", args->model_id, "The model's name in the API")->default_str("the container directory's name");
-    cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (also $WASTE_API_KEY)")->default_str("none");
-    cmd->add_option("--max-tokens", args->max_tokens, "Reply length when a request names none")->default_val(4096)->check(CLI::Range(1, 1 << 24));
-    cmd->add_flag("--no-thinking", args->no_thinking, "Answer without a reasoning phase unless a request asks for one");
-    cmd->add_flag("--allow-local-images", args->allow_local_images, "Let requests name image files on this machine (never URLs)");
-    cmd->add_option("--parallel", args->parallel, "Requests generating at once (one session each)")->default_val(1)->check(CLI::Range(1, 256));
-    cmd->add_option("--queue", args->queue, "Requests that may wait for a slot; more are refused with 503")->default_val(64)->check(CLI::Range(0, 4096));
-    cmd->add_option("--prompt-cache", args->prompt_cache, "RAM for stored prompts (prompt reuse; 0 = off)")->default_val("64M");
-    cmd->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
-    cmd->add_option("--ctx", args->context, "Context length in tokens (per session)")->default_val(4096)->check(CLI::Range(1, 1 << 24));
-    add_threads_option(cmd, args->threads);
-    cmd->add_flag("--verify", args->verify, "Check each expert record's CRC-32 when it is read");
-    cmd->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
-    add_stream_options(cmd, args->stream);
-    cmd->callback([args] {
-        if (args->prompt_cache.empty()) throw CLI::ValidationError("--prompt-cache", "give a size, or 0 for none");
-        parse_size(args->prompt_cache);
-        serve(*args);
+void add_serve_forwarding_command(CLI::App& app) {
+    CLI::App* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API (docs/SERVE.md; waste serve --help)");
+    // Everything after `serve`, --help included, is the server's to parse.
+    cmd->set_help_flag();
+    cmd->fallthrough(false);
+    cmd->allow_extras();
+    cmd->prefix_command();
+    cmd->callback([cmd] {
+        const std::string server = server_executable();
+        std::vector<std::string> args{server};
+        for (const std::string& arg : cmd->remaining()) args.push_back(arg);
+        std::vector<char*> argv;
+        for (std::string& arg : args) argv.push_back(arg.data());
+        argv.push_back(nullptr);
+        std::fflush(stdout);
+        execv(server.c_str(), argv.data());
+        throw RuntimeFailure{fmt::format("serve: cannot run {}: {} (it is built beside waste; reinstall or rebuild)", server,
+                                         std::strerror(errno))};
     });
 }
 

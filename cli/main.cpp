@@ -1,20 +1,14 @@
-// main.cpp — the `waste` command line: one subcommand per job.
-//
-// Exit codes: 0 success; 1 a runtime error (message on stderr says what
-// failed and what to do; every exception that reaches main is one); 2 a
-// usage error (with the usage line).
-#include <cstdio>
-#include <exception>
-#include <new>
-
+// main.cpp — the `waste` command line: one subcommand per job (exit codes:
+// cli_main.h).
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "cli_main.h"
 
 namespace waste_cli {
-// `waste serve` (cmd_serve.cpp); declared here so cli_common.h, which every
-// command includes, stays as it is.
-void add_serve_command(CLI::App& app);
+// `waste serve` runs the waste-serve executable (cmd_serve.cpp); declared
+// here so cli_common.h, which every command includes, stays as it is.
+void add_serve_forwarding_command(CLI::App& app);
 }  // namespace waste_cli
 
 int main(int argc, char** argv) {
@@ -37,41 +31,6 @@ int main(int argc, char** argv) {
     waste_cli::add_diskbench_command(app);
     waste_cli::add_convert_command(app);
     waste_cli::add_render_command(app);
-    waste_cli::add_serve_command(app);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError& e) {
-        app.exit(e);
-        // The usage line of the command that was being parsed (or of waste).
-        const CLI::App* command = &app;
-        for (const CLI::App* sub : app.get_subcommands()) command = sub;
-        if (const auto formatter = std::dynamic_pointer_cast<CLI::Formatter>(app.get_formatter()))
-            fmt::print(stderr, "{}", formatter->make_usage(command, command == &app ? "waste" : "waste " + command->get_name()));
-        return waste_cli::exit_usage_error;
-    } catch (const waste_cli::RuntimeFailure& failure) {
-        std::fflush(stdout);
-        fmt::print(stderr, "waste: {}\n", failure.message);
-        return waste_cli::exit_runtime_error;
-    } catch (const std::bad_alloc&) {
-        std::fflush(stdout);
-        fmt::print(stderr, "waste: out of memory\n");
-        return waste_cli::exit_runtime_error;
-    } catch (const std::exception& e) {
-        // Incident: a directory given as --file threw std::ios_base::failure
-        // out of main, and the process died with SIGABRT instead of exit 1.
-        std::fflush(stdout);
-        fmt::print(stderr, "waste: {}\n", e.what());
-        return waste_cli::exit_runtime_error;
-    } catch (...) {
-        std::fflush(stdout);
-        fmt::print(stderr, "waste: an unexpected error\n");
-        return waste_cli::exit_runtime_error;
-    }
-    return 0;
+    waste_cli::add_serve_forwarding_command(app);
+    return waste_cli::run_command_line(app, argc, argv);
 }

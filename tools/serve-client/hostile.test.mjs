@@ -5,7 +5,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startServer, kimiMini } from './server.mjs';
+import { spawn } from 'node:child_process';
+import { startServer, kimiMini, cli } from './server.mjs';
 
 let server;
 let host;
@@ -163,4 +164,37 @@ test('the API key: 401 without it, /health never needs it', async () => {
   assertOpenAIError(wrong, 401);
   const health = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
   assert.equal(parseResponse(health.text).status, 200);
+});
+
+// `waste serve` execs waste-serve (cli/cmd_serve.cpp): the arguments, --help
+// included, reach the server. A model that cannot open ends the process with
+// exit 1 naming it; it once hung in about one start in two, the listener's
+// stop having come before it listened (20 starts make a miss of that race
+// unlikely; each is given 20 s, a failed open takes milliseconds).
+function runCli(args, timeoutMs = 20000) {
+  return new Promise((resolve) => {
+    const child = spawn(cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { err += d; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code, signal) => { clearTimeout(timer); resolve({ code, signal, out, err }); });
+  });
+}
+
+test('waste serve --help is the server\'s help', async () => {
+  const r = await runCli(['serve', '--help']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /--allow-local-images/);
+  assert.match(r.out, /--prompt-cache/);
+});
+
+test('a model that cannot open: exit 1 naming it, every time', async () => {
+  for (let i = 0; i < 20; i++) {
+    const r = await runCli(['serve', '/nonexistent-model-dir', '--port', '0']);
+    assert.equal(r.signal, null, `start ${i} hung and was killed`);
+    assert.equal(r.code, 1, r.err);
+    assert.match(r.err, /\/nonexistent-model-dir/);
+  }
 });
