@@ -1,0 +1,144 @@
+// haproxy.test.mjs — deploy/haproxy.cfg, exactly as shipped, in front of two
+// `waste serve` instances on kimi-mini, all on loopback; the real `openai`
+// client talks only to HAProxy (maxRetries 0: what succeeds, HAProxy made
+// succeed). One instance is killed (SIGKILL) while requests are in flight on
+// it: those end with an error the client raises (no hang), the ones on the
+// other instance complete well-formed, and every request sent after the kill
+// succeeds — including those HAProxy first sends to the dead instance before
+// its health check notices (retry-on conn-failure: nothing reached it).
+//
+// The two instances get different --model-id values only so the test can see
+// which one answered (replies carry it; chat requests do not select by it).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import OpenAI from 'openai';
+import { startServer, kimiMini, metrics, repo } from './server.mjs';
+
+let a;
+let b;
+let haproxy;
+let client;
+let lbUrl;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+const hostPort = (url) => new URL(url).host;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(what, check, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch { /* not yet */ }
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+before(async () => {
+  // One slot each and a queue: requests wait on an instance, so some are
+  // surely in flight on it when it is killed.
+  const args = ['--parallel', '1', '--queue', '16'];
+  [a, b] = await Promise.all([startServer(kimiMini, [...args, '--model-id', 'lb-a']), startServer(kimiMini, [...args, '--model-id', 'lb-b'])]);
+  const port = await freePort();
+  lbUrl = `http://127.0.0.1:${port}`;
+  haproxy = spawn('haproxy', ['-db', '-f', path.join(repo, 'deploy', 'haproxy.cfg')], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, WASTE_LB_BIND: `127.0.0.1:${port}`, WASTE_SERVER_1: hostPort(a.url), WASTE_SERVER_2: hostPort(b.url) },
+  });
+  let log = '';
+  haproxy.stdout.on('data', (d) => { log += d; });
+  haproxy.stderr.on('data', (d) => { log += d; });
+  haproxy.on('exit', (code) => { if (code !== null && code !== 0) console.error(`haproxy exited ${code}:\n${log}`); });
+  await waitFor('HAProxy to answer /health', async () => (await fetch(`${lbUrl}/health`)).status === 200);
+  client = new OpenAI({ baseURL: `${lbUrl}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+});
+
+after(async () => {
+  haproxy?.kill('SIGTERM');
+  const results = await Promise.all([a?.stop(), b?.stop()]);
+  // a was killed by the test; b must stop cleanly.
+  if (results[1]) assert.equal(results[1].code, 0);
+});
+
+const ask = (i, extra = {}) => ({
+  model: 'kimi-mini',
+  messages: [{ role: 'user', content: `Tell me a long story about day ${i}` }],
+  max_tokens: 64,
+  temperature: 0.8,
+  seed: i,
+  ...extra,
+});
+
+// A streamed reply, checked for form: role first, one finish_reason, and the
+// model id of the instance that produced it. Throws what the client throws.
+async function streamed(i, maxTokens) {
+  const stream = await client.chat.completions.create(ask(i, { stream: true, max_tokens: maxTokens }));
+  let model;
+  let finishes = 0;
+  let first = true;
+  for await (const chunk of stream) {
+    model = chunk.model;
+    if (first) assert.equal(chunk.choices[0].delta.role, 'assistant');
+    first = false;
+    if (chunk.choices.length && chunk.choices[0].finish_reason) ++finishes;
+  }
+  assert.equal(finishes, 1);
+  return model;
+}
+
+test('both instances answer through HAProxy', async () => {
+  // leastconn: four at once over two one-slot instances spread over both.
+  const replies = await Promise.all([0, 1, 2, 3].map((i) => client.chat.completions.create(ask(i))));
+  for (const r of replies) assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  assert.deepEqual(new Set(replies.map((r) => r.model)), new Set(['lb-a', 'lb-b']));
+});
+
+test('an instance killed mid-run: its in-flight requests fail cleanly, all others succeed', async () => {
+  // Long answers (kimi-mini may still end early by itself: such a request was
+  // simply not in flight at the kill).
+  const outcomes = Array.from({ length: 6 }, (_, i) => streamed(100 + i, 2000).then((model) => ({ model }), (error) => ({ error })));
+  // Kill a while it is generating one request and holding at least one more.
+  await waitFor('requests in flight on lb-a', async () => {
+    const m = await metrics(a.url);
+    return m.waste_requests_active >= 1 && m.waste_queue_depth >= 1;
+  });
+  const before = await metrics(a.url);
+  const inFlightOnA = before.waste_requests_active + before.waste_queue_depth;
+  await a.stop('SIGKILL');
+  // Sent once lb-a is gone, before the health check (1 s, fall 2) can mark
+  // it down: HAProxy's connection to it is refused and the request goes to lb-b.
+  const after = await Promise.all([200, 201, 202, 203].map((i) => client.chat.completions.create(ask(i))));
+  for (const r of after) assert.equal(r.model, 'lb-b');
+
+  const results = await Promise.all(outcomes);
+  const failed = results.filter((r) => r.error);
+  const completed = results.filter((r) => !r.error);
+  // Every failure is a request that was on lb-a, so there are at most as many
+  // as lb-a held; every completion came from lb-b (or from lb-a before the
+  // kill, for an answer that ended by itself).
+  assert.ok(failed.length >= 1, 'no request was cut by the kill');
+  assert.ok(failed.length <= inFlightOnA, `${failed.length} failed, lb-a held ${inFlightOnA}`);
+  assert.ok(completed.length >= results.length - inFlightOnA);
+  for (const r of failed) assert.ok(r.error instanceof Error, String(r.error));
+  for (const r of completed) assert.ok(['lb-a', 'lb-b'].includes(r.model));
+
+  const m = await metrics(b.url);
+  assert.equal(m.waste_requests_errors_total, 0);
+  // And the balancer keeps serving on what is left.
+  const later = await client.chat.completions.create(ask(300));
+  assert.equal(later.model, 'lb-b');
+});
