@@ -4,14 +4,19 @@
 // as it is with --raw); the answer streams back. Commands: /reset, /save F,
 // /load F, /stats, /help, /quit. Ctrl-C stops the answer being generated
 // (or discards the line being typed) without quitting; Ctrl-D at the prompt
-// quits. Input is read with read(2) so that Ctrl-C interrupts it (SIGINT is
-// installed without SA_RESTART).
+// quits. The SIGINT handler sets a flag and writes a byte to a pipe that
+// the line reader polls beside stdin (the self-pipe trick): a Ctrl-C that
+// lands between printing the prompt and blocking in read() — which an
+// EINTR-based reader missed, hanging until the next key — still wakes it.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -21,10 +26,41 @@ namespace waste_cli {
 namespace {
 
 std::atomic<bool> interrupted{false};
+int interrupt_pipe[2] = {-1, -1};  // [0] polled by read_line, [1] written by the handler
 
-extern "C" void on_sigint(int) { interrupted.store(true); }
+extern "C" void on_sigint(int) {
+    const int saved = errno;
+    interrupted.store(true);
+    const char byte = 1;
+    if (interrupt_pipe[1] >= 0) (void)!::write(interrupt_pipe[1], &byte, 1);  // full pipe: a wake-up is pending anyway
+    errno = saved;
+}
 
 int interrupt_requested() { return interrupted.load() ? 1 : 0; }
+
+void drain_interrupt_pipe() {
+    char bytes[64];
+    while (interrupt_pipe[0] >= 0 && ::read(interrupt_pipe[0], bytes, sizeof bytes) > 0) {
+    }
+}
+
+// Forgets a Ctrl-C already acted on (an answer it stopped): the flag, then
+// the pipe's wake-ups (in this order: a Ctrl-C in between keeps its flag,
+// which read_line checks before it waits).
+void clear_interrupt() {
+    interrupted.store(false);
+    drain_interrupt_pipe();
+}
+
+void install_interrupt_handler() {
+    if (interrupt_pipe[0] < 0 && ::pipe2(interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        throw RuntimeFailure{fmt::format("chat: cannot create the interrupt pipe: {}", std::strerror(errno))};
+    struct sigaction action {};
+    action.sa_handler = on_sigint;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // the reader wakes through the pipe, not through EINTR
+    sigaction(SIGINT, &action, nullptr);
+}
 
 enum class LineResult { line, interrupted, end };
 
@@ -32,6 +68,21 @@ enum class LineResult { line, interrupted, end };
 LineResult read_line(std::string& line) {
     line.clear();
     for (;;) {
+        // A Ctrl-C whose pipe byte a clear_interrupt() drained still has its flag.
+        if (interrupted.load()) {
+            clear_interrupt();
+            return LineResult::interrupted;
+        }
+        pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {interrupt_pipe[0], POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return line.empty() ? LineResult::end : LineResult::line;
+        }
+        if (fds[1].revents & POLLIN) {
+            drain_interrupt_pipe();  // the flag, checked above, says whether it was a Ctrl-C
+            continue;
+        }
+        if (!(fds[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         char c = 0;
         const ssize_t got = ::read(STDIN_FILENO, &c, 1);
         if (got == 1) {
@@ -39,10 +90,7 @@ LineResult read_line(std::string& line) {
             line.push_back(c);
             continue;
         }
-        if (got < 0 && errno == EINTR) {
-            if (interrupted.exchange(false)) return LineResult::interrupted;
-            continue;
-        }
+        if (got < 0 && errno == EINTR) continue;
         return line.empty() ? LineResult::end : LineResult::line;  // EOF (Ctrl-D) or a read error
     }
 }
@@ -75,11 +123,7 @@ public:
     }
 
     void run() {
-        struct sigaction action {};
-        action.sa_handler = on_sigint;
-        sigemptyset(&action.sa_mask);
-        action.sa_flags = 0;  // no SA_RESTART: a Ctrl-C interrupts read()
-        sigaction(SIGINT, &action, nullptr);
+        install_interrupt_handler();
         if (interactive_ && !args_.quiet)
             fmt::print(stderr, "waste chat — {} ({}). /help for commands, Ctrl-D to quit.\n", args_.model,
                        g_.chat ? "chat template" : "raw");
@@ -185,7 +229,7 @@ private:
             turn.insert(turn.end(), ids, ids + count);
             waste_tokens_free(ids);
         }
-        interrupted.store(false);
+        clear_interrupt();
         if (waste_session_eval(g_.session.get(), turn.data(), turn.size(), &error) != WASTE_OK) {
             fmt::print("error: {}\n", error.message);
             if (error.status == WASTE_ERR_CONTEXT_FULL) fmt::print("[/reset to start over, or restart with a larger --ctx]\n");
@@ -204,7 +248,7 @@ private:
         if (result.stop_reason == WASTE_STOP_CONTEXT) fmt::print("[the context is full: /reset to start over]\n");
         std::fflush(stdout);
         if (!args_.quiet) fmt::print(stderr, "{}\n", summary_line(out, seconds));
-        interrupted.store(false);
+        clear_interrupt();
         // Close the answer in the context unless the model closed it itself.
         const bool closed = out.tokens.size() >= answer_suffix_.size() && !answer_suffix_.empty() &&
                             std::equal(answer_suffix_.begin(), answer_suffix_.end(), out.tokens.end() - static_cast<long>(answer_suffix_.size()));
