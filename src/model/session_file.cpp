@@ -42,8 +42,8 @@ struct FileCloser {
 void save_session_state(const format::ModelConfig& c, const SessionState& s, const std::string& path) {
     platform::OutputFileOptions options;
     options.want_direct = false;  // a state file is read back soon; let the page cache keep it
-    options.buffer_bytes = size_t{1} << 20;
-    options.buffers = 2;
+    options.buffer_bytes = session_file_write_buffer_bytes;
+    options.buffers = session_file_write_buffers;
     platform::OutputFile out(path, options);
     auto write = [&](const void* data, size_t bytes) {
         out.write(std::span<const uint8_t>(static_cast<const uint8_t*>(data), bytes));

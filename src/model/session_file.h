@@ -23,6 +23,10 @@ namespace waste::model {
 inline constexpr uint32_t session_file_magic = 0x53414457u;  // 'WDAS' little-endian
 inline constexpr uint32_t session_file_version = 1;
 inline constexpr size_t session_file_header_bytes = 64;
+// Saving writes through this many buffers of this size (and a writer
+// thread); the memory plan counts them, since a save may come at any time.
+inline constexpr size_t session_file_write_buffer_bytes = size_t{1} << 20;
+inline constexpr int session_file_write_buffers = 2;
 
 // Writes path.tmp, fsyncs, renames to path. Throws WASTE_ERR_IO naming the path.
 void save_session_state(const format::ModelConfig& config, const SessionState& state, const std::string& path);

@@ -8,8 +8,9 @@
 //                 (model::Workspace: activations, lookup tables, logits)
 //   snapshot    = RAM reserved for session snapshots (prompt reuse,
 //                 runtime/session_snapshot.h); snapshots beyond it are refused
-//   I/O         = the reader (io_uring ring or pread threads) and the
-//                 hotlist's usage counters; reads land in cache slots, so
+//   I/O         = the reader (io_uring ring or pread threads), the
+//                 hotlist's usage counters, and the state-file writer's
+//                 buffers and thread (a save); reads land in cache slots, so
 //                 there are no I/O buffers, and router lookahead prefetches
 //                 into cache slots too (always leaving top_k for demand)
 //   runtime     = the f32 codebooks, and a fixed allowance for the process
@@ -43,7 +44,7 @@ struct MemoryPlan {
     uint64_t scratch_bytes = 0;         // sessions x session_scratch_bytes + compute thread stacks
     uint64_t snapshot_bytes = 0;        // the snapshot reserve
     unsigned compute_threads = 0;     // the pool the scratch was planned for
-    uint64_t io_bytes = 0;            // reader + usage counters
+    uint64_t io_bytes = 0;            // reader + usage counters + state-file writer
     uint64_t runtime_bytes = 0;       // codebooks + process allowance
     unsigned io_depth = 0;            // reads in flight at most
     uint64_t min_cache_bytes = 0;
