@@ -115,6 +115,39 @@ test('logprobs and top_logprobs come from the model', async () => {
   await assert.rejects(client.chat.completions.create({ model: 'x', messages: question, top_logprobs: 30, logprobs: true }), (e) => e.status === 400);
 });
 
+test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill does', async () => {
+  // A second kimi-mini server without a prompt cache gives the fresh answer.
+  // Tolerance: greedy tokens identical; logprobs within 1e-3, the chunked-
+  // prefill rounding waste.h documents (a resumed prompt is prefilled in
+  // other chunks than a fresh one, waste_session_set_prefill_chunk).
+  const fresh = await startServer(kimiMini, ['--model-id', 'kimi-mini', '--prompt-cache', '0']);
+  try {
+    const freshClient = new OpenAI({ baseURL: `${fresh.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const history = [{ role: 'user', content: 'In the beginning God created the heaven and the earth. And the earth was without form, and void.' }];
+    const ask = (messages) => ({ model: 'x', messages, max_tokens: 12, temperature: 0, logprobs: true });
+    const turn1 = await client.chat.completions.create(ask(history));
+    const messages = [...history, { role: 'assistant', content: turn1.choices[0].message.content }, { role: 'user', content: 'And then?' }];
+    const [resumed, baseline] = await Promise.all([client.chat.completions.create(ask(messages)), freshClient.chat.completions.create(ask(messages))]);
+    assert.ok(resumed.waste.prompt_tokens_reused > 0, 'turn 2 resumed from turn 1');
+    assert.ok(resumed.waste.prompt_tokens_reused < resumed.usage.prompt_tokens);
+    assert.equal(baseline.waste.prompt_tokens_reused, 0);
+    assert.equal(resumed.choices[0].message.content, baseline.choices[0].message.content);
+    const a = resumed.choices[0].logprobs.content;
+    const b = baseline.choices[0].logprobs.content;
+    assert.equal(a.length, b.length);
+    for (let i = 0; i < a.length; ++i) {
+      assert.equal(a[i].token, b[i].token);
+      assert.ok(Math.abs(a[i].logprob - b[i].logprob) <= 1e-3, `token ${i}: ${a[i].logprob} vs ${b[i].logprob}`);
+    }
+    // The same request again resumes from its own whole prompt: identical.
+    const again = await client.chat.completions.create(ask(messages));
+    assert.equal(again.waste.prompt_tokens_reused, again.usage.prompt_tokens);
+    assert.equal(again.choices[0].message.content, resumed.choices[0].message.content);
+  } finally {
+    assert.equal((await fresh.stop()).code, 0);
+  }
+});
+
 test('json_object is accepted', async () => {
   const r = await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 4, response_format: { type: 'json_object' } });
   assert.equal(r.choices[0].message.role, 'assistant');
