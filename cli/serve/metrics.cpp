@@ -24,7 +24,7 @@ std::string Metrics::prometheus_text() const {
     metric("expert_misses_total", "counter", "Expert lookups read from disk", expert_misses.load());
     metric("expert_hit_rate", "gauge", "Expert cache hit rate (0 when nothing was looked up)", lookups > 0 ? expert_hits.load() / lookups : 0);
     metric("bytes_read_total", "counter", "Bytes of expert records read", bytes_read.load());
-    metric("client_disconnects_total", "counter", "Streams whose client went away mid-generation", disconnects.load());
+    metric("client_disconnects_total", "counter", "Generations whose client went away before the answer was complete", disconnects.load());
     metric("stream_tokens_sent_total", "counter", "Streamed tokens whose chunk was written to the client's socket",
            stream_tokens_sent.load());
     metric("prompt_cache_hits_total", "counter", "Requests resumed from a stored prompt", prompt_cache_hits.load());

@@ -25,7 +25,7 @@ struct Metrics {
     std::atomic<uint64_t> expert_hits{0};
     std::atomic<uint64_t> expert_misses{0};
     std::atomic<uint64_t> bytes_read{0};
-    std::atomic<uint64_t> disconnects{0};          // streams whose client went away
+    std::atomic<uint64_t> disconnects{0};          // generations whose client went away
     // Tokens of streams that reached the client's socket; generated minus
     // this is what was generated for clients already gone (a stream that
     // stops within a token of its client leaving adds at most 2: the token
