@@ -1,6 +1,7 @@
 #include "grammar/token_mask.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -64,11 +65,20 @@ VocabularyTrie VocabularyTrie::from_tokenizer(const text::Tokenizer& tokenizer) 
     return VocabularyTrie(bytes);
 }
 
-TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie)
-    : grammar_(std::move(grammar)), trie_(std::move(trie)), matcher_(*grammar_), state_(matcher_.initial()) {}
+TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie,
+                         std::shared_ptr<const RunClasses> runs)
+    : grammar_(std::move(grammar)),
+      trie_(std::move(trie)),
+      matcher_(*grammar_),
+      state_(matcher_.initial()),
+      runs_(runs ? std::move(runs) : std::make_shared<const RunClasses>(*grammar_, *trie_)) {}
 
 void TokenMasker::compute(TokenBits& bits) {
     bits.assign((trie_->vocab() + 63) / 64, 0);
+    if (!compute_runs(bits)) walk_trie(bits);
+}
+
+void TokenMasker::walk_trie(TokenBits& bits) {
     const auto& nodes = trie_->nodes();
     const auto& ids = trie_->token_ids();
     walk_states_.resize(static_cast<size_t>(trie_->max_depth()) + 1);
@@ -87,6 +97,105 @@ void TokenMasker::compute(TokenBits& bits) {
         }
         ++i;
     }
+}
+
+int32_t TokenMasker::run_step(int32_t state, const RunClasses::Run& run, bool& closed) {
+    closed = false;
+    if (!matcher_.at_boundary(state)) return ByteMatcher::dead;
+    bool taken = false;
+    for (int32_t stack : matcher_.stacks(state)) {
+        if (stack == 0) continue;  // the empty stack takes nothing
+        switch (run.relations[matcher_.top_class(stack)]) {
+            case RunClasses::Relation::partial: return ByteMatcher::dead;  // the next state depends on the character
+            case RunClasses::Relation::superset: taken = true; break;
+            case RunClasses::Relation::disjoint: break;
+        }
+    }
+    // Every character of the run moves exactly the stacks holding all of it,
+    // so one member's step is every member's (the bounds included: the same
+    // stacks expand the same way). Where no stack holds any of it, every
+    // character of the run and every incomplete one completing in it is
+    // refused; but where the step is refused by a bound, an incomplete
+    // character still passes, so that is not `closed`.
+    closed = !taken;
+    return taken ? matcher_.walk(state, run.representative) : ByteMatcher::dead;
+}
+
+bool TokenMasker::compute_runs(TokenBits& bits) {
+    if (!matcher_.at_boundary(state_)) return false;  // the readings start at a character boundary
+    for (const RunClasses::Run& run : runs_->runs()) {
+        // The chain s0 = state_, s1, …: the states after each further character of the run.
+        bool closed = false;
+        chain_.assign(1, state_);
+        for (;;) {
+            const int32_t next = run_step(chain_.back(), run, closed);
+            if (next == ByteMatcher::dead) break;
+            chain_.push_back(next);
+            if (chain_.size() > max_run_chars) {
+                closed = true;  // no reading has more characters: nothing asks past the chain's end
+                break;
+            }
+        }
+        // Not a run state (no step): the trie walk, which is cheap where the
+        // run is refused at once — a mask from here would check every mixed token.
+        if (chain_.size() == 1) continue;
+        const auto reached = static_cast<uint32_t>(chain_.size() - 1);  // s_reached is the last known state
+        // Pure tokens: those of at most `reached` characters are allowed; longer
+        // ones are refused where the chain closed, else checked whole.
+        const uint64_t* pure = runs_->pure_upto(run, std::min(reached, run.chars));
+        std::copy(pure, pure + runs_->words(), bits.begin());
+        if (!closed && reached < run.chars) {
+            const uint64_t* all = runs_->pure_upto(run, run.chars);
+            for (size_t w = 0; w < runs_->words(); ++w) {
+                for (uint64_t left = all[w] & ~pure[w]; left; left &= left - 1) {
+                    const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(left)));
+                    if (matcher_.walk(state_, trie_->bytes(id)) != ByteMatcher::dead) bits[w] |= uint64_t{1} << (id % 64);
+                }
+            }
+        }
+        // Mixed tokens: the rest's bytes from s_m. Consecutive rests share
+        // `common` bytes, whose states are kept in walk_states_; a rest whose
+        // shared part was already refused is refused without a step.
+        walk_states_.resize(static_cast<size_t>(trie_->max_depth()) + 1);
+        size_t refused_at = std::numeric_limits<size_t>::max();  // where the previous rest died (its byte index)
+        uint32_t m_prev = std::numeric_limits<uint32_t>::max();
+        size_t known = 0;  // walk_states_[0..known] hold the previous rest's states
+        for (const RunClasses::Mixed& e : run.mixed) {
+            const std::string& bytes = trie_->bytes(e.id);
+            if (e.prefix_chars > reached) {
+                if (closed) break;  // sorted by m: every later one needs the run past its end
+                if (matcher_.walk(state_, bytes) != ByteMatcher::dead) bits[static_cast<size_t>(e.id) / 64] |= uint64_t{1} << (e.id % 64);
+                continue;
+            }
+            size_t from = e.common;
+            if (e.prefix_chars != m_prev) {
+                m_prev = e.prefix_chars;
+                walk_states_[0] = chain_[e.prefix_chars];
+                refused_at = std::numeric_limits<size_t>::max();
+                known = 0;
+                from = 0;
+            }
+            if (refused_at < from) continue;  // the shared prefix is already refused
+            from = std::min(from, known);
+            int32_t s = walk_states_[from];
+            size_t i = from;
+            const size_t length = bytes.size() - e.rest;
+            for (; i < length; ++i) {
+                s = matcher_.step(s, static_cast<uint8_t>(bytes[e.rest + i]));
+                if (s == ByteMatcher::dead) break;
+                walk_states_[i + 1] = s;
+            }
+            known = i;
+            if (i < length) {
+                refused_at = i;
+                continue;
+            }
+            refused_at = std::numeric_limits<size_t>::max();
+            bits[static_cast<size_t>(e.id) / 64] |= uint64_t{1} << (e.id % 64);
+        }
+        return true;
+    }
+    return false;
 }
 
 const TokenBits& TokenMasker::allowed() {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "grammar/byte_matcher.h"
+#include "grammar/run_classes.h"
 
 namespace waste::text {
 class Tokenizer;
@@ -64,7 +65,10 @@ using TokenBits = std::vector<uint64_t>;
 
 class TokenMasker {
 public:
-    TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie);
+    // `runs`: the vocabulary's run classes for this grammar (run_classes.h),
+    // built once per compile and shared; built here when null.
+    TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie,
+                std::shared_ptr<const RunClasses> runs = nullptr);
 
     // The tokens with bytes that may come next (end tokens not included).
     const TokenBits& allowed();
@@ -81,6 +85,14 @@ public:
 
 private:
     void compute(TokenBits& bits);
+    // The mask from a run class's sets where the state reads that class
+    // uniformly (run_classes.h); false (bits untouched) where none does.
+    bool compute_runs(TokenBits& bits);
+    // The state after any one character of the run, or dead; `closed` says
+    // whether every character of the run is refused there (no stack holds
+    // any of it) rather than the next state depending on the character.
+    int32_t run_step(int32_t state, const RunClasses::Run& run, bool& closed);
+    void walk_trie(TokenBits& bits);
 
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const VocabularyTrie> trie_;
@@ -90,6 +102,8 @@ private:
     std::unordered_map<int32_t, TokenBits> cache_;  // automaton state -> allowed tokens
     size_t cache_bytes_ = 0;
     std::vector<int32_t> walk_states_;  // [depth] scratch for the trie walk
+    std::shared_ptr<const RunClasses> runs_;
+    std::vector<int32_t> chain_;  // scratch: the states after 0, 1, 2, … characters of a run
 };
 
 // Bounds on one generation's memory (why: the automaton grows with every
