@@ -1,9 +1,11 @@
 #include "grammar/run_classes.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "grammar/token_mask.h"
+#include "platform/error.h"
 
 namespace waste::grammar {
 
@@ -137,7 +139,9 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
             if (r.pure) {
                 for (uint32_t l = r.chars; l <= run.chars; ++l) run.pure[l * words_ + id / 64] |= uint64_t{1} << (id % 64);
             } else {
-                run.mixed.push_back(Mixed{static_cast<int32_t>(id), static_cast<uint8_t>(r.chars), static_cast<uint8_t>(r.rest), 0});
+                const size_t length = trie.bytes(static_cast<int32_t>(id)).size() - r.rest;
+                run.mixed.push_back(Mixed{static_cast<int32_t>(id), static_cast<uint32_t>(r.rest), static_cast<uint16_t>(length),
+                                          static_cast<uint8_t>(r.chars), 0});
             }
         }
         auto rest_of = [&](const Mixed& m) {
@@ -155,6 +159,18 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
             while (common < a.size() && common < b.size() && common < 255 && a[common] == b[common]) ++common;
             run.mixed[i].common = static_cast<uint8_t>(common);
         }
+        // The rests laid out in the entries' order (the check reads them in
+        // sequence, not from 163,840 scattered token strings).
+        size_t total = 0;
+        for (const Mixed& m : run.mixed) total += m.length;
+        if (total > std::numeric_limits<uint32_t>::max())
+            fail(WASTE_ERR_INVALID_ARGUMENT, "grammar: the vocabulary's bytes pass 4 GiB");
+        run.rest_bytes.reserve(total);
+        for (Mixed& m : run.mixed) {
+            const auto rest = rest_of(m);
+            m.rest = static_cast<uint32_t>(run.rest_bytes.size());
+            run.rest_bytes += rest;
+        }
         run.relations.resize(grammar.classes.size());
         for (size_t g = 0; g < grammar.classes.size(); ++g) {
             bool all = true, any = false;
@@ -170,7 +186,8 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
 
 size_t RunClasses::memory_bytes() const {
     size_t n = 0;
-    for (const Run& r : runs_) n += r.pure.size() * sizeof(uint64_t) + r.mixed.size() * sizeof(Mixed) + r.relations.size();
+    for (const Run& r : runs_)
+        n += r.pure.size() * sizeof(uint64_t) + r.mixed.size() * sizeof(Mixed) + r.rest_bytes.size() + r.relations.size();
     return n;
 }
 

@@ -56,15 +56,17 @@ public:
     enum class Relation : uint8_t { disjoint, superset, partial };
     struct Mixed {
         int32_t id;
-        uint8_t prefix_chars;  // m: the characters of K before the rest
-        uint8_t rest;          // the rest's first byte in the token
-        uint8_t common;        // bytes the rest shares with the previous entry's (0 where m differs)
+        uint32_t rest;          // the rest's bytes: rest_bytes[rest, rest + length)
+        uint16_t length;
+        uint8_t prefix_chars;   // m: the characters of K before the rest
+        uint8_t common;         // bytes the rest shares with the previous entry's (0 where m differs)
     };
     struct Run {
         std::string representative;          // one member of K, as UTF-8
         uint32_t chars = 0;                  // the most characters of any pure token, ≤ max_run_chars
         std::vector<uint64_t> pure;          // [(L) * words + word]: pure_upto(L), L = 0 .. chars
         std::vector<Mixed> mixed;            // by (m, rest bytes)
+        std::string rest_bytes;              // the mixed tokens' rests, in their order (read in sequence)
         std::vector<Relation> relations;     // [grammar class]: how it stands to K
     };
 
