@@ -113,9 +113,11 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
     std::stable_sort(order.begin(), order.end(),
                      [&](uint32_t a, uint32_t b) { return size_of(grammar.classes[a]) > size_of(grammar.classes[b]); });
     std::vector<Reading> readings(vocab);
-    for (uint32_t c : order) {
+    // Each candidate costs a read of the whole vocabulary: only the widest
+    // few are tried, so compiling stays linear in the vocabulary.
+    for (size_t tried = 0; tried < order.size() && tried < max_run_candidates; ++tried) {
         if (runs_.size() == max_run_classes) break;
-        const CharClass& k = grammar.classes[c];
+        const CharClass& k = grammar.classes[order[tried]];
         if (size_of(k) < 2) break;
         size_t pure = 0;
         for (uint32_t id = 0; id < vocab; ++id) {
