@@ -219,6 +219,14 @@ const TokenBits& TokenMasker::allowed() {
 }
 
 namespace {
+// std::popcount is a library call in the baseline-ISA build (no POPCNT).
+size_t bit_count(uint64_t w) {
+    w = w - ((w >> 1) & 0x5555555555555555u);
+    w = (w & 0x3333333333333333u) + ((w >> 2) & 0x3333333333333333u);
+    w = (w + (w >> 4)) & 0x0F0F0F0F0F0F0F0Fu;
+    return static_cast<size_t>((w * 0x0101010101010101u) >> 56);
+}
+
 // [byte][i]: all ones where bit i of byte is set (a token kept), else zero.
 constexpr auto keep_lanes = [] {
     std::array<std::array<uint32_t, 8>, 256> t{};
@@ -252,12 +260,15 @@ size_t TokenMasker::mask_logits(std::span<float> logits, std::span<const int32_t
             const size_t first = word * 64, last = std::min(vocab, first + 64);
             float* l = logits.data() + first;
             if (last - first == 64) {
-                kept += static_cast<size_t>(std::popcount(w));
-                if (w == ~uint64_t{0}) continue;
+                if (w == ~uint64_t{0}) {
+                    kept += 64;
+                    continue;
+                }
                 if (w == 0) {
                     std::fill(l, l + 64, refused);
                     continue;
                 }
+                kept += bit_count(w);
                 // Eight tokens at a time through a table of lane masks: the
                 // build's baseline ISA has no variable vector shift.
                 for (size_t byte = 0; byte < 8; ++byte) {
