@@ -155,50 +155,55 @@ bool TokenMasker::compute_runs(TokenBits& bits) {
                 }
             }
         }
-        // Mixed tokens: the rest's bytes from s_m. Consecutive rests share
-        // `common` bytes, whose states are kept in walk_states_; a rest whose
-        // shared part was already refused is refused without a step.
-        walk_states_.resize(static_cast<size_t>(trie_->max_depth()) + 1);
-        size_t refused_at = std::numeric_limits<size_t>::max();  // where the previous rest died (its byte index)
-        uint32_t m_prev = std::numeric_limits<uint32_t>::max();
-        size_t known = 0;  // walk_states_[0..known] hold the previous rest's states
-        for (const RunClasses::Mixed& e : run.mixed) {
-            if (e.prefix_chars > reached) {
-                if (closed) break;  // sorted by m: every later one needs the run past its end
-                if (matcher_.walk(state_, trie_->bytes(e.id)) != ByteMatcher::dead)
-                    bits[static_cast<size_t>(e.id) / 64] |= uint64_t{1} << (e.id % 64);
-                continue;
-            }
-            const char* rest = run.rest_bytes.data() + e.rest;
-            size_t from = e.common;
-            if (e.prefix_chars != m_prev) {
-                m_prev = e.prefix_chars;
-                walk_states_[0] = chain_[e.prefix_chars];
-                refused_at = std::numeric_limits<size_t>::max();
-                known = 0;
-                from = 0;
-            }
-            if (refused_at < from) continue;  // the shared prefix is already refused
-            from = std::min(from, known);
-            int32_t s = walk_states_[from];
-            size_t i = from;
-            const size_t length = e.length;
-            for (; i < length; ++i) {
-                s = matcher_.step(s, static_cast<uint8_t>(rest[i]));
-                if (s == ByteMatcher::dead) break;
-                walk_states_[i + 1] = s;
-            }
-            known = i;
-            if (i < length) {
-                refused_at = i;
-                continue;
-            }
-            refused_at = std::numeric_limits<size_t>::max();
-            bits[static_cast<size_t>(e.id) / 64] |= uint64_t{1} << (e.id % 64);
-        }
+        check_mixed(run, reached, closed, bits);
         return true;
     }
     return false;
+}
+
+void TokenMasker::check_mixed(const RunClasses::Run& run, uint32_t reached, bool closed, TokenBits& bits) {
+    // A mixed token is allowed when its rest's bytes are taken from s_m.
+    // Consecutive rests share `common` bytes, whose states are kept in
+    // walk_states_; a rest whose shared part was already refused is refused
+    // without a step.
+    walk_states_.resize(static_cast<size_t>(trie_->max_depth()) + 1);
+    size_t refused_at = std::numeric_limits<size_t>::max();  // where the previous rest died (its byte index)
+    uint32_t m_prev = std::numeric_limits<uint32_t>::max();
+    size_t known = 0;  // walk_states_[0..known] hold the previous rest's states
+    for (const RunClasses::Mixed& e : run.mixed) {
+        if (e.prefix_chars > reached) {
+            if (closed) break;  // sorted by m: every later one needs the run past its end
+            if (matcher_.walk(state_, trie_->bytes(e.id)) != ByteMatcher::dead)
+                bits[static_cast<size_t>(e.id) / 64] |= uint64_t{1} << (e.id % 64);
+            continue;
+        }
+        const char* rest = run.rest_bytes.data() + e.rest;
+        size_t from = e.common;
+        if (e.prefix_chars != m_prev) {
+            m_prev = e.prefix_chars;
+            walk_states_[0] = chain_[e.prefix_chars];
+            refused_at = std::numeric_limits<size_t>::max();
+            known = 0;
+            from = 0;
+        }
+        if (refused_at < from) continue;  // the shared prefix is already refused
+        from = std::min(from, known);
+        int32_t s = walk_states_[from];
+        size_t i = from;
+        const size_t length = e.length;
+        for (; i < length; ++i) {
+            s = matcher_.step(s, static_cast<uint8_t>(rest[i]));
+            if (s == ByteMatcher::dead) break;
+            walk_states_[i + 1] = s;
+        }
+        known = i;
+        if (i < length) {
+            refused_at = i;
+            continue;
+        }
+        refused_at = std::numeric_limits<size_t>::max();
+        bits[static_cast<size_t>(e.id) / 64] |= uint64_t{1} << (e.id % 64);
+    }
 }
 
 const TokenBits& TokenMasker::allowed() {

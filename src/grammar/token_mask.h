@@ -8,13 +8,17 @@
 // tokens), which are allowed exactly where the grammar may end. Immutable;
 // built once per grammar compile and shared by its generations.
 //
-// TokenMasker: one generation's grammar state. allowed() walks the trie with
-// the ByteMatcher (each trie node is one table lookup once the automaton has
-// seen the state) and memoises the resulting bit set by automaton state, so a
-// state seen again (the inside of a string, a separator) costs a copy of
-// the bits; the cache and the automaton are bounded and reset when full.
-// A token may span several grammar elements and split a UTF-8 character —
-// the walk is byte by byte, so both hold by construction.
+// TokenMasker: one generation's grammar state. allowed() computes a state's
+// bit set once and memoises it by automaton state, so a state seen again
+// (a separator, the inside of an unbounded string) costs a copy of the bits;
+// the cache and the automaton are bounded and reset when full. A state
+// inside one of the grammar's wide classes (a string) takes its bits from
+// the run classes (run_classes.h): a precomputed set plus a check of the
+// tokens that leave the class. Any other state walks the trie with the
+// ByteMatcher (each trie node one table lookup once the automaton has seen
+// the state). A token may span several grammar elements and split a UTF-8
+// character — both paths step bytes through the same matcher, so both hold
+// by construction.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +92,10 @@ private:
     // The mask from a run class's sets where the state reads that class
     // uniformly (run_classes.h); false (bits untouched) where none does.
     bool compute_runs(TokenBits& bits);
+    // Adds the run's mixed tokens taken from the chain in chain_ (its states
+    // up to s_reached; `closed`: every character of the run is refused at
+    // s_reached).
+    void check_mixed(const RunClasses::Run& run, uint32_t reached, bool closed, TokenBits& bits);
     // The state after any one character of the run, or dead; `closed` says
     // whether every character of the run is refused there (no stack holds
     // any of it) rather than the next state depending on the character.
