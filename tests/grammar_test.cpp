@@ -571,12 +571,19 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
         std::shared_ptr<const waste::grammar::VocabularyTrie> trie;
         int steps;  // per generation: the check costs a walk of every token per step
     };
+#ifdef WASTE_UNDER_SANITIZER
+    // ~20x slower there: fewer steps on the 163,840-token vocabularies
+    // (the release build runs 40 a generation).
+    constexpr int large_steps = 10;
+#else
+    constexpr int large_steps = 40;
+#endif
     const Vocabulary vocabularies[] = {
         {"kimi-mini", std::make_shared<const waste::grammar::VocabularyTrie>(
                           waste::grammar::VocabularyTrie::from_tokenizer(*kimi_tokenizer()->tokenizer)), 150},
         {"waste synth K3-size", std::make_shared<const waste::grammar::VocabularyTrie>(
-                                    waste::grammar::VocabularyTrie::from_tokenizer(*k3->tokenizer)), 40},
-        {"kimi-mini ranks and pairs", std::make_shared<const waste::grammar::VocabularyTrie>(pairs), 40},
+                                    waste::grammar::VocabularyTrie::from_tokenizer(*k3->tokenizer)), large_steps},
+        {"kimi-mini ranks and pairs", std::make_shared<const waste::grammar::VocabularyTrie>(pairs), large_steps},
     };
     waste_tokenizer_free(k3);
     waste_model_close(model);
@@ -616,7 +623,8 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
             }
         }
     }
-    EXPECT_GT(states_checked, 1000u);
+    fmt::print("{} masks compared with the per-token check\n", states_checked);
+    EXPECT_GT(states_checked, 500u);
 }
 
 // Not a check: the measurement behind docs/BENCHMARKS.md ("Constrained

@@ -125,7 +125,7 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
             readings[id] = bytes.empty() ? Reading{} : read(bytes, k);
             pure += readings[id].pure && readings[id].chars <= max_run_chars;
         }
-        if (pure * 4 < with_bytes) continue;  // too few tokens to pay for its bit sets
+        if (pure == 0 || pure * 4 < with_bytes) continue;  // too few tokens to pay for its bit sets
         Run run;
         run.representative = utf8(k.ranges.front().first);
         for (uint32_t id = 0; id < vocab; ++id) {
