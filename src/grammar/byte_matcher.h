@@ -67,6 +67,8 @@ public:
     bool must_end(int32_t state) const;
     // Whether the state is between characters (no partly read one).
     bool at_boundary(int32_t state) const { return states_[static_cast<size_t>(state)].remaining == 0; }
+    // The continuation bytes the partly read character still needs (0 at a boundary).
+    uint8_t remaining(int32_t state) const { return states_[static_cast<size_t>(state)].remaining; }
     // The state's stacks (sorted node ids; 0 is the empty stack). Valid until
     // the next step() or walk(), which may move the states.
     std::span<const int32_t> stacks(int32_t state) const { return states_[static_cast<size_t>(state)].stacks; }

@@ -161,6 +161,45 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
             while (common < a.size() && common < b.size() && common < 255 && a[common] == b[common]) ++common;
             run.mixed[i].common = static_cast<uint8_t>(common);
         }
+        for (size_t r = 1; r <= 3; ++r) {
+            for (uint32_t id = 0; id < vocab; ++id) {
+                const std::string& bytes = trie.bytes(static_cast<int32_t>(id));
+                if (bytes.empty()) continue;
+                bool starts = true;
+                for (size_t i = 0; i < std::min(r, bytes.size()); ++i) starts = starts && (static_cast<uint8_t>(bytes[i]) & 0xC0) == 0x80;
+                if (!starts) continue;
+                Continued c{static_cast<int32_t>(id), 0, 0, continued_whole};
+                if (bytes.size() > r) {
+                    const Reading after = read(bytes.substr(r), k);
+                    if (after.chars <= max_run_chars) {
+                        c.chars = static_cast<uint8_t>(after.chars);
+                        c.rest = static_cast<uint8_t>(r + after.rest);
+                        c.kind = after.pure ? continued_pure : continued_mixed;
+                    }
+                }
+                run.continued[r - 1].push_back(c);
+            }
+            // Checked whole ones first (they have fewer than r + 1 bytes and
+            // no group), then by their first r bytes.
+            auto& list = run.continued[r - 1];
+            std::stable_sort(list.begin(), list.end(), [&](const Continued& a, const Continued& b) {
+                if ((a.kind == continued_whole) != (b.kind == continued_whole)) return a.kind == continued_whole;
+                return std::string_view(trie.bytes(a.id)).substr(0, r) < std::string_view(trie.bytes(b.id)).substr(0, r);
+            });
+            auto& groups = run.continued_groups[r - 1];
+            for (size_t i = 0; i < list.size(); ++i) {
+                if (list[i].kind == continued_whole) continue;
+                const std::string_view head = std::string_view(trie.bytes(list[i].id)).substr(0, r);
+                const bool same = !groups.empty() && std::string_view(groups.back().head, r) == head && groups.back().end == i;
+                if (same) {
+                    groups.back().end = static_cast<uint32_t>(i + 1);
+                } else {
+                    Run::Group g{{0, 0, 0}, static_cast<uint32_t>(i + 1)};
+                    std::copy(head.begin(), head.end(), g.head);
+                    groups.push_back(g);
+                }
+            }
+        }
         // The rests laid out in the entries' order (the check reads them in
         // sequence, not from 163,840 scattered token strings).
         size_t total = 0;
@@ -189,7 +228,9 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
 size_t RunClasses::memory_bytes() const {
     size_t n = 0;
     for (const Run& r : runs_)
-        n += r.pure.size() * sizeof(uint64_t) + r.mixed.size() * sizeof(Mixed) + r.rest_bytes.size() + r.relations.size();
+        n += r.pure.size() * sizeof(uint64_t) + r.mixed.size() * sizeof(Mixed) + r.rest_bytes.size() + r.relations.size() +
+             (r.continued[0].size() + r.continued[1].size() + r.continued[2].size()) * sizeof(Continued) +
+             (r.continued_groups[0].size() + r.continued_groups[1].size() + r.continued_groups[2].size()) * sizeof(Run::Group);
     return n;
 }
 

@@ -30,6 +30,13 @@
 // rests that share a refused prefix. A token longer than max_run_chars
 // characters of K is listed as mixed with m = 0 (checked whole).
 //
+// A state inside a character (a token ended within one) needs r more
+// continuation bytes; only tokens starting with them can follow. For each r
+// the run keeps those tokens, grouped by their first r bytes (one step of
+// the matcher per group reaches the state after the character), with the
+// reading of their remaining bytes, so such a state is not a trie walk
+// either.
+//
 // The run classes are those of the grammar's max_run_candidates widest
 // classes that at least a quarter of the tokens are pure in, at most
 // max_run_classes of them: only those pay for their bit sets. Memory, per
@@ -66,12 +73,33 @@ public:
         uint8_t prefix_chars;   // m: the characters of K before the rest
         uint8_t common;         // bytes the rest shares with the previous entry's (0 where m differs)
     };
+    // A token that starts inside a character: its first r bytes (r = 1..3,
+    // the continuation bytes a partly read character still needs) finish
+    // that character, and the bytes after them read against K as above.
+    struct Continued {
+        int32_t id;
+        uint8_t chars;  // pure: its characters after the r bytes; mixed: m
+        uint8_t rest;   // mixed: the rest's first byte in the token
+        uint8_t kind;   // continued_pure, continued_mixed or continued_whole
+    };
+    static constexpr uint8_t continued_pure = 0, continued_mixed = 1, continued_whole = 2;  // whole: checked byte by byte
     struct Run {
         std::string representative;          // one member of K, as UTF-8
         uint32_t chars = 0;                  // the most characters of any pure token, ≤ max_run_chars
         std::vector<uint64_t> pure;          // [(L) * words + word]: pure_upto(L), L = 0 .. chars
         std::vector<Mixed> mixed;            // by (m, rest bytes)
         std::string rest_bytes;              // the mixed tokens' rests, in their order (read in sequence)
+        // [r - 1]: the tokens whose first min(r, length) bytes are all
+        // continuation bytes (any other is refused inside a character),
+        // by their first r bytes.
+        std::vector<Continued> continued[3];
+        // [r - 1]: the runs of continued[r - 1] that share their first r
+        // bytes (so a check reads no token's bytes for a pure one).
+        struct Group {
+            char head[3];
+            uint32_t end;  // one past the group's last entry
+        };
+        std::vector<Group> continued_groups[3];
         std::vector<Relation> relations;     // [grammar class]: how it stands to K
     };
 

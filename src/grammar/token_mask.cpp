@@ -123,25 +123,86 @@ int32_t TokenMasker::run_step(int32_t state, const RunClasses::Run& run, bool& c
     return taken ? matcher_.walk(state, run.representative) : ByteMatcher::dead;
 }
 
-bool TokenMasker::compute_runs(TokenBits& bits) {
-    if (!matcher_.at_boundary(state_)) return false;  // the readings start at a character boundary
-    for (const RunClasses::Run& run : runs_->runs()) {
-        // The chain s0 = state_, s1, …: the states after each further character of the run.
-        bool closed = false;
-        chain_.assign(1, state_);
-        for (;;) {
-            const int32_t next = run_step(chain_.back(), run, closed);
-            if (next == ByteMatcher::dead) break;
-            chain_.push_back(next);
-            if (chain_.size() > max_run_chars) {
-                closed = true;  // no reading has more characters: nothing asks past the chain's end
-                break;
+uint32_t TokenMasker::build_chain(int32_t from, const RunClasses::Run& run, bool& closed) {
+    // s0 = from, s1, …: the states after each further character of the run.
+    closed = false;
+    chain_.assign(1, from);
+    for (;;) {
+        const int32_t next = run_step(chain_.back(), run, closed);
+        if (next == ByteMatcher::dead) break;
+        chain_.push_back(next);
+        if (chain_.size() > max_run_chars) {
+            closed = true;  // no reading has more characters: nothing asks past the chain's end
+            break;
+        }
+    }
+    return static_cast<uint32_t>(chain_.size() - 1);
+}
+
+bool TokenMasker::compute_continued(TokenBits& bits) {
+    const uint8_t r = matcher_.remaining(state_);
+    if (r == 0 || r > 3 || runs_->runs().empty()) return false;
+    // One run's lists hold every token that may follow, so any run gives the
+    // exact mask; the one that the state's stacks read uniformly is the one
+    // whose chain will likely exist after the character (else the widest).
+    const RunClasses::Run* chosen = &runs_->runs().front();
+    for (const RunClasses::Run& candidate : runs_->runs()) {
+        bool uniform = true, held = false;
+        for (int32_t stack : matcher_.stacks(state_)) {
+            if (stack == 0) continue;
+            const auto relation = candidate.relations[matcher_.top_class(stack)];
+            uniform = uniform && relation != RunClasses::Relation::partial;
+            held = held || relation == RunClasses::Relation::superset;
+        }
+        if (uniform && held) {
+            chosen = &candidate;
+            break;
+        }
+    }
+    const RunClasses::Run& run = *chosen;
+    auto allow = [&](int32_t id) { bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64); };
+    auto taken = [&](int32_t from, const std::string& bytes, size_t offset) {
+        return from != ByteMatcher::dead &&
+               matcher_.walk(from, std::string_view(bytes).substr(offset)) != ByteMatcher::dead;
+    };
+    const auto& list = run.continued[r - 1];
+    size_t i = 0;
+    for (; i < list.size() && list[i].kind == RunClasses::continued_whole; ++i)
+        if (taken(state_, trie_->bytes(list[i].id), 0)) allow(list[i].id);
+    int32_t chained = ByteMatcher::dead;  // the state chain_ starts from
+    uint32_t reached = 0;
+    bool closed = false;
+    for (const auto& group : run.continued_groups[r - 1]) {
+        const size_t begin = i;
+        i = group.end;
+        const int32_t after = matcher_.walk(state_, std::string_view(group.head, r));  // the state after the character
+        if (after == ByteMatcher::dead) continue;  // the character is refused: the whole group is
+        if (after != chained) {
+            chained = after;
+            reached = build_chain(after, run, closed);
+        }
+        for (size_t j = begin; j < group.end; ++j) {
+            const RunClasses::Continued& e = list[j];
+            if (chain_.size() == 1) {
+                if (taken(after, trie_->bytes(e.id), r)) allow(e.id);  // not a run state: byte by byte
+            } else if (e.chars <= reached) {
+                if (e.kind == RunClasses::continued_pure || taken(chain_[e.chars], trie_->bytes(e.id), e.rest)) allow(e.id);
+            } else if (!closed && taken(after, trie_->bytes(e.id), r)) {
+                allow(e.id);  // longer than the known run, which did not close: byte by byte
             }
         }
+    }
+    return true;
+}
+
+bool TokenMasker::compute_runs(TokenBits& bits) {
+    if (!matcher_.at_boundary(state_)) return compute_continued(bits);  // the readings start at a character boundary
+    for (const RunClasses::Run& run : runs_->runs()) {
+        bool closed = false;
+        const uint32_t reached = build_chain(state_, run, closed);  // s_reached is the last known state
         // Not a run state (no step): the trie walk, which is cheap where the
         // run is refused at once — a mask from here would check every mixed token.
         if (chain_.size() == 1) continue;
-        const auto reached = static_cast<uint32_t>(chain_.size() - 1);  // s_reached is the last known state
         // Pure tokens: those of at most `reached` characters are allowed; longer
         // ones are refused where the chain closed, else checked whole.
         const uint64_t* pure = runs_->pure_upto(run, std::min(reached, run.chars));

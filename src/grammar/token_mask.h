@@ -100,6 +100,11 @@ private:
     // whether every character of the run is refused there (no stack holds
     // any of it) rather than the next state depending on the character.
     int32_t run_step(int32_t state, const RunClasses::Run& run, bool& closed);
+    // Fills chain_ with the run's states from `from` (s0 = from); returns
+    // the last one's index, `reached`, with run_step's `closed` there.
+    uint32_t build_chain(int32_t from, const RunClasses::Run& run, bool& closed);
+    // compute_runs for a state inside a character (run_classes.h, Continued).
+    bool compute_continued(TokenBits& bits);
     void walk_trie(TokenBits& bits);
 
     std::shared_ptr<const Grammar> grammar_;
