@@ -41,9 +41,9 @@
 // classes that at least a quarter of the tokens are pure in, at most
 // max_run_classes of them: only those pay for their bit sets. Memory, per
 // compiled grammar: at most max_run_classes × ((max_run_chars + 1) × vocab/8
-// bytes + 12 bytes and the rest's bytes per mixed token) — at 163,840 tokens
-// under 3 MB of bit sets (kimi-mini's pairs: one run class, 17 sets, 12,000
-// mixed tokens).
+// bytes + 12 bytes and the rest's bytes per mixed token + 3 × 8 bytes per
+// token starting with a continuation byte) — at 163,840 tokens under 3 MB of
+// bit sets (kimi-mini's pairs: one run class, 17 sets, 12,000 mixed tokens).
 #pragma once
 
 #include <cstddef>
