@@ -146,7 +146,8 @@ waste_status waste_session_generate(waste_session* session, waste_sampler* sampl
         std::vector<int32_t> end_tokens;
         std::vector<float> masked;
         if (options->grammar) {
-            masker = std::make_unique<waste::grammar::TokenMasker>(options->grammar->grammar, options->grammar->trie);
+            masker = std::make_unique<waste::grammar::TokenMasker>(options->grammar->grammar, options->grammar->trie,
+                                                                    options->grammar->runs);
             end_tokens = stop_tokens;
             if (eos >= 0) end_tokens.push_back(static_cast<int32_t>(eos));
         }

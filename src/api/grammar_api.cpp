@@ -41,6 +41,7 @@ waste_status waste_grammar_compile(const waste_tokenizer* tokenizer, uint32_t ki
         handle->grammar = std::make_shared<const waste::grammar::Grammar>(waste::grammar::parse_gbnf(gbnf));
         handle->trie = std::make_shared<const waste::grammar::VocabularyTrie>(
             waste::grammar::VocabularyTrie::from_tokenizer(*tokenizer->tokenizer));
+        handle->runs = std::make_shared<const waste::grammar::RunClasses>(*handle->grammar, *handle->trie);
         *out_grammar = handle.release();
     });
 }
@@ -76,7 +77,7 @@ waste_status waste_grammar_state_create(const waste_grammar* grammar, const int3
         auto state = std::make_unique<waste_grammar_state>();
         state->grammar = grammar->grammar;
         state->end_tokens.assign(end_tokens, end_tokens + end_token_count);
-        state->masker = std::make_unique<waste::grammar::TokenMasker>(grammar->grammar, grammar->trie);
+        state->masker = std::make_unique<waste::grammar::TokenMasker>(grammar->grammar, grammar->trie, grammar->runs);
         *out_state = state.release();
     });
 }

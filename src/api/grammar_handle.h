@@ -11,6 +11,7 @@
 struct waste_grammar {
     std::shared_ptr<const waste::grammar::Grammar> grammar;
     std::shared_ptr<const waste::grammar::VocabularyTrie> trie;
+    std::shared_ptr<const waste::grammar::RunClasses> runs;  // the vocabulary's run classes for this grammar
 };
 
 struct waste_grammar_state {

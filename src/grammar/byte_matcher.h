@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -64,6 +65,17 @@ public:
     bool can_end(int32_t state) const;
     // Whether the output must end here: nothing may follow.
     bool must_end(int32_t state) const;
+    // Whether the state is between characters (no partly read one).
+    bool at_boundary(int32_t state) const { return states_[static_cast<size_t>(state)].remaining == 0; }
+    // The continuation bytes the partly read character still needs (0 at a boundary).
+    uint8_t remaining(int32_t state) const { return states_[static_cast<size_t>(state)].remaining; }
+    // The state's stacks (sorted node ids; 0 is the empty stack). Valid until
+    // the next step() or walk(), which may move the states.
+    std::span<const int32_t> stacks(int32_t state) const { return states_[static_cast<size_t>(state)].stacks; }
+    // The class (an index into Grammar::classes) on top of stack `stack` (not 0).
+    uint32_t top_class(int32_t stack) const {
+        return grammar_.elements[static_cast<size_t>(nodes_[static_cast<size_t>(stack)].position)].index;
+    }
 
     size_t state_count() const { return states_.size(); }
     size_t memory_bytes() const { return memory_; }

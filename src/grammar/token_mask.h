@@ -8,13 +8,17 @@
 // tokens), which are allowed exactly where the grammar may end. Immutable;
 // built once per grammar compile and shared by its generations.
 //
-// TokenMasker: one generation's grammar state. allowed() walks the trie with
-// the ByteMatcher (each trie node is one table lookup once the automaton has
-// seen the state) and memoises the resulting bit set by automaton state, so a
-// state seen again (the inside of a string, a separator) costs a copy of
-// the bits; the cache and the automaton are bounded and reset when full.
-// A token may span several grammar elements and split a UTF-8 character —
-// the walk is byte by byte, so both hold by construction.
+// TokenMasker: one generation's grammar state. allowed() computes a state's
+// bit set once and memoises it by automaton state, so a state seen again
+// (a separator, the inside of an unbounded string) costs a copy of the bits;
+// the cache and the automaton are bounded and reset when full. A state
+// inside one of the grammar's wide classes (a string) takes its bits from
+// the run classes (run_classes.h): a precomputed set plus a check of the
+// tokens that leave the class. Any other state walks the trie with the
+// ByteMatcher (each trie node one table lookup once the automaton has seen
+// the state). A token may span several grammar elements and split a UTF-8
+// character — both paths step bytes through the same matcher, so both hold
+// by construction.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "grammar/byte_matcher.h"
+#include "grammar/run_classes.h"
 
 namespace waste::text {
 class Tokenizer;
@@ -64,7 +69,10 @@ using TokenBits = std::vector<uint64_t>;
 
 class TokenMasker {
 public:
-    TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie);
+    // `runs`: the vocabulary's run classes for this grammar (run_classes.h),
+    // built once per compile and shared; built here when null.
+    TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie,
+                std::shared_ptr<const RunClasses> runs = nullptr);
 
     // The tokens with bytes that may come next (end tokens not included).
     const TokenBits& allowed();
@@ -81,6 +89,23 @@ public:
 
 private:
     void compute(TokenBits& bits);
+    // The mask from a run class's sets where the state reads that class
+    // uniformly (run_classes.h); false (bits untouched) where none does.
+    bool compute_runs(TokenBits& bits);
+    // Adds the run's mixed tokens taken from the chain in chain_ (its states
+    // up to s_reached; `closed`: every character of the run is refused at
+    // s_reached).
+    void check_mixed(const RunClasses::Run& run, uint32_t reached, bool closed, TokenBits& bits);
+    // The state after any one character of the run, or dead; `closed` says
+    // whether every character of the run is refused there (no stack holds
+    // any of it) rather than the next state depending on the character.
+    int32_t run_step(int32_t state, const RunClasses::Run& run, bool& closed);
+    // Fills chain_ with the run's states from `from` (s0 = from); returns
+    // the last one's index, `reached`, with run_step's `closed` there.
+    uint32_t build_chain(int32_t from, const RunClasses::Run& run, bool& closed);
+    // compute_runs for a state inside a character (run_classes.h, Continued).
+    bool compute_continued(TokenBits& bits);
+    void walk_trie(TokenBits& bits);
 
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const VocabularyTrie> trie_;
@@ -90,6 +115,8 @@ private:
     std::unordered_map<int32_t, TokenBits> cache_;  // automaton state -> allowed tokens
     size_t cache_bytes_ = 0;
     std::vector<int32_t> walk_states_;  // [depth] scratch for the trie walk
+    std::shared_ptr<const RunClasses> runs_;
+    std::vector<int32_t> chain_;  // scratch: the states after 0, 1, 2, … characters of a run
 };
 
 // Bounds on one generation's memory (why: the automaton grows with every
