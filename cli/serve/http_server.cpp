@@ -17,6 +17,7 @@
 #include "api_error.h"
 #include "auth.h"
 #include "json_body.h"
+#include "response_format.h"
 #include "server_context.h"
 #include "sse.h"
 
@@ -200,6 +201,14 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
     if (rendered.contains("stop_ids")) job->stop_ids = rendered["stop_ids"].get<std::vector<int32_t>>();
     const std::string channel = rendered.contains("channel") && rendered["channel"].is_string() ? rendered["channel"].get<std::string>() : "";
     job->reader = make_chat_reader(ctx.engine.model, channel);
+    // response_format: compiled (or found compiled) before admission, so a
+    // schema the engine refuses is a 400 at once, not after a queue.
+    if (const auto grammar = read_response_format(request, req.body)) {
+        std::vector<int32_t> end_ids = job->stop_ids;
+        if (ctx.engine.eos >= 0) end_ids.push_back(ctx.engine.eos);
+        job->constraint = std::make_unique<ConstrainedReply>(ctx.engine.grammars->get(*grammar), ctx.engine.tokenizer,
+                                                             rendered.value("format", ""), channel, std::move(end_ids));
+    }
     completion_budget(ctx.engine, *job);  // a prompt over the context is refused before admission
     auto admission = std::make_shared<Admission>(admit_or_throw(ctx));
     const std::string id = new_id("chatcmpl-");

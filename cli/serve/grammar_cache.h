@@ -1,0 +1,44 @@
+// grammar_cache.h — compiled grammars by their text, least recently used
+// first out. Compiling lays the whole vocabulary's token bytes into a trie
+// (163,840 ids for K3: long enough to notice on every request), while a
+// client sending structured-output requests sends the same few schemas
+// again and again. A compiled grammar is immutable and shareable
+// (waste.h), so concurrent requests use one entry at once; an entry pushed
+// out stays alive while a generation holds it.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "response_format.h"
+#include "waste/waste.h"
+
+namespace waste_serve {
+
+using SharedGrammar = std::shared_ptr<const waste_grammar>;
+
+class GrammarCache {
+public:
+    // Why 32: a client's handful of schemas and several clients' at once;
+    // a compiled grammar holds a trie of the vocabulary (a few MB at K3's).
+    GrammarCache(const waste_tokenizer* tokenizer, size_t capacity = 32) : tokenizer_(tokenizer), capacity_(capacity) {}
+
+    // The compiled grammar for g. Throws ApiError: 400 (param
+    // "response_format") with the engine's message when it refuses the
+    // grammar, naming the keyword and its path; 500 for anything else.
+    SharedGrammar get(const OutputGrammar& g);
+
+    size_t size() const;
+
+private:
+    const waste_tokenizer* tokenizer_;
+    size_t capacity_;
+    mutable std::mutex mutex_;
+    std::list<std::pair<std::string, SharedGrammar>> entries_;  // most recently used first
+};
+
+}  // namespace waste_serve
