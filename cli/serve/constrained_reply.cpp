@@ -8,81 +8,157 @@ namespace waste_serve {
 
 namespace {
 
-std::vector<int32_t> markup_tokens(const waste_tokenizer* tokenizer, const std::string& text) {
+std::vector<int32_t> tokenize(const waste_tokenizer* tokenizer, const std::string& text, uint32_t flags) {
     int32_t* ids = nullptr;
     size_t count = 0;
     waste_error error{};
-    if (waste_tokenizer_tokenize(tokenizer, text.data(), text.size(), WASTE_TOKENIZE_MARKUP, &ids, &count, &error) != WASTE_OK)
-        throw std::runtime_error(std::string("cannot tokenize '") + text + "': " + error.message);
+    if (waste_tokenizer_tokenize(tokenizer, text.data(), text.size(), flags, &ids, &count, &error) != WASTE_OK)
+        throw std::runtime_error("cannot tokenize '" + text + "': " + error.message);
     std::vector<int32_t> out(ids, ids + count);
     waste_tokens_free(ids);
     return out;
 }
 
-int32_t marker(const waste_tokenizer* tokenizer, const char* text) {
-    const auto ids = markup_tokens(tokenizer, text);
-    // The renderer answered "xtml", so each marker is one special id (§1).
-    if (ids.size() != 1) throw std::runtime_error(std::string("the XTML marker ") + text + " is not one token");
-    return ids[0];
-}
-
 }  // namespace
 
-ConstrainedReply::ConstrainedReply(SharedGrammar grammar, const waste_tokenizer* tokenizer, const std::string& format,
-                                   const std::string& channel, std::vector<int32_t> end_ids)
-    : grammar_(std::move(grammar)), end_ids_(std::move(end_ids)) {
-    if (format == "xtml") {
-        open_ = marker(tokenizer, "<|open|>");
-        close_ = marker(tokenizer, "<|close|>");
-        end_ids_.push_back(close_);  // closing `response` ends the answer
-        if (channel == "think") {
-            phase_ = Phase::think;
-            think_to_answer_ = markup_tokens(tokenizer, "think<|sep|><|open|>response<|sep|>");
-        }
-    }
+Markup::Markup(const waste_tokenizer* t, bool is_xtml) : tokenizer(t), xtml(is_xtml) {
+    if (!xtml) return;
+    const auto one = [this](const char* text) {
+        const auto ids = tokenize(tokenizer, text, WASTE_TOKENIZE_MARKUP);
+        // The renderer answered "xtml", so each marker is one special id (§1).
+        if (ids.size() != 1) throw std::runtime_error(std::string("the XTML marker ") + text + " is not one token");
+        return ids[0];
+    };
+    open = one("<|open|>");
+    close = one("<|close|>");
+    sep = one("<|sep|>");
+    end_of_msg = one("<|end_of_msg|>");
+}
+
+std::vector<int32_t> Markup::plain(const std::string& text) const { return tokenize(tokenizer, text, 0); }
+
+std::vector<int32_t> Markup::tag(int32_t marker, const std::string& header) const {
+    std::vector<int32_t> out{marker};
+    const auto text = plain(header);
+    out.insert(out.end(), text.begin(), text.end());
+    out.push_back(sep);
+    return out;
+}
+
+std::string Markup::text(const std::vector<int32_t>& ids) const {
+    char* bytes = nullptr;
+    size_t length = 0;
     waste_error error{};
-    if (waste_grammar_state_create(grammar_.get(), end_ids_.data(), end_ids_.size(), &state_, &error) != WASTE_OK)
+    if (waste_tokenizer_detokenize(tokenizer, ids.data(), ids.size(), 0, &bytes, &length, &error) != WASTE_OK)
         throw std::runtime_error(error.message);
+    std::string out(bytes, length);
+    waste_string_free(bytes);
+    return out;
 }
 
 ConstrainedReply::~ConstrainedReply() { waste_grammar_state_free(state_); }
 
-bool ConstrainedReply::is_end(int32_t token) const {
-    return std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end();
+void ConstrainedReply::begin_stage() {
+    forced_ = 0;
+    taken_.clear();
+    waste_grammar_state_free(state_);
+    state_ = nullptr;
+    if (stages_.empty() || stages_.front().kind != Stage::Kind::grammar) return;
+    const Stage& stage = stages_.front();
+    waste_error error{};
+    if (waste_grammar_state_create(stage.grammar.get(), stage.ends.data(), stage.ends.size(), &state_, &error) != WASTE_OK)
+        throw std::runtime_error(error.message);
+}
+
+void ConstrainedReply::finish_stage() {
+    Stage done = std::move(stages_.front());
+    stages_.pop_front();
+    const std::vector<int32_t> taken = std::move(taken_);
+    if (done.on_done) done.on_done(*this, taken);
+    begin_stage();
 }
 
 ConstrainedReply::Next ConstrainedReply::next(float* logits, size_t vocab) {
-    if (!forcing_.empty()) return {Action::force, forcing_.front()};
-    if (phase_ == Phase::think) {
-        // Free text, but no element opened and no end before the answer;
-        // <|close|> stays: it is how the model leaves think.
-        for (const int32_t id : end_ids_)
-            if (id != close_ && static_cast<size_t>(id) < vocab) logits[id] = -INFINITY;
-        if (static_cast<size_t>(open_) < vocab) logits[open_] = -INFINITY;
-        return {};
+    if (stages_.empty()) return {Action::end};
+    if (!begun_) {
+        begun_ = true;
+        begin_stage();
     }
-    if (waste_grammar_state_must_end(state_)) return {Action::end};
-    size_t allowed = 0;
-    waste_error error{};
-    if (waste_grammar_state_mask(state_, logits, vocab, &allowed, &error) != WASTE_OK) throw std::runtime_error(error.message);
-    if (allowed == 0) return {Action::end};  // complete, and no end token in the vocabulary
+    Stage& stage = stages_.front();
+    const auto mask = [&](int32_t id) {
+        if (id >= 0 && static_cast<size_t>(id) < vocab) logits[id] = -INFINITY;
+    };
+    switch (stage.kind) {
+        case Stage::Kind::force:
+            return {Action::force, stage.tokens.at(forced_)};
+        case Stage::Kind::think:
+            for (const int32_t id : think_ends_) mask(id);
+            mask(markup_->open);
+            mask(markup_->end_of_msg);
+            return {};
+        case Stage::Kind::grammar: {
+            if (waste_grammar_state_must_end(state_)) {
+                if (stage.final) return {Action::end};
+                return {Action::force, stage.ends.at(0)};
+            }
+            size_t allowed = 0;
+            waste_error error{};
+            if (waste_grammar_state_mask(state_, logits, vocab, &allowed, &error) != WASTE_OK)
+                throw std::runtime_error(error.message);
+            if (allowed == 0) {  // complete, and no end token in the vocabulary
+                if (stage.final) return {Action::end};
+                return {Action::force, stage.ends.at(0)};
+            }
+            return {};
+        }
+    }
     return {};
 }
 
 bool ConstrainedReply::accept(int32_t token) {
-    if (!forcing_.empty()) {
-        forcing_.pop_front();
-        if (forcing_.empty()) phase_ = Phase::answer;
-        return false;
+    if (stages_.empty()) return true;
+    Stage& stage = stages_.front();
+    taken_.push_back(token);
+    switch (stage.kind) {
+        case Stage::Kind::force:
+            if (++forced_ == stage.tokens.size()) finish_stage();
+            return false;
+        case Stage::Kind::think:
+            if (token == markup_->close) finish_stage();
+            return false;
+        case Stage::Kind::grammar: {
+            if (std::find(stage.ends.begin(), stage.ends.end(), token) != stage.ends.end()) {
+                const bool ends_reply = stage.final;
+                finish_stage();
+                return ends_reply;
+            }
+            waste_error error{};
+            if (waste_grammar_state_accept(state_, token, &error) != WASTE_OK) throw std::runtime_error(error.message);
+            return false;
+        }
     }
-    if (phase_ == Phase::think) {
-        if (token == close_) forcing_.assign(think_to_answer_.begin(), think_to_answer_.end());
-        return false;
-    }
-    if (is_end(token)) return true;
-    waste_error error{};
-    if (waste_grammar_state_accept(state_, token, &error) != WASTE_OK) throw std::runtime_error(error.message);
     return false;
+}
+
+std::unique_ptr<ConstrainedReply> constrain_answer(SharedGrammar grammar, const waste_tokenizer* tokenizer,
+                                                   const std::string& format, const std::string& channel,
+                                                   std::vector<int32_t> end_ids) {
+    auto markup = std::make_shared<const Markup>(tokenizer, format == "xtml");
+    auto reply = std::make_unique<ConstrainedReply>(markup, end_ids);
+    if (markup->xtml) {
+        end_ids.push_back(markup->close);  // closing `response` ends the answer
+        if (channel == "think") {
+            reply->add(Stage::think());
+            // The model wrote <|close|>: the rest of </think>, then <response>.
+            std::vector<int32_t> to_answer = markup->plain("think");
+            to_answer.push_back(markup->sep);
+            const auto response = markup->tag(markup->open, "response");
+            to_answer.insert(to_answer.end(), response.begin(), response.end());
+            reply->add(Stage::force(std::move(to_answer)));
+        }
+    }
+    reply->add(Stage::held(std::move(grammar), std::move(end_ids), true));
+    return reply;
 }
 
 }  // namespace waste_serve

@@ -144,7 +144,10 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
     outcome.message = job.reader->message();
     outcome.message["content"] = stops.content().empty() ? json(nullptr) : json(stops.content());
     const bool has_calls = outcome.message.contains("tool_calls") && !outcome.message["tool_calls"].empty();
-    if (has_calls) outcome.finish_reason = "tool_calls";
+    // A constrained reply cut by max_tokens is "length" even with a call
+    // open: its arguments are unfinished, not what the schema promised.
+    const bool cut = !model_ended && !stops.matched() && outcome.completion_tokens >= budget;
+    if (has_calls && !(job.constraint && cut)) outcome.finish_reason = "tool_calls";
     else if (model_ended || stops.matched()) outcome.finish_reason = "stop";
     else if (outcome.completion_tokens >= budget) outcome.finish_reason = "length";
     else outcome.finish_reason = "stop";

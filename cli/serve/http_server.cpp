@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "json_body.h"
 #include "response_format.h"
+#include "tool_call_plan.h"
 #include "server_context.h"
 #include "sse.h"
 
@@ -201,13 +202,19 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
     if (rendered.contains("stop_ids")) job->stop_ids = rendered["stop_ids"].get<std::vector<int32_t>>();
     const std::string channel = rendered.contains("channel") && rendered["channel"].is_string() ? rendered["channel"].get<std::string>() : "";
     job->reader = make_chat_reader(ctx.engine.model, channel);
-    // response_format: compiled (or found compiled) before admission, so a
-    // schema the engine refuses is a 400 at once, not after a queue.
-    if (const auto grammar = read_response_format(request, req.body)) {
+    // response_format and tool_choice: compiled (or found compiled) before
+    // admission, so what the engine cannot enforce is a 400 at once, not
+    // after a queue. A demanded call leaves no answer to hold to
+    // response_format (its content is empty), so it takes precedence.
+    {
         std::vector<int32_t> end_ids = job->stop_ids;
         if (ctx.engine.eos >= 0) end_ids.push_back(ctx.engine.eos);
-        job->constraint = std::make_unique<ConstrainedReply>(ctx.engine.grammars->get(*grammar), ctx.engine.tokenizer,
-                                                             rendered.value("format", ""), channel, std::move(end_ids));
+        const std::string format = rendered.value("format", "");
+        const auto answer = read_response_format(request, req.body);
+        SharedGrammar answer_grammar = answer ? ctx.engine.grammars->get(*answer) : nullptr;
+        job->constraint = constrain_tool_call(request, req.body, *ctx.engine.grammars, ctx.engine.tokenizer, format, channel, end_ids);
+        if (!job->constraint && answer_grammar)
+            job->constraint = constrain_answer(std::move(answer_grammar), ctx.engine.tokenizer, format, channel, std::move(end_ids));
     }
     completion_budget(ctx.engine, *job);  // a prompt over the context is refused before admission
     auto admission = std::make_shared<Admission>(admit_or_throw(ctx));

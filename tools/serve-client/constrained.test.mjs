@@ -247,3 +247,106 @@ test('XTML, thinking on: think is free text, the answer after it is constrained'
   }
   assert.ok(answered >= 1, 'some replies left think and answered');
 });
+
+// tool_choice: the call's arguments held to the function's parameters, in
+// K3's call format (XTML only: tiny-tok). Every string is bounded so that a
+// noise model's call ends well inside max_tokens.
+const weather = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Weather of a city',
+    parameters: {
+      type: 'object',
+      properties: {
+        city: { type: 'string', maxLength: 12 },
+        days: { type: 'integer', minimum: 1, maximum: 7 },
+        unit: { enum: ['celsius', 'fahrenheit'] },
+        options: { type: 'object', properties: { wind: { type: 'boolean' }, hours: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 23 }, maxItems: 3 } }, required: ['wind'], additionalProperties: false },
+      },
+      required: ['city', 'days'],
+    },
+  },
+};
+const clock = {
+  type: 'function',
+  function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', minLength: 1, maxLength: 6 }, precise: { type: 'boolean' } }, required: ['zone'], additionalProperties: false } },
+};
+const toolMessages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+function checkCall(r, tools) {
+  assert.equal(r.choices[0].finish_reason, 'tool_calls', JSON.stringify(r.choices[0].message));
+  const calls = r.choices[0].message.tool_calls;
+  assert.equal(calls.length, 1);
+  const tool = tools.find((t) => t.function.name === calls[0].function.name);
+  assert.ok(tool, `a declared tool: ${calls[0].function.name}`);
+  const validate = ajv.compile(tool.function.parameters);
+  const args = JSON.parse(calls[0].function.arguments);
+  assert.ok(validate(args), `${calls[0].function.arguments} ${JSON.stringify(validate.errors)}`);
+  return calls[0];
+}
+
+test('tool_choice naming a function: one call whose arguments validate (thinking off, blocking and streaming)', async () => {
+  // Tolerance: none; each call must end with valid arguments.
+  for (const temperature of temperatures) {
+    for (const seed of seeds.slice(0, 3)) {
+      const body = { model: 'x', messages: toolMessages, tools: [weather, clock], tool_choice: { type: 'function', function: { name: 'get_weather' } }, reasoning_effort: 'none', max_tokens: 400, temperature, seed };
+      const r = await k3client.chat.completions.create(body);
+      const call = checkCall(r, [weather]);
+      assert.equal(call.function.name, 'get_weather');
+      assert.equal(r.choices[0].message.content, null, 'a demanded call has no answer text');
+      const chunks = [];
+      for await (const chunk of await k3client.chat.completions.create({ ...body, stream: true })) chunks.push(chunk);
+      const streamedCalls = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+      assert.equal(streamedCalls.map((c) => c.function?.arguments ?? '').join(''), call.function.arguments);
+      assert.equal(chunks.map((c) => c.choices[0]?.finish_reason).find(Boolean), 'tool_calls');
+    }
+  }
+});
+
+test('tool_choice "required": the model picks a declared tool, its arguments validate', async () => {
+  // Tolerance: none on validity; which tool is picked is the model's choice.
+  for (const temperature of temperatures) {
+    for (const seed of seeds) {
+      const r = await k3client.chat.completions.create({ model: 'x', messages: toolMessages, tools: [weather, clock], tool_choice: 'required', reasoning_effort: 'none', max_tokens: 400, temperature, seed });
+      checkCall(r, [weather, clock]);
+    }
+  }
+});
+
+test('tool_choice with thinking on: think is free, then the call is constrained', async () => {
+  // As for response_format with thinking on: the noise model leaves think
+  // in about one reply in eight; a reply still thinking at max_tokens is
+  // "length". Every other reply must be a valid call; at least one must be.
+  let called = 0;
+  for (const temperature of temperatures) {
+    for (let seed = 1; seed <= 24; ++seed) {
+      const r = await k3client.chat.completions.create({ model: 'x', messages: toolMessages, tools: [weather], tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 600, temperature, seed });
+      if (r.choices[0].finish_reason === 'length') continue;
+      assert.ok(r.choices[0].message.reasoning_content?.length > 0, 'it thought first');
+      checkCall(r, [weather]);
+      ++called;
+    }
+  }
+  assert.ok(called >= 1, 'some replies left think and called');
+});
+
+test('tool_choice: a call cut by max_tokens is "length"; what cannot be held is a 400 naming tool_choice', async () => {
+  // Tolerance: none. 10 tokens cannot finish the call's header and arguments.
+  const r = await k3client.chat.completions.create({ model: 'x', messages: toolMessages, tools: [weather], tool_choice: 'required', reasoning_effort: 'none', max_tokens: 10, temperature: 1.0, seed: 1 });
+  assert.equal(r.choices[0].finish_reason, 'length');
+  const patterned = { type: 'function', function: { name: 'p', parameters: { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } } } } };
+  const refusals = [
+    [{ tools: [patterned], tool_choice: 'required' }, /pattern/],
+    [{ tools: [weather], tool_choice: { type: 'function', function: { name: 'nope' } } }, /nope/],
+    [{ tools: [{ type: 'function', function: { name: 'm', parameters: { type: 'object', properties: { n: { type: 'integer', multipleOf: 5 } } } } }], tool_choice: 'required' }, /multipleOf/],
+  ];
+  for (const [fields, message] of refusals) {
+    await assert.rejects(k3client.chat.completions.create({ model: 'x', messages: toolMessages, max_tokens: 8, ...fields }), (e) => {
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'tool_choice');
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+});
