@@ -20,8 +20,7 @@ SharedGrammar GrammarCache::get(const OutputGrammar& g) {
     waste_grammar* compiled = nullptr;
     waste_error error{};
     const waste_status status = waste_grammar_compile(tokenizer_, g.kind, g.text.data(), g.text.size(), &compiled, &error);
-    if (status == WASTE_ERR_INVALID_ARGUMENT)
-        throw bad_request(std::string("response_format cannot be enforced: ") + error.message, "response_format");
+    if (status == WASTE_ERR_INVALID_ARGUMENT) throw GrammarRefused(error.message);
     if (status != WASTE_OK)
         throw ApiError{500, std::string("cannot compile the response_format grammar: ") + error.message, "engine_error", "", "engine_error"};
     SharedGrammar grammar(compiled, [](const waste_grammar* p) { waste_grammar_free(const_cast<waste_grammar*>(p)); });

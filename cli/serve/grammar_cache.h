@@ -11,6 +11,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -21,15 +22,21 @@ namespace waste_serve {
 
 using SharedGrammar = std::shared_ptr<const waste_grammar>;
 
+// The engine refused a grammar or schema (WASTE_ERR_INVALID_ARGUMENT); the
+// message is the engine's, naming the keyword and its path. The caller knows
+// which request field it came from.
+struct GrammarRefused : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 class GrammarCache {
 public:
     // Why 32: a client's handful of schemas and several clients' at once;
     // a compiled grammar holds a trie of the vocabulary (a few MB at K3's).
     GrammarCache(const waste_tokenizer* tokenizer, size_t capacity = 32) : tokenizer_(tokenizer), capacity_(capacity) {}
 
-    // The compiled grammar for g. Throws ApiError: 400 (param
-    // "response_format") with the engine's message when it refuses the
-    // grammar, naming the keyword and its path; 500 for anything else.
+    // The compiled grammar for g. Throws GrammarRefused when the engine
+    // refuses it, ApiError (500) when the engine fails otherwise.
     SharedGrammar get(const OutputGrammar& g);
 
     size_t size() const;

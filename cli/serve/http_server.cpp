@@ -211,7 +211,12 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
         if (ctx.engine.eos >= 0) end_ids.push_back(ctx.engine.eos);
         const std::string format = rendered.value("format", "");
         const auto answer = read_response_format(request, req.body);
-        SharedGrammar answer_grammar = answer ? ctx.engine.grammars->get(*answer) : nullptr;
+        SharedGrammar answer_grammar;
+        try {
+            if (answer) answer_grammar = ctx.engine.grammars->get(*answer);
+        } catch (const GrammarRefused& refused) {
+            throw bad_request(std::string("response_format cannot be enforced: ") + refused.what(), "response_format");
+        }
         job->constraint = constrain_tool_call(request, req.body, *ctx.engine.grammars, ctx.engine.tokenizer, format, channel, end_ids);
         if (!job->constraint && answer_grammar)
             job->constraint = constrain_answer(std::move(answer_grammar), ctx.engine.tokenizer, format, channel, std::move(end_ids));

@@ -81,7 +81,10 @@ struct ToolPlan {
 // unquoted, so the JSON Schema translation (quoted) does not apply.
 std::string raw_string_gbnf(const Ordered& schema, const std::string& where) {
     std::vector<std::string> values;
-    if (const auto it = schema.find("const"); it != schema.end()) values.push_back(it->is_string() ? it->get<std::string>() : "");
+    if (const auto it = schema.find("const"); it != schema.end()) {
+        if (!it->is_string()) throw refuse(where + "/const: a string argument's const must be a string");
+        values.push_back(it->get<std::string>());
+    }
     if (const auto it = schema.find("enum"); it != schema.end()) {
         if (!it->is_array() || it->empty()) throw refuse(where + "/enum: enum must be a non-empty array");
         for (const auto& v : *it) {
@@ -132,14 +135,17 @@ Argument plan_argument(GrammarCache& grammars, const std::string& key, const Ord
     }
     Argument argument{key, type, nullptr};
     if (type == "string") {
-        argument.value = grammars.get({WASTE_GRAMMAR_GBNF, raw_string_gbnf(schema, where)});
+        try {
+            argument.value = grammars.get({WASTE_GRAMMAR_GBNF, raw_string_gbnf(schema, where)});
+        } catch (const GrammarRefused& refused) {  // over the engine's bounds (a huge enum)
+            throw refuse(where + ": " + refused.what());
+        }
     } else if (type == "integer" || type == "number" || type == "boolean" || type == "null" || type == "object" || type == "array") {
         if (type == "integer") argument.type = "number";
         try {
             argument.value = grammars.get({WASTE_GRAMMAR_JSON_SCHEMA, schema.dump()});
-        } catch (const ApiError& e) {
-            if (e.status != 400) throw;
-            throw refuse(where + ": " + e.message.substr(e.message.find(": ") + 2));
+        } catch (const GrammarRefused& refused) {
+            throw refuse(where + ": " + refused.what());  // the engine's path is within the property's schema
         }
     } else {
         throw refuse(where + "/type: unknown type '" + type + "'");
@@ -219,19 +225,27 @@ std::unique_ptr<ConstrainedReply> constrain_tool_call(const nlohmann::json& requ
     const auto choice = request.find("tool_choice");
     if (choice == request.end()) return nullptr;
     const bool required = choice->is_string() && *choice == "required";
-    const bool named = choice->is_object();  // the renderer checked {"type": "function", "function": {"name": X}}
+    const bool named = choice->is_object();
     if (!required && !named) return nullptr;
+    // The renderer checked that the object names a function, nested
+    // ({"function": {"name": X}}) or flat ({"name": X}), as a string.
+    std::string wanted;
+    if (named) {
+        const auto function = choice->find("function");
+        const nlohmann::json& holder = function != choice->end() && function->is_object() ? *function : *choice;
+        wanted = holder.value("name", "");
+    }
     if (format != "xtml") return nullptr;  // chat.json: the renderer refuses a demanded call
 
     const Ordered ordered = Ordered::parse(body);
     std::vector<ToolPlan> tools;
     for (const auto& [name, parameters] : declared_tools(ordered)) {
-        if (named && name != (*choice)["function"]["name"].get<std::string>()) continue;
+        if (named && name != wanted) continue;
         tools.push_back(plan_tool(grammars, name, parameters));
         if (named) break;
     }
     if (tools.empty())
-        throw bad_request(named ? "tool_choice names '" + (*choice)["function"]["name"].get<std::string>() + "', which is not in tools"
+        throw bad_request(named ? "tool_choice names '" + wanted + "', which is not in tools"
                                 : "tool_choice \"required\" needs tools",
                           "tool_choice");
 
@@ -263,7 +277,13 @@ std::unique_ptr<ConstrainedReply> constrain_tool_call(const nlohmann::json& requ
     std::string names = "root ::= (";
     for (size_t i = 0; i < tools.size(); ++i) names += (i ? " | " : "") + gbnf_literal(attribute(tools[i].name));
     names += ") " + gbnf_literal("\" index=\"1\"") + "\n";
-    Stage pick = Stage::held(grammars.get({WASTE_GRAMMAR_GBNF, names}), {m.sep}, false);
+    SharedGrammar names_grammar;
+    try {
+        names_grammar = grammars.get({WASTE_GRAMMAR_GBNF, names});
+    } catch (const GrammarRefused& refused) {  // over the engine's bounds (thousands of tools)
+        throw refuse(std::string("the tools' names: ") + refused.what());
+    }
+    Stage pick = Stage::held(std::move(names_grammar), {m.sep}, false);
     pick.on_done = [tools](ConstrainedReply& r, const std::vector<int32_t>& taken) {
         const std::string text = r.markup().text(std::vector<int32_t>(taken.begin(), taken.end() - 1));  // less the <|sep|>
         for (const auto& tool : tools)

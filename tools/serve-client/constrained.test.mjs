@@ -350,3 +350,17 @@ test('tool_choice: a call cut by max_tokens is "length"; what cannot be held is 
     });
   }
 });
+
+test('tool_choice: names and keys that need escaping or spell markers round-trip (§1 escaping, Rule 1)', async () => {
+  // Tolerance: none. The server writes the call's header and argument tags:
+  // attribute values escaped (& then "), text never read as markup.
+  const odd = { type: 'function', function: { name: 'a"b&<|open|>', parameters: { type: 'object', properties: { 'k"<|sep|>': { enum: ['v&"<|close|>'] } }, required: ['k"<|sep|>'] } } };
+  const plain = { name: 'other', parameters: { type: 'object', properties: { n: { type: 'integer', minimum: 0, maximum: 3 } }, required: ['n'] } };
+  for (const tool_choice of [{ name: 'a"b&<|open|>' }, 'required']) {
+    for (const seed of [1, 2, 3]) {
+      const r = await k3client.chat.completions.create({ model: 'x', messages: toolMessages, tools: [odd, { type: 'function', function: plain }], tool_choice, reasoning_effort: 'none', max_tokens: 200, temperature: 1.0, seed });
+      const call = checkCall(r, [odd, { type: 'function', function: plain }]);
+      if (call.function.name === odd.function.name) assert.deepEqual(JSON.parse(call.function.arguments), { 'k"<|sep|>': 'v&"<|close|>' });
+    }
+  }
+});
