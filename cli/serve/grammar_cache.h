@@ -1,6 +1,7 @@
 // grammar_cache.h — compiled grammars by their text, least recently used
-// first out. Compiling lays the whole vocabulary's token bytes into a trie
-// (163,840 ids for K3: long enough to notice on every request), while a
+// first out. Compiling parses and checks the grammar (a JSON Schema is
+// translated first; the first compile also lays the vocabulary's 163,840
+// token byte strings, for K3, into the trie every later one shares), while a
 // client sending structured-output requests sends the same few schemas
 // again and again. A compiled grammar is immutable and shareable
 // (waste.h), so concurrent requests use one entry at once; an entry pushed
@@ -31,8 +32,10 @@ struct GrammarRefused : std::runtime_error {
 
 class GrammarCache {
 public:
-    // Why 32: a client's handful of schemas and several clients' at once;
-    // a compiled grammar holds a trie of the vocabulary (a few MB at K3's).
+    // Why 32: a client's handful of schemas and several clients' at once.
+    // Entries are small: every grammar compiled against one tokenizer
+    // shares its vocabulary trie (docs/GRAMMAR.md, "The mask"), so the
+    // bound is on the rules and the automata built on them.
     GrammarCache(const waste_tokenizer* tokenizer, size_t capacity = 32) : tokenizer_(tokenizer), capacity_(capacity) {}
 
     // The compiled grammar for g. Throws GrammarRefused when the engine
