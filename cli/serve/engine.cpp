@@ -84,9 +84,11 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
 
     bool model_ended = false;
     int32_t pending = -1;  // the last token drawn, evaluated at the next step (never when the reply ends)
+    std::vector<float> masked;  // a constrained reply's copy of the logits, masked by it
     for (uint32_t n = 0; n < budget; ++n) {
         if (engine.cancel_all.load()) break;
         TokenChoice choice;
+        bool complete = false;  // the constraint's grammar allows nothing more
         {
             std::lock_guard lock(engine.turn);
             if (pending >= 0 && waste_session_eval(session, &pending, 1, &error) != WASTE_OK)
@@ -95,12 +97,27 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
             size_t vocab = 0;
             if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK)
                 engine_failure(session, error, "reading the logits");
-            if (!sampler.pick(logits, vocab, choice, error)) engine_failure(session, error, "sampling");
+            if (!job.constraint) {
+                if (!sampler.pick(logits, vocab, choice, error)) engine_failure(session, error, "sampling");
+            } else {
+                masked.assign(logits, logits + vocab);
+                const ConstrainedReply::Next next = job.constraint->next(masked.data(), vocab);
+                if (next.action == ConstrainedReply::Action::end) complete = true;
+                else if (next.action == ConstrainedReply::Action::force) sampler.force(logits, vocab, next.token, choice);
+                else if (!sampler.pick(logits, vocab, choice, error, masked.data())) engine_failure(session, error, "sampling");
+            }
+        }
+        if (complete) {
+            model_ended = true;
+            break;
         }
         ++outcome.completion_tokens;
         ++engine.metrics->generated_tokens;
         if (job.params.logprobs) outcome.choices.push_back(choice);
-        if (choice.token == engine.eos ||
+        // A constrained reply's end tokens are allowed only where its grammar
+        // may end, and include XTML's <|close|> of the answer.
+        const bool constraint_ends = job.constraint && job.constraint->accept(choice.token);
+        if (constraint_ends || choice.token == engine.eos ||
             std::find(job.stop_ids.begin(), job.stop_ids.end(), choice.token) != job.stop_ids.end()) {
             model_ended = true;
             break;
@@ -127,7 +144,10 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
     outcome.message = job.reader->message();
     outcome.message["content"] = stops.content().empty() ? json(nullptr) : json(stops.content());
     const bool has_calls = outcome.message.contains("tool_calls") && !outcome.message["tool_calls"].empty();
-    if (has_calls) outcome.finish_reason = "tool_calls";
+    // A constrained reply cut by max_tokens is "length" even with a call
+    // open: its arguments are unfinished, not what the schema promised.
+    const bool cut = !model_ended && !stops.matched() && outcome.completion_tokens >= budget;
+    if (has_calls && !(job.constraint && cut)) outcome.finish_reason = "tool_calls";
     else if (model_ended || stops.matched()) outcome.finish_reason = "stop";
     else if (outcome.completion_tokens >= budget) outcome.finish_reason = "length";
     else outcome.finish_reason = "stop";

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "constrained_reply.h"
+#include "grammar_cache.h"
 #include "metrics.h"
 #include "prompt_cache.h"
 #include "reply_reader.h"
@@ -38,6 +40,7 @@ struct Engine {
     TurnLock turn;
     std::unique_ptr<PromptCache> prompt_cache;  // null: no snapshot reserve
     Metrics* metrics = nullptr;
+    std::unique_ptr<GrammarCache> grammars;     // response_format's compiled grammars
     std::atomic<bool> cancel_all{false};    // shutdown past its grace period
 };
 
@@ -46,6 +49,7 @@ struct GenerationJob {
     SamplingParams params;
     std::vector<int32_t> stop_ids;          // end the reply (not part of it)
     std::unique_ptr<ReplyReader> reader;
+    std::unique_ptr<ConstrainedReply> constraint;  // null: unconstrained (the loop is as without one)
 };
 
 // What one token (or the end) added, after stop strings.

@@ -18,6 +18,8 @@
 #include "api_error.h"
 #include "auth.h"
 #include "json_body.h"
+#include "response_format.h"
+#include "tool_call_plan.h"
 #include "server_context.h"
 #include "sse.h"
 
@@ -183,6 +185,30 @@ Admission admit_or_throw(ServerContext& ctx) {
     return std::move(*admission);
 }
 
+// What a chat request's response_format and tool_choice hold the reply to
+// (null: nothing; the generation is then the unconstrained one). Built
+// before admission, grammars compiled or found compiled, so what the engine
+// cannot enforce is a 400 at once, not after a queue. A demanded call
+// leaves no answer to hold to response_format (its content is empty), so it
+// takes precedence; response_format is still checked.
+std::unique_ptr<ConstrainedReply> constraint_for(ServerContext& ctx, const json& request, const std::string& body,
+                                                 const json& rendered, const std::string& channel,
+                                                 const std::vector<int32_t>& stop_ids) {
+    std::vector<int32_t> end_ids = stop_ids;
+    if (ctx.engine.eos >= 0) end_ids.push_back(ctx.engine.eos);
+    const std::string format = rendered.value("format", "");
+    const auto answer = read_response_format(request, body);
+    SharedGrammar answer_grammar;
+    try {
+        if (answer) answer_grammar = ctx.engine.grammars->get(*answer);
+    } catch (const GrammarRefused& refused) {
+        throw bad_request(std::string("response_format cannot be enforced: ") + refused.what(), "response_format");
+    }
+    auto call = constrain_tool_call(request, body, *ctx.engine.grammars, ctx.engine.tokenizer, format, channel, end_ids);
+    if (call || !answer_grammar) return call;
+    return constrain_answer(std::move(answer_grammar), ctx.engine.tokenizer, format, channel, std::move(end_ids));
+}
+
 void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const json request = parse_body(req.body);
     const SamplingParams params = read_sampling_params(request, Endpoint::chat);
@@ -218,6 +244,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
     if (rendered.contains("stop_ids")) job->stop_ids = rendered["stop_ids"].get<std::vector<int32_t>>();
     const std::string channel = rendered.contains("channel") && rendered["channel"].is_string() ? rendered["channel"].get<std::string>() : "";
     job->reader = make_chat_reader(ctx.engine.model, channel);
+    job->constraint = constraint_for(ctx, request, req.body, rendered, channel, job->stop_ids);
     completion_budget(ctx.engine, *job);  // a prompt over the context is refused before admission
     auto admission = std::make_shared<Admission>(admit_or_throw(ctx));
     const std::string id = new_id("chatcmpl-");

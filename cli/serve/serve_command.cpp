@@ -150,6 +150,7 @@ int serve(const ServeArgs& args) {
         ctx.engine.model = model.get();
         ctx.engine.tokenizer = tokenizer.get();
         ctx.engine.eos = waste_tokenizer_eos(tokenizer.get());
+        ctx.engine.grammars = std::make_unique<waste_serve::GrammarCache>(tokenizer.get());
         ctx.engine.context_length = waste_session_context_length(sessions.front().get());
         if (options.snapshot_bytes > 0)
             ctx.engine.prompt_cache = std::make_unique<waste_serve::PromptCache>(options.snapshot_bytes);
@@ -187,6 +188,7 @@ int serve(const ServeArgs& args) {
     stop_done.notify_all();
     deadline.join();
     ctx.engine.prompt_cache.reset();  // snapshots before the model
+    ctx.engine.grammars.reset();      // compiled against the tokenizer
     ctx.engine.sessions.clear();
     sessions.clear();
     fmt::print("waste serve: stopped\n");

@@ -25,11 +25,11 @@ TokenSampler::TokenSampler(const SamplingParams& params, uint64_t seed)
 
 TokenSampler::~TokenSampler() { waste_sampler_free(sampler_); }
 
-bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, waste_error& error) {
-    const float* sample_from = logits;
+bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, waste_error& error, const float* masked) {
+    const float* sample_from = masked ? masked : logits;
     if (!counts_.empty() && (frequency_penalty_ != 0 || presence_penalty_ != 0)) {
         // OpenAI: mu[j] -= c[j] * frequency_penalty + (c[j] > 0) * presence_penalty.
-        scratch_.assign(logits, logits + vocab);
+        scratch_.assign(sample_from, sample_from + vocab);
         for (const auto& [token, count] : counts_)
             if (static_cast<size_t>(token) < vocab)
                 scratch_[token] -= static_cast<float>(count * frequency_penalty_ + presence_penalty_);
@@ -37,10 +37,21 @@ bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, was
     }
     if (waste_sampler_sample(sampler_, sample_from, vocab, &out.token, nullptr, &error) != WASTE_OK) return false;
     ++counts_[out.token];
+    fill_logprobs(logits, vocab, out);
+    return true;
+}
+
+void TokenSampler::force(const float* logits, size_t vocab, int32_t token, TokenChoice& out) {
+    out.token = token;
+    ++counts_[token];
+    fill_logprobs(logits, vocab, out);
+}
+
+void TokenSampler::fill_logprobs(const float* logits, size_t vocab, TokenChoice& out) const {
     out.top.clear();
     // Only a client that asked pays for them: a pass of exp in double over
     // the whole vocabulary (163,840 ids for K3) on every token.
-    if (!logprobs_) return true;
+    if (!logprobs_) return;
 
     // Log-probabilities of the model itself (raw logits), computed in double.
     double max_logit = -INFINITY;
@@ -58,7 +69,6 @@ bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, was
         });
         for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], static_cast<float>(logits[ids[i]] - log_z));
     }
-    return true;
 }
 
 }  // namespace waste_serve

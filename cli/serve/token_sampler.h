@@ -31,9 +31,17 @@ public:
 
     // Picks the next token from the session's logits and remembers it for
     // the penalties. Returns false (error filled) when the library fails.
-    bool pick(const float* logits, size_t vocab, TokenChoice& out, waste_error& error);
+    // masked (may be null): the logits to sample from instead, with the
+    // tokens a grammar refuses at -infinity; the log-probabilities are still
+    // the model's own, from logits.
+    bool pick(const float* logits, size_t vocab, TokenChoice& out, waste_error& error, const float* masked = nullptr);
+    // A token emitted without sampling (a constrained reply's forced
+    // markup): remembered for the penalties, with its log-probabilities.
+    void force(const float* logits, size_t vocab, int32_t token, TokenChoice& out);
 
 private:
+    void fill_logprobs(const float* logits, size_t vocab, TokenChoice& out) const;
+
     waste_sampler* sampler_ = nullptr;
     double frequency_penalty_;
     double presence_penalty_;

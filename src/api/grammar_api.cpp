@@ -1,6 +1,7 @@
 // grammar_api.cpp — compiling grammars and stepping a grammar state, for the
 // C API (include/waste/waste.h, "constrained decoding").
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "api/api_support.h"
@@ -39,8 +40,11 @@ waste_status waste_grammar_compile(const waste_tokenizer* tokenizer, uint32_t ki
         }
         auto handle = std::make_unique<waste_grammar>();
         handle->grammar = std::make_shared<const waste::grammar::Grammar>(waste::grammar::parse_gbnf(gbnf));
-        handle->trie = std::make_shared<const waste::grammar::VocabularyTrie>(
-            waste::grammar::VocabularyTrie::from_tokenizer(*tokenizer->tokenizer));
+        std::call_once(tokenizer->trie_once, [tokenizer] {
+            tokenizer->trie = std::make_shared<const waste::grammar::VocabularyTrie>(
+                waste::grammar::VocabularyTrie::from_tokenizer(*tokenizer->tokenizer));
+        });
+        handle->trie = tokenizer->trie;
         handle->runs = std::make_shared<const waste::grammar::RunClasses>(*handle->grammar, *handle->trie);
         *out_grammar = handle.release();
     });

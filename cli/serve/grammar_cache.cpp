@@ -1,0 +1,44 @@
+#include "grammar_cache.h"
+
+#include "api_error.h"
+
+namespace waste_serve {
+
+SharedGrammar GrammarCache::get(const OutputGrammar& g) {
+    std::string key = std::to_string(g.kind) + ':' + g.text;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = entries_.begin(); it != entries_.end(); ++it)
+            if (it->first == key) {
+                entries_.splice(entries_.begin(), entries_, it);
+                return it->second;
+            }
+    }
+    // Compiled outside the lock: a slow compile does not hold up requests
+    // whose grammar is cached. Two requests racing on one new schema both
+    // compile it; the second insert finds the first and uses it.
+    waste_grammar* compiled = nullptr;
+    waste_error error{};
+    const waste_status status = waste_grammar_compile(tokenizer_, g.kind, g.text.data(), g.text.size(), &compiled, &error);
+    if (status == WASTE_ERR_INVALID_ARGUMENT) throw GrammarRefused(error.message);
+    if (status != WASTE_OK)
+        throw ApiError{500, std::string("cannot compile the response_format grammar: ") + error.message, "engine_error", "", "engine_error"};
+    SharedGrammar grammar(compiled, [](const waste_grammar* p) { waste_grammar_free(const_cast<waste_grammar*>(p)); });
+
+    std::lock_guard lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->first == key) {
+            entries_.splice(entries_.begin(), entries_, it);
+            return it->second;
+        }
+    entries_.emplace_front(std::move(key), grammar);
+    while (entries_.size() > capacity_) entries_.pop_back();
+    return grammar;
+}
+
+size_t GrammarCache::size() const {
+    std::lock_guard lock(mutex_);
+    return entries_.size();
+}
+
+}  // namespace waste_serve
