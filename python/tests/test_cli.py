@@ -114,6 +114,65 @@ class CliTest(unittest.TestCase):
 
     # ------------------------------------------------------------------ run
 
+    def run_json(self, *args):
+        return json.loads(waste("run", self.model, "hello", "--json", *args, check=0).stdout)
+
+    def test_grammar_constrains_run(self):
+        # The synthetic model writes noise; under the grammar every answer
+        # is in its language. Tolerance: none — an answer the model ended
+        # (eos, allowed only where the grammar can end) matches whole; one
+        # cut by -n is a prefix of a sentence of the language.
+        path = os.path.join(self.tmp, "yes-no.gbnf")
+        with open(path, "w") as f:
+            f.write('root ::= ("yes" | "no") "!" [0-9]{2,4}\n')
+        for seed in range(1, 7):
+            out = self.run_json("--grammar", path, "-n", "40", "--temp", "1.2", "--seed", str(seed))
+            self.assertEqual(out["stop_reason"], "eos", out)
+            self.assertRegex(out["text"], r"^(yes|no)![0-9]{2,4}$")
+        cut = self.run_json("--grammar", path, "-n", "2", "--temp", "1.2", "--seed", "1")
+        self.assertEqual(cut["stop_reason"], "length")
+        self.assertTrue(any(w.startswith(cut["text"]) for w in ("yes!", "no!")), cut["text"])
+
+    def test_json_schema_and_json_value_constrain_run(self):
+        schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9},
+                                                   "c": {"enum": ["red", "blue"]}},
+                  "required": ["n", "c"], "additionalProperties": False}
+        path = os.path.join(self.tmp, "schema.json")
+        with open(path, "w") as f:
+            json.dump(schema, f)
+        complete = 0
+        for seed in range(1, 5):
+            out = self.run_json("--json-schema", path, "-n", "80", "--temp", "1.0", "--seed", str(seed))
+            if out["stop_reason"] != "eos":
+                continue  # cut by -n: not claimed valid (reported as length)
+            complete += 1
+            value = json.loads(out["text"])
+            self.assertEqual(set(value), {"n", "c"})
+            self.assertTrue(isinstance(value["n"], int) and 1 <= value["n"] <= 9, value)
+            self.assertIn(value["c"], ("red", "blue"))
+        self.assertGreater(complete, 0, "no answer ended within 80 tokens")
+        self.assertEqual(self.run_json("--json-schema", path, "-n", "3", "--seed", "1")["stop_reason"], "length")
+        complete = 0
+        for seed in range(1, 4):
+            out = self.run_json("--json-value", "-n", "60", "--temp", "1.0", "--seed", str(seed))
+            if out["stop_reason"] == "eos":
+                complete += 1
+                json.loads(out["text"])
+        self.assertGreater(complete, 0, "no JSON value ended within 60 tokens")
+
+    def test_bad_grammar_and_schema_are_refused_with_where(self):
+        path = os.path.join(self.tmp, "bad.gbnf")
+        with open(path, "w") as f:
+            f.write('root ::= "a" undefined_rule\n')
+        proc = waste("run", self.model, "hello", "--grammar", path, "-n", "5", check=1)
+        self.assertIn(b"line 1:14", proc.stderr)
+        self.assertIn(b"undefined_rule", proc.stderr)
+        schema = os.path.join(self.tmp, "bad-schema.json")
+        with open(schema, "w") as f:
+            json.dump({"type": "object", "properties": {"x": {"type": "string", "contentEncoding": "base64"}}}, f)
+        proc = waste("run", self.model, "hello", "--json-schema", schema, "-n", "5", check=1)
+        self.assertIn(b"contentEncoding", proc.stderr)
+
     def test_text_prompt_streams_the_json_text(self):
         result = self.run_json("Once upon a time", "-n", "12", "--ignore-eos", "--temp", "0")
         self.assertEqual(len(result["tokens"]), 12)
