@@ -6,22 +6,21 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import OpenAI from 'openai';
-import { startServer, kimiMini, k3Tiny, metrics } from './server.mjs';
+import { startServer, startMiniAndK3, kimiMini, metrics } from './server.mjs';
 
+let servers;
 let mini;
 let k3;
 let client;
 let k3client;
 
 before(async () => {
-  [mini, k3] = await Promise.all([startServer(kimiMini, ['--model-id', 'kimi-mini']), startServer(k3Tiny, ['--model-id', 'tiny-k3'])]);
-  client = new OpenAI({ baseURL: `${mini.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-  k3client = new OpenAI({ baseURL: `${k3.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  servers = await startMiniAndK3();
+  ({ mini, k3, client, k3client } = servers);
 });
 
 after(async () => {
-  const results = await Promise.all([mini?.stop(), k3?.stop()]);
-  for (const r of results) if (r) assert.equal(r.code, 0, 'SIGTERM ends the server with exit 0');
+  for (const r of await servers.stop()) assert.equal(r.code, 0, 'SIGTERM ends the server with exit 0');
 });
 
 const question = [{ role: 'user', content: 'In the beginning God created' }];

@@ -9,8 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import OpenAI from 'openai';
-import { startServer, kimiMini, k3Tiny } from './server.mjs';
+import { startMiniAndK3 } from './server.mjs';
 
 // The project's independent validator: Ajv's draft 2020-12 build with
 // ajv-formats, pinned in tools/json-schema-validator (scripts/setup.sh).
@@ -20,20 +19,19 @@ const addFormats = require('ajv-formats');
 const ajv = new Ajv2020({ strict: false });
 addFormats(ajv);
 
+let servers;
 let mini;
 let k3;
 let client;
 let k3client;
 
 before(async () => {
-  [mini, k3] = await Promise.all([startServer(kimiMini, ['--model-id', 'kimi-mini']), startServer(k3Tiny, ['--model-id', 'tiny-k3'])]);
-  client = new OpenAI({ baseURL: `${mini.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-  k3client = new OpenAI({ baseURL: `${k3.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  servers = await startMiniAndK3();
+  ({ mini, k3, client, k3client } = servers);
 });
 
 after(async () => {
-  const results = await Promise.all([mini?.stop(), k3?.stop()]);
-  for (const r of results) if (r) assert.equal(r.code, 0, 'SIGTERM ends the server with exit 0');
+  for (const r of await servers.stop()) assert.equal(r.code, 0, 'SIGTERM ends the server with exit 0');
 });
 
 const messages = [{ role: 'user', content: 'Describe a person as JSON.' }];

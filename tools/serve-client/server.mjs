@@ -2,6 +2,7 @@
 // WASTE_CLI names the binary (ctest passes the build's); the server prints
 // "ready at http://HOST:PORT/v1" once the model is loaded.
 import { spawn } from 'node:child_process';
+import OpenAI from 'openai';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,4 +66,20 @@ export async function readEvents(response) {
     const payload = e.slice(6);
     return payload === '[DONE]' ? payload : JSON.parse(payload);
   });
+}
+
+// kimi-mini (chat.json) and tiny-tok.waste (XTML) served side by side, with
+// an OpenAI client on each (no client retries: what succeeds, the server
+// made succeed). stop() ends both and checks SIGTERM's exit 0.
+export async function startMiniAndK3() {
+  const [mini, k3] = await Promise.all([startServer(kimiMini, ['--model-id', 'kimi-mini']), startServer(k3Tiny, ['--model-id', 'tiny-k3'])]);
+  return {
+    mini,
+    k3,
+    client: new OpenAI({ baseURL: `${mini.url}/v1`, apiKey: 'unused', maxRetries: 0 }),
+    k3client: new OpenAI({ baseURL: `${k3.url}/v1`, apiKey: 'unused', maxRetries: 0 }),
+    async stop() {
+      return Promise.all([mini.stop(), k3.stop()]);
+    },
+  };
 }
