@@ -114,7 +114,8 @@ class CliTest(unittest.TestCase):
 
     # ------------------------------------------------------------------ run
 
-    def run_json(self, *args):
+    def run_hello(self, *args):
+        """`waste run MODEL hello --json ARGS`, its JSON."""
         return json.loads(waste("run", self.model, "hello", "--json", *args, check=0).stdout)
 
     def test_grammar_constrains_run(self):
@@ -126,10 +127,10 @@ class CliTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write('root ::= ("yes" | "no") "!" [0-9]{2,4}\n')
         for seed in range(1, 7):
-            out = self.run_json("--grammar", path, "-n", "40", "--temp", "1.2", "--seed", str(seed))
+            out = self.run_hello("--grammar", path, "-n", "40", "--temp", "1.2", "--seed", str(seed))
             self.assertEqual(out["stop_reason"], "eos", out)
             self.assertRegex(out["text"], r"^(yes|no)![0-9]{2,4}$")
-        cut = self.run_json("--grammar", path, "-n", "2", "--temp", "1.2", "--seed", "1")
+        cut = self.run_hello("--grammar", path, "-n", "2", "--temp", "1.2", "--seed", "1")
         self.assertEqual(cut["stop_reason"], "length")
         self.assertTrue(any(w.startswith(cut["text"]) for w in ("yes!", "no!")), cut["text"])
 
@@ -142,7 +143,7 @@ class CliTest(unittest.TestCase):
             json.dump(schema, f)
         complete = 0
         for seed in range(1, 5):
-            out = self.run_json("--json-schema", path, "-n", "80", "--temp", "1.0", "--seed", str(seed))
+            out = self.run_hello("--json-schema", path, "-n", "80", "--temp", "1.0", "--seed", str(seed))
             if out["stop_reason"] != "eos":
                 continue  # cut by -n: not claimed valid (reported as length)
             complete += 1
@@ -151,10 +152,10 @@ class CliTest(unittest.TestCase):
             self.assertTrue(isinstance(value["n"], int) and 1 <= value["n"] <= 9, value)
             self.assertIn(value["c"], ("red", "blue"))
         self.assertGreater(complete, 0, "no answer ended within 80 tokens")
-        self.assertEqual(self.run_json("--json-schema", path, "-n", "3", "--seed", "1")["stop_reason"], "length")
+        self.assertEqual(self.run_hello("--json-schema", path, "-n", "3", "--seed", "1")["stop_reason"], "length")
         complete = 0
         for seed in range(1, 4):
-            out = self.run_json("--json-value", "-n", "60", "--temp", "1.0", "--seed", str(seed))
+            out = self.run_hello("--json-value", "-n", "60", "--temp", "1.0", "--seed", str(seed))
             if out["stop_reason"] == "eos":
                 complete += 1
                 json.loads(out["text"])
