@@ -38,6 +38,30 @@ using waste::grammar::parse_gbnf;
 
 // Grammars the issue names: arithmetic, JSON, lists, C-like identifiers, and
 // examples in the style of llama.cpp's grammars/ (written from its docs).
+// A tokenizer of K3's vocabulary size (163,840 ids) through the C API: the
+// tokenizer of a tiny synthetic model written with that vocabulary.
+struct K3SizeTokenizer {
+    waste_test::TempDir dir;
+    waste_model* model = nullptr;
+    waste_tokenizer* tokenizer = nullptr;
+    ~K3SizeTokenizer() {
+        waste_tokenizer_free(tokenizer);
+        waste_model_close(model);
+    }
+};
+
+void open_k3_size_tokenizer(K3SizeTokenizer& out) {
+    waste_error error{};
+    ASSERT_EQ(waste_synth((out.dir / "k3tok").c_str(), "tiny", 1, R"({"vocab_size": 163840})", nullptr, nullptr, &error), WASTE_OK)
+        << error.message;
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.context_length = 64;
+    options.threads = 1;
+    ASSERT_EQ(waste_model_open((out.dir / "k3tok").c_str(), &options, &out.model, &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_model_tokenizer(out.model, nullptr, &out.tokenizer, &error), WASTE_OK) << error.message;
+}
+
 struct NamedGrammar {
     const char* name;
     const char* text;
@@ -544,18 +568,9 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
     std::vector<std::shared_ptr<const waste::grammar::Grammar>> grammars;
     for (const auto& text : grammar_texts) grammars.push_back(std::make_shared<const waste::grammar::Grammar>(parse_gbnf(text)));
 
-    waste_test::TempDir dir;
-    waste_error error{};
-    ASSERT_EQ(waste_synth((dir / "k3tok").c_str(), "tiny", 1, R"({"vocab_size": 163840})", nullptr, nullptr, &error), WASTE_OK)
-        << error.message;
-    waste_open_options options;
-    waste_open_options_init(&options);
-    options.context_length = 64;
-    options.threads = 1;
-    waste_model* model = nullptr;
-    ASSERT_EQ(waste_model_open((dir / "k3tok").c_str(), &options, &model, &error), WASTE_OK) << error.message;
-    waste_tokenizer* k3 = nullptr;
-    ASSERT_EQ(waste_model_tokenizer(model, nullptr, &k3, &error), WASTE_OK) << error.message;
+    K3SizeTokenizer k3_size;
+    ASSERT_NO_FATAL_FAILURE(open_k3_size_tokenizer(k3_size));
+    waste_tokenizer* const k3 = k3_size.tokenizer;
     std::vector<std::string> pairs = kimi_pieces();
     {
         const std::vector<std::string> pieces = pairs;
@@ -585,8 +600,6 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
                                     waste::grammar::VocabularyTrie::from_tokenizer(*k3->tokenizer)), large_steps},
         {"kimi-mini ranks and pairs", std::make_shared<const waste::grammar::VocabularyTrie>(pairs), large_steps},
     };
-    waste_tokenizer_free(k3);
-    waste_model_close(model);
 
     std::mt19937_64 random(5);
     size_t states_checked = 0, inside_characters = 0;  // the latter: a token ended inside a UTF-8 character
@@ -662,18 +675,10 @@ TEST(GrammarBench, DISABLED_MaskCost) {
         "items":{"type":"array","maxItems":3,"items":{"type":"object","properties":{"sku":{"type":"string","pattern":"^[A-Z]{3}-\\d{4}$"},
                  "qty":{"type":"integer","minimum":1,"maximum":99},"note":{"anyOf":[{"type":"string","maxLength":30},{"type":"null"}]}},
                  "required":["sku","qty"]}}},"required":["id","name","owner","items"]})";
-    waste_test::TempDir dir;
+    K3SizeTokenizer k3_size;
+    ASSERT_NO_FATAL_FAILURE(open_k3_size_tokenizer(k3_size));
+    waste_tokenizer* const k3 = k3_size.tokenizer;
     waste_error error{};
-    ASSERT_EQ(waste_synth((dir / "k3tok").c_str(), "tiny", 1, R"({"vocab_size": 163840})", nullptr, nullptr, &error), WASTE_OK)
-        << error.message;
-    waste_open_options options;
-    waste_open_options_init(&options);
-    options.context_length = 64;
-    options.threads = 1;
-    waste_model* model = nullptr;
-    ASSERT_EQ(waste_model_open((dir / "k3tok").c_str(), &options, &model, &error), WASTE_OK) << error.message;
-    waste_tokenizer* k3 = nullptr;
-    ASSERT_EQ(waste_model_tokenizer(model, nullptr, &k3, &error), WASTE_OK) << error.message;
 
     // One line per vocabulary. `mask(logits)` masks, `accept(id)` advances,
     // `reset()` starts a generation. Logits: N(0, 3) noise, drawn once and
@@ -737,8 +742,6 @@ TEST(GrammarBench, DISABLED_MaskCost) {
             },
             [&](int32_t id) { return waste_grammar_state_accept(state.get(), id, &error) == WASTE_OK; });
     }
-    waste_tokenizer_free(k3);
-    waste_model_close(model);
 
     // kimi-mini's ranks and pairs of them, through the masker itself.
     const std::vector<std::string> pieces = kimi_pieces();
