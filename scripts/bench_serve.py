@@ -10,7 +10,9 @@ taken in the same run, so ratios hold even on a noisy machine:
    `waste bench` on the same container, budget and threads (experts all
    cached, so disk noise stays out). The server's rate is taken between the
    first and the last content chunk, (tokens - 1) / seconds, so it excludes
-   prefill like bench's decode figure does. Median of --runs each.
+   prefill like bench's decode figure does. The two alternate, one bench
+   run after each answer, and the figure is the median of the --runs
+   pairs' ratios.
 2. reuse: time to first token of turn 2 of a chat whose history is about
    --history tokens, with the prompt cache (default) and without it
    (--prompt-cache 0): turn 1 is sent, then turn 2 resends the conversation
@@ -102,26 +104,32 @@ def bench_decode(waste, model, tokens, runs, budget, threads):
 
 
 def overhead(args):
-    bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, args.runs, args.budget, args.threads)
+    """Alternates one `waste bench` run and one streamed server answer,
+    --runs times, and takes the median of each pair's ratio: on a shared
+    machine whose speed drifts within minutes, adjacent runs see the same
+    machine, where a bench before and after the server's runs do not."""
     child, host, port = start_server(args.waste, args.model, ["--budget", args.budget, "--threads", str(args.threads),
                                                                "--max-tokens", str(args.tokens)])
+    bench_rates, server_rates, ratios = [], [], []
+    bandwidth = None
     try:
-        rates = []
         for run in range(args.runs + 1):
             # Greedy and thinking off; a new prompt each run (no reuse). Run 0 warms.
             body = {"messages": [{"role": "user", "content": f"Count on and on, run {run}"}], "max_tokens": args.tokens,
                     "temperature": 0, "thinking": False}
             _, seconds, tokens, _ = stream_timings(host, port, body)
-            if run and tokens and tokens > 1 and seconds > 0:
-                rates.append((tokens - 1) / seconds)
+            if not run:
+                continue
+            bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, 1, args.budget, args.threads)
+            if tokens and tokens > 1 and seconds > 0:
+                server_rate = (tokens - 1) / seconds
+                bench_rates.append(bench_rate)
+                server_rates.append(server_rate)
+                ratios.append(server_rate / bench_rate)
     finally:
         stop_server(child)
-    server_rate = statistics.median(rates)
-    # A second bench after the server brackets the drift of a shared machine.
-    bench_after, _ = bench_decode(args.waste, args.model, args.tokens, args.runs, args.budget, args.threads)
-    baseline = statistics.mean([bench_rate, bench_after])
-    return {"bench_tok_per_s": [bench_rate, bench_after], "server_tok_per_s": server_rate, "server_runs": rates,
-            "overhead": 1 - server_rate / baseline, "tokens": args.tokens, "budget": args.budget,
+    return {"bench_tok_per_s": bench_rates, "server_tok_per_s": server_rates,
+            "overhead": 1 - statistics.median(ratios), "tokens": args.tokens, "budget": args.budget,
             "memory_bandwidth_gb_per_s": bandwidth}
 
 
@@ -133,7 +141,7 @@ def history_messages(host, port, target_tokens, variant):
     messages = []
     turn = 0
     while True:
-        text = " ".join(words[(turn * 7 + variant + i) % len(words)] for i in range(120))
+        text = " ".join(words[(turn * 7 + variant + i) % len(words)] for i in range(40))
         messages.append({"role": "user" if turn % 2 == 0 else "assistant", "content": f"[{variant}.{turn}] {text}"})
         turn += 1
         connection, response = post(host, port, "/tokenize", {"content": json.dumps(messages)})
