@@ -47,6 +47,10 @@ void print_plan(const json& plan) {
     line("expert reads", "io_bytes");
     line("codebooks, process", "runtime_bytes");
     if (plan["snapshot_bytes"].get<uint64_t>() > 0) line("snapshot reserve", "snapshot_bytes");
+    if (plan["grammars"].get<uint64_t>() > 0)
+        fmt::print("{:<22}{} ({} grammar slot{} and the vocabulary's trie)\n", "grammar reserve",
+                   format_bytes(plan["grammar_bytes"].get<uint64_t>()), plan["grammars"].get<uint64_t>(),
+                   plan["grammars"].get<uint64_t>() == 1 ? "" : "s");
     line("minimum expert cache", "min_expert_cache");
     line("floor", "floor_bytes");
     line("one token's experts", "working_set_bytes");
@@ -71,6 +75,7 @@ struct ModelArgs {
     unsigned threads = 0;
     uint32_t sessions = 1;
     std::string snapshot_reserve;
+    uint32_t grammars = 0;
 };
 
 }  // namespace
@@ -106,6 +111,11 @@ void add_model_commands(CLI::App& app) {
     plan->add_option("--snapshot-reserve", plan_args->snapshot_reserve,
                      "RAM reserved for session snapshots, prompt reuse (e.g. 256M)")
         ->default_str("0: none");
+    plan->add_option("--grammars", plan_args->grammars,
+                     "Grammar slots planned for constrained output, each a compiled grammar and one generation "
+                     "(run/chat with --grammar or --json-*: 1; serve: 2 x --parallel)")
+        ->default_val(0)
+        ->check(CLI::Range(0, 4096));
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
     plan->callback([plan_args] {
         waste_open_options options;
@@ -114,6 +124,7 @@ void add_model_commands(CLI::App& app) {
         options.threads = plan_args->threads;  // each compute thread has its own tables in the scratch
         options.sessions = plan_args->sessions;
         options.snapshot_bytes = plan_args->snapshot_reserve.empty() ? 0 : parse_size(plan_args->snapshot_reserve);
+        options.grammars = plan_args->grammars;
         ModelHandle model = open_model(plan_args->model, options);
         waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
         char* text = nullptr;

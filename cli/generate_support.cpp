@@ -72,8 +72,9 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     for (const auto& stop : args.stops)
         if (stop.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
 
-    const waste_open_options options =
-        model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
+    waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
+    const bool constrained = !args.grammar_file.empty() || !args.schema_file.empty() || args.json_value;
+    options.grammars = constrained ? 1 : 0;  // one grammar and its generation, in the memory plan
     g.model = open_model(args.model, options);
     report_open(args.stream, g.model.get());
     waste_session* session = nullptr;
@@ -84,7 +85,7 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     waste_tokenizer* tokenizer = nullptr;
     if (waste_model_tokenizer(g.model.get(), nullptr, &tokenizer, &error) == WASTE_OK) g.tokenizer.reset(tokenizer);
     else if (error.status != WASTE_ERR_UNSUPPORTED) fail_with(error, "cannot load the tokenizer of " + args.model);
-    if (!args.grammar_file.empty() || !args.schema_file.empty() || args.json_value) {
+    if (constrained) {
         if (!g.tokenizer) throw RuntimeFailure{"--grammar, --json-schema and --json-value need text, and this container has no tokenizer.model"};
         uint32_t kind = WASTE_GRAMMAR_JSON;
         std::string text;

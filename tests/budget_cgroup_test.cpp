@@ -48,6 +48,7 @@ struct Model {
     std::string path;
     uint64_t budget = 0;       // the plan's floor at `context` plus one token's experts
     uint64_t experts = 0;
+    uint64_t grammar_reserve = 0;  // what one grammar slot adds to the floor (run --json-value)
 };
 
 const Model& model() {
@@ -61,17 +62,23 @@ const Model& model() {
                               nullptr, nullptr, &error),
                   WASTE_OK)
             << error.message;
-        waste_open_options options;
-        waste_open_options_init(&options);
-        options.flags = WASTE_OPEN_METADATA_ONLY;
-        waste_model* opened = nullptr;
-        EXPECT_EQ(waste_model_open(made->path.c_str(), &options, &opened, &error), WASTE_OK) << error.message;
-        waste_plan_options plan_options{context, 0};
-        char* text = nullptr;
-        EXPECT_EQ(waste_model_plan_json(opened, &plan_options, &text, &error), WASTE_OK) << error.message;
-        const json plan = json::parse(text ? text : "{}");
-        waste_string_free(text);
-        waste_model_close(opened);
+        auto plan_with = [&](uint32_t grammars) {
+            waste_open_options options;
+            waste_open_options_init(&options);
+            options.flags = WASTE_OPEN_METADATA_ONLY;
+            options.grammars = grammars;
+            waste_model* opened = nullptr;
+            EXPECT_EQ(waste_model_open(made->path.c_str(), &options, &opened, &error), WASTE_OK) << error.message;
+            waste_plan_options plan_options{context, 0};
+            char* text = nullptr;
+            EXPECT_EQ(waste_model_plan_json(opened, &plan_options, &text, &error), WASTE_OK) << error.message;
+            const json plan = json::parse(text ? text : "{}");
+            waste_string_free(text);
+            waste_model_close(opened);
+            return plan;
+        };
+        const json plan = plan_with(0);
+        made->grammar_reserve = plan_with(1).value("grammar_bytes", uint64_t{0});
         made->budget = plan.value("floor_bytes", uint64_t{0}) + plan.value("working_set_bytes", uint64_t{0});
         made->experts = plan.value("all_experts_bytes", uint64_t{0});
         // a token stream for perplexity: 40 little-endian u16 ids
@@ -87,6 +94,7 @@ struct Command {
     const char* name;
     std::vector<std::string> args;  // after `waste`; MODEL, BUDGET, DIR are replaced
     std::string stdin_text;
+    bool constrained = false;  // BUDGET adds the grammar slot the command plans
 };
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
@@ -104,14 +112,16 @@ TEST_P(BudgetCgroup, RunsInsideAMemoryCgroupOfTheBudgetWithoutBeingKilled) {
     const Model& m = model();
     ASSERT_GT(m.budget, 0u);
     ASSERT_GT(m.experts, 2 * m.budget) << "the experts must not fit the budget";
+    const Command& command = GetParam();
+    const uint64_t budget = m.budget + (command.constrained ? m.grammar_reserve : 0);
+    if (command.constrained) ASSERT_GT(m.grammar_reserve, 0u);
     std::string why;
-    const std::unique_ptr<waste_test::MemoryCgroup> group = waste_test::MemoryCgroup::create(m.budget + slack_bytes, &why);
+    const std::unique_ptr<waste_test::MemoryCgroup> group = waste_test::MemoryCgroup::create(budget + slack_bytes, &why);
     if (!group) GTEST_SKIP() << why;
 
-    const Command& command = GetParam();
     std::vector<std::string> argv = {waste_test::cli_path().string()};
     for (const std::string& arg : command.args)
-        argv.push_back(replace_all(replace_all(replace_all(arg, "MODEL", m.path), "BUDGET", std::to_string(m.budget)), "DIR",
+        argv.push_back(replace_all(replace_all(replace_all(arg, "MODEL", m.path), "BUDGET", std::to_string(budget)), "DIR",
                                    m.dir.path().string()));
     const waste_test::ChildRun run =
         waste_test::run_child(argv, {.cgroup_procs = group->procs_file(),
@@ -119,12 +129,12 @@ TEST_P(BudgetCgroup, RunsInsideAMemoryCgroupOfTheBudgetWithoutBeingKilled) {
     std::printf("%s: cgroup v%d limit %llu (budget %llu + slack %llu): peak RSS %llu, cgroup peak %llu "
                 "(with page cache and kernel memory), limit reached %llu times, OOM kills %llu\n",
                 command.name, group->version(), static_cast<unsigned long long>(group->limit_bytes()),
-                static_cast<unsigned long long>(m.budget), static_cast<unsigned long long>(slack_bytes),
+                static_cast<unsigned long long>(budget), static_cast<unsigned long long>(slack_bytes),
                 static_cast<unsigned long long>(run.peak_rss), static_cast<unsigned long long>(group->peak_bytes()),
                 static_cast<unsigned long long>(group->limit_hits()), static_cast<unsigned long long>(group->oom_kills()));
     EXPECT_EQ(group->oom_kills(), 0u) << run.describe();
     ASSERT_TRUE(run.exited_ok()) << run.describe();
-    EXPECT_LE(run.peak_rss, m.budget) << run.output;
+    EXPECT_LE(run.peak_rss, budget) << run.output;
 }
 
 TEST(BudgetCgroupPlan, TheDefaultBudgetSeesTheCgroupLimit) {
@@ -166,6 +176,13 @@ const Command commands[] = {
      {"run", "MODEL", "--ids", "1 2 3", "-n", "16", "--ignore-eos", "--temp", "0", "--ctx", "64", "--budget", "BUDGET",
       "--threads", "2"},
      ""},
+    // constrained: a JSON value at temperature 1, its grammar and state in
+    // the plan (one grammar slot and the vocabulary's trie)
+    {"run_json_value",
+     {"run", "MODEL", "Answer in JSON:", "-n", "48", "--temp", "1", "--seed", "5", "--json-value", "--ctx", "64",
+      "--budget", "BUDGET", "--threads", "2"},
+     "",
+     true},
     {"chat",
      {"chat", "MODEL", "--raw", "-n", "8", "--ignore-eos", "--temp", "0", "--ctx", "64", "--budget", "BUDGET",
       "--threads", "2"},

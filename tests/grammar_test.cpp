@@ -38,30 +38,6 @@ using waste::grammar::parse_gbnf;
 
 // Grammars the issue names: arithmetic, JSON, lists, C-like identifiers, and
 // examples in the style of llama.cpp's grammars/ (written from its docs).
-// A tokenizer of K3's vocabulary size (163,840 ids) through the C API: the
-// tokenizer of a tiny synthetic model written with that vocabulary.
-struct K3SizeTokenizer {
-    waste_test::TempDir dir;
-    waste_model* model = nullptr;
-    waste_tokenizer* tokenizer = nullptr;
-    ~K3SizeTokenizer() {
-        waste_tokenizer_free(tokenizer);
-        waste_model_close(model);
-    }
-};
-
-void open_k3_size_tokenizer(K3SizeTokenizer& out) {
-    waste_error error{};
-    ASSERT_EQ(waste_synth((out.dir / "k3tok").c_str(), "tiny", 1, R"({"vocab_size": 163840})", nullptr, nullptr, &error), WASTE_OK)
-        << error.message;
-    waste_open_options options;
-    waste_open_options_init(&options);
-    options.context_length = 64;
-    options.threads = 1;
-    ASSERT_EQ(waste_model_open((out.dir / "k3tok").c_str(), &options, &out.model, &error), WASTE_OK) << error.message;
-    ASSERT_EQ(waste_model_tokenizer(out.model, nullptr, &out.tokenizer, &error), WASTE_OK) << error.message;
-}
-
 struct NamedGrammar {
     const char* name;
     const char* text;
@@ -457,6 +433,7 @@ TEST(Grammar, SessionGenerateWithAndWithoutAGrammar) {
     waste_open_options_init(&options);
     options.context_length = 256;
     options.threads = 1;
+    options.grammars = 4;
     waste_test::OpenedSession s;
     ASSERT_EQ(waste_model_open((dir / "tiny").c_str(), &options, &s.model, &error), WASTE_OK) << error.message;
     ASSERT_EQ(waste_session_create(s.model, &s.session, &error), WASTE_OK) << error.message;
@@ -568,8 +545,8 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
     std::vector<std::shared_ptr<const waste::grammar::Grammar>> grammars;
     for (const auto& text : grammar_texts) grammars.push_back(std::make_shared<const waste::grammar::Grammar>(parse_gbnf(text)));
 
-    K3SizeTokenizer k3_size;
-    ASSERT_NO_FATAL_FAILURE(open_k3_size_tokenizer(k3_size));
+    waste_test::SynthTokenizer k3_size;
+    ASSERT_NO_FATAL_FAILURE(waste_test::open_synth_tokenizer(k3_size, 163840, 8));  // a few grammars at once, each a slot
     waste_tokenizer* const k3 = k3_size.tokenizer;
     std::vector<std::string> pairs = kimi_pieces();
     {
@@ -675,8 +652,8 @@ TEST(GrammarBench, DISABLED_MaskCost) {
         "items":{"type":"array","maxItems":3,"items":{"type":"object","properties":{"sku":{"type":"string","pattern":"^[A-Z]{3}-\\d{4}$"},
                  "qty":{"type":"integer","minimum":1,"maximum":99},"note":{"anyOf":[{"type":"string","maxLength":30},{"type":"null"}]}},
                  "required":["sku","qty"]}}},"required":["id","name","owner","items"]})";
-    K3SizeTokenizer k3_size;
-    ASSERT_NO_FATAL_FAILURE(open_k3_size_tokenizer(k3_size));
+    waste_test::SynthTokenizer k3_size;
+    ASSERT_NO_FATAL_FAILURE(waste_test::open_synth_tokenizer(k3_size, 163840, 8));  // a few grammars at once, each a slot
     waste_tokenizer* const k3 = k3_size.tokenizer;
     waste_error error{};
 

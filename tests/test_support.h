@@ -132,6 +132,20 @@ struct Generation {
 };
 Generation greedy_generation(waste_session* session, const std::vector<int32_t>& prompt, int steps);
 
+// A tokenizer of `vocab` ids through the C API (163,840: K3's size): the
+// tokenizer of a tiny synthetic model written with that vocabulary, opened
+// with `grammars` grammar slots in its plan (waste_open_options.grammars).
+struct SynthTokenizer {
+    TempDir dir;
+    waste_model* model = nullptr;
+    waste_tokenizer* tokenizer = nullptr;
+    SynthTokenizer() = default;
+    SynthTokenizer(const SynthTokenizer&) = delete;
+    SynthTokenizer& operator=(const SynthTokenizer&) = delete;
+    ~SynthTokenizer();
+};
+void open_synth_tokenizer(SynthTokenizer& out, uint32_t vocab, uint32_t grammars);
+
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 

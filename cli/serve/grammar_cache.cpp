@@ -19,7 +19,13 @@ SharedGrammar GrammarCache::get(const OutputGrammar& g) {
     // compile it; the second insert finds the first and uses it.
     waste_grammar* compiled = nullptr;
     waste_error error{};
-    const waste_status status = waste_grammar_compile(tokenizer_, g.kind, g.text.data(), g.text.size(), &compiled, &error);
+    waste_status status = waste_grammar_compile(tokenizer_, g.kind, g.text.data(), g.text.size(), &compiled, &error);
+    if (status == WASTE_ERR_BUDGET && drop_unused() > 0)
+        status = waste_grammar_compile(tokenizer_, g.kind, g.text.data(), g.text.size(), &compiled, &error);
+    if (status == WASTE_ERR_BUDGET)
+        throw ApiError{503, "every grammar slot the memory plan reserves is held by a request; retry shortly (" +
+                                std::string(error.message) + ")",
+                       "unavailable_error", "", "grammar_slots_full"};
     if (status == WASTE_ERR_INVALID_ARGUMENT) throw GrammarRefused(error.message);
     if (status != WASTE_OK)
         throw ApiError{500, std::string("cannot compile the response_format grammar: ") + error.message, "engine_error", "", "engine_error"};
@@ -34,6 +40,13 @@ SharedGrammar GrammarCache::get(const OutputGrammar& g) {
     entries_.emplace_front(std::move(key), grammar);
     while (entries_.size() > capacity_) entries_.pop_back();
     return grammar;
+}
+
+size_t GrammarCache::drop_unused() {
+    std::lock_guard lock(mutex_);
+    const size_t before = entries_.size();
+    entries_.remove_if([](const auto& entry) { return entry.second.use_count() == 1; });
+    return before - entries_.size();
 }
 
 size_t GrammarCache::size() const {

@@ -32,20 +32,25 @@ struct GrammarRefused : std::runtime_error {
 
 class GrammarCache {
 public:
-    // Why 8: a client's handful of schemas. Every grammar compiled against
-    // one tokenizer shares its vocabulary trie, but each holds its own run
-    // classes (docs/GRAMMAR.md: under 3 MB at 163,840 tokens) besides its
-    // rules and automata, and none of it is in the memory plan yet — so
-    // the count stays small (known gap, issue 15's note).
-    GrammarCache(const waste_tokenizer* tokenizer, size_t capacity = 8) : tokenizer_(tokenizer), capacity_(capacity) {}
+    // Every compiled grammar, cached or held by a request (queued or
+    // generating), takes one of the memory plan's grammar slots
+    // (waste_open_options.grammars): the server plans 2 x --parallel, and
+    // the cache keeps at most --parallel, so the requests generating can
+    // always hold as many more.
+    GrammarCache(const waste_tokenizer* tokenizer, size_t capacity) : tokenizer_(tokenizer), capacity_(capacity) {}
 
     // The compiled grammar for g. Throws GrammarRefused when the engine
-    // refuses it, ApiError (500) when the engine fails otherwise.
+    // refuses it, ApiError 503 when every grammar slot is held by requests
+    // (cached grammars no request holds are dropped first to free theirs),
+    // ApiError 500 when the engine fails otherwise.
     SharedGrammar get(const OutputGrammar& g);
 
     size_t size() const;
 
 private:
+    // Drops the entries no request holds; returns how many.
+    size_t drop_unused();
+
     const waste_tokenizer* tokenizer_;
     size_t capacity_;
     mutable std::mutex mutex_;

@@ -136,6 +136,7 @@ auto endpoint(ServerContext& ctx, bool needs_model, Handler handler) {
         try {
             handler(req, res);
         } catch (const ApiError& error) {
+            if (error.status == 503) res.set_header("Retry-After", "1");
             send_error(res, error);
         } catch (const std::bad_alloc&) {
             send_error(res, ApiError{500, "out of memory while serving the request", "engine_error", "", "engine_error"});

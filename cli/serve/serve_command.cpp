@@ -127,6 +127,9 @@ int serve(const ServeArgs& args) {
     try {
         waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
         options.sessions = args.parallel;
+        // Any request may constrain its reply: each slot's grammar and state,
+        // and as many cached (grammar_cache.h).
+        options.grammars = 2 * args.parallel;
         options.snapshot_bytes = parse_size(args.prompt_cache);
         model = open_model(args.model, options);
         report_open(args.stream, model.get());
@@ -150,7 +153,7 @@ int serve(const ServeArgs& args) {
         ctx.engine.model = model.get();
         ctx.engine.tokenizer = tokenizer.get();
         ctx.engine.eos = waste_tokenizer_eos(tokenizer.get());
-        ctx.engine.grammars = std::make_unique<waste_serve::GrammarCache>(tokenizer.get());
+        ctx.engine.grammars = std::make_unique<waste_serve::GrammarCache>(tokenizer.get(), args.parallel);
         ctx.engine.context_length = waste_session_context_length(sessions.front().get());
         if (options.snapshot_bytes > 0)
             ctx.engine.prompt_cache = std::make_unique<waste_serve::PromptCache>(options.snapshot_bytes);

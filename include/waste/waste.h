@@ -135,6 +135,14 @@ typedef struct waste_open_options {
      * waste_session_snapshot), part of the floor; 0 = none, and snapshots are
      * refused. At most 2^50 (1 PiB). */
     uint64_t snapshot_bytes;
+    /* Grammar slots the plan reserves for constrained decoding: each is one
+     * compiled grammar (waste_grammar_compile on this model's tokenizer) and
+     * one generation following it (a waste_grammar_state, or a
+     * waste_session_generate with a grammar), at their bounded sizes, plus
+     * the vocabulary's byte trie once (docs/GRAMMAR.md, "Memory"). 0 = none:
+     * a compile on this model's tokenizer is refused with WASTE_ERR_BUDGET,
+     * as is any beyond the N-th alive. At most 4096. */
+    uint32_t grammars;
 } waste_open_options;
 
 /* How the decode step's expert matvecs read their lookup tables. */

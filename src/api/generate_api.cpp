@@ -142,12 +142,13 @@ waste_status waste_session_generate(waste_session* session, waste_sampler* sampl
 
         // A grammar masks each step's logits in a copy (the session's stay
         // the model's); without one the loop below is exactly as before.
-        std::unique_ptr<waste::grammar::TokenMasker> masker;
+        std::unique_ptr<waste::api::GrammarRun> grammar_run;
+        waste::grammar::TokenMasker* masker = nullptr;
         std::vector<int32_t> end_tokens;
         std::vector<float> masked;
         if (options->grammar) {
-            masker = std::make_unique<waste::grammar::TokenMasker>(options->grammar->grammar, options->grammar->trie,
-                                                                    options->grammar->runs);
+            grammar_run = std::make_unique<waste::api::GrammarRun>(*options->grammar, "waste_session_generate");
+            masker = grammar_run->masker.get();
             end_tokens = stop_tokens;
             if (eos >= 0) end_tokens.push_back(static_cast<int32_t>(eos));
         }

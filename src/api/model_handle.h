@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/grammar_slots.h"
 #include "chat/chat_format.h"
 #include "format/container.h"
 #include "runtime/engine.h"
@@ -28,6 +29,9 @@ struct waste_model {
     // The plan's snapshot reserve; shared with every snapshot, which gives its
     // bytes back when freed, even after the model is closed.
     std::shared_ptr<waste::runtime::MemoryReserve> snapshot_reserve;
+    // The plan's grammar reserve (options.grammars slots), shared with the
+    // tokenizers taken from the model and what is compiled with them.
+    std::shared_ptr<waste::api::GrammarSlots> grammar_slots;
     // Live sessions: at most options.sessions when that is set, else unbounded.
     std::unique_ptr<waste::runtime::MemoryReserve> session_slots;
     // The chat format (tokenizer, XTML markers, chat.json), read on first use

@@ -50,6 +50,7 @@ waste_status waste_model_tokenizer(const waste_model* model, const char* pattern
         const auto kind = pattern_argument(pattern, false, "waste_model_tokenizer");
         auto handle = std::make_unique<waste_tokenizer>();
         handle->tokenizer = waste::text::load_container_tokenizer(*model->container, kind);
+        handle->grammar_slots = model->grammar_slots;
         *out_tokenizer = handle.release();
     });
 }
@@ -65,6 +66,7 @@ waste_status waste_tokenizer_open(const char* rank_file_path, const char* patter
         if (specials_json) specials = std::string(specials_json);
         auto handle = std::make_unique<waste_tokenizer>();
         handle->tokenizer = waste::text::load_tokenizer_file(rank_file_path, *kind, specials);
+        handle->grammar_slots = std::make_shared<waste::api::GrammarSlots>(UINT64_MAX);  // no model, no plan
         *out_tokenizer = handle.release();
     });
 }

@@ -3,20 +3,13 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 
+#include "api/grammar_slots.h"
 #include "text/tokenizer.h"
-
-namespace waste::grammar {
-class VocabularyTrie;  // grammar/token_mask.h
-}  // namespace waste::grammar
 
 struct waste_tokenizer {
     std::shared_ptr<const waste::text::Tokenizer> tokenizer;
-    // The vocabulary's byte trie, built by the first waste_grammar_compile
-    // against this handle and shared by every grammar compiled after it
-    // (each holds a reference): at K3's 163,840 ids it is megabytes, and
-    // building it is most of a compile. Immutable once built.
-    mutable std::once_flag trie_once;
-    mutable std::shared_ptr<const waste::grammar::VocabularyTrie> trie;
+    // The model's grammar reserve and vocabulary trie (grammar_slots.h);
+    // never null.
+    std::shared_ptr<waste::api::GrammarSlots> grammar_slots;
 };

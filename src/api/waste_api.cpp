@@ -83,7 +83,9 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         request.int8_tables = int8_tables;
         request.sessions = model->options.sessions;
         request.snapshot_bytes = model->options.snapshot_bytes;
+        request.grammars = model->options.grammars;
         model->plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
+        model->grammar_slots = std::make_shared<waste::api::GrammarSlots>(model->options.grammars);
         model->snapshot_reserve = std::make_shared<waste::runtime::MemoryReserve>(model->options.snapshot_bytes);
         model->session_slots = std::make_unique<waste::runtime::MemoryReserve>(
             model->options.sessions ? model->options.sessions : UINT64_MAX);
@@ -182,6 +184,7 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         request.int8_tables = model->options.lut_mode == WASTE_LUT_INT8;
         request.sessions = model->options.sessions;
         request.snapshot_bytes = model->options.snapshot_bytes;
+        request.grammars = model->options.grammars;
         const auto plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
         json out;
         out["ctx"] = plan.context_length;
@@ -192,6 +195,8 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         out["session_scratch_bytes"] = plan.session_scratch_bytes;
         out["scratch_bytes"] = plan.scratch_bytes;
         out["snapshot_bytes"] = plan.snapshot_bytes;
+        out["grammars"] = plan.grammars;
+        out["grammar_bytes"] = plan.grammar_bytes;
         out["compute_threads"] = plan.compute_threads;
         out["io_bytes"] = plan.io_bytes;
         out["runtime_bytes"] = plan.runtime_bytes;

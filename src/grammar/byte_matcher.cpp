@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "grammar/grammar_memory.h"
 #include "platform/error.h"
 
 namespace waste::grammar {
@@ -31,9 +32,9 @@ int32_t ByteMatcher::node(int32_t position, int32_t parent) {
     if (auto it = node_index_.find(key); it != node_index_.end()) return it->second;
     const uint32_t depth = parent >= 0 ? nodes_[static_cast<size_t>(parent)].depth + 1 : 1;
     const auto id = static_cast<int32_t>(nodes_.size());
+    grow(sizeof(Node) + 32);  // the node and its hash entry
     nodes_.push_back(Node{position, parent, depth});
     node_index_.emplace(key, id);
-    memory_ += sizeof(Node) + 32;  // the node and its hash entry
     return id;
 }
 
@@ -77,7 +78,7 @@ int32_t ByteMatcher::intern(std::vector<int32_t> stacks, uint32_t partial, uint8
     tail[5] = static_cast<char>(length);
     if (auto it = state_index_.find(key); it != state_index_.end()) return it->second;
     const auto id = static_cast<int32_t>(states_.size());
-    memory_ += key.size() * 2 + sizeof(State) + 64;
+    grow(key.size() * 2 + sizeof(State) + 64);
     state_index_.emplace(std::move(key), id);
     State s;
     s.stacks = std::move(stacks);
@@ -89,9 +90,19 @@ int32_t ByteMatcher::intern(std::vector<int32_t> stacks, uint32_t partial, uint8
 }
 
 void ByteMatcher::allocate_table(State& s) {
+    grow(256 * sizeof(int32_t));
     s.next = std::make_unique<int32_t[]>(256);
     std::fill(s.next.get(), s.next.get() + 256, unknown);
-    memory_ += 256 * sizeof(int32_t);
+}
+
+void ByteMatcher::grow(size_t bytes) {
+    // Checked before the structure grows, so a refusal leaves it whole.
+    if (memory_ + bytes > max_automaton_bytes)
+        fail(WASTE_ERR_BUDGET,
+             "grammar: masking one token would take the grammar's automaton past {} MiB ({} states): the grammar branches "
+             "too much over this vocabulary to be masked within its planned memory",
+             max_automaton_bytes >> 20, states_.size());
+    memory_ += bytes;
 }
 
 int32_t ByteMatcher::compute_step(int32_t state, uint8_t byte) {

@@ -22,7 +22,8 @@
 // stack is at most max_stack_depth deep — a byte that would exceed either is
 // treated as not allowed (the output cannot nest deeper) rather than failing
 // the generation — and the automaton's memory is bounded (memory_bytes();
-// the owner resets it with rebuilt()).
+// the owner resets it with rebuilt() between masks, and a step that would
+// take it past max_automaton_bytes fails with WASTE_ERR_BUDGET).
 //
 // One thread's; the Grammar must outlive it.
 #pragma once
@@ -104,6 +105,9 @@ private:
     int32_t intern(std::vector<int32_t> stacks, uint32_t partial, uint8_t remaining, uint8_t length);
     int32_t compute_step(int32_t state, uint8_t byte);
     void allocate_table(State& s);
+    // Counts bytes the automaton is about to take; WASTE_ERR_BUDGET past
+    // max_automaton_bytes (grammar_memory.h).
+    void grow(size_t bytes);
 
     const Grammar& grammar_;
     std::vector<Node> nodes_;

@@ -221,16 +221,27 @@ RunClasses::RunClasses(const Grammar& grammar, const VocabularyTrie& trie) {
             }
             run.relations[g] = all ? Relation::superset : any ? Relation::partial : Relation::disjoint;
         }
+        // Run classes only make masks faster: one that would take the
+        // grammar past its planned memory (grammar_memory.h) is left out,
+        // and the states it would have served walk the trie instead.
+        if (memory_bytes() + run_bytes(run) > max_run_class_bytes) continue;
         runs_.push_back(std::move(run));
     }
 }
 
+size_t RunClasses::run_bytes(const Run& r) {
+    // capacity(): what the vectors hold, not only what they use
+    return r.pure.capacity() * sizeof(uint64_t) + r.mixed.capacity() * sizeof(Mixed) + r.rest_bytes.capacity() +
+           r.relations.capacity() + r.representative.capacity() +
+           (r.continued[0].capacity() + r.continued[1].capacity() + r.continued[2].capacity()) * sizeof(Continued) +
+           (r.continued_groups[0].capacity() + r.continued_groups[1].capacity() + r.continued_groups[2].capacity()) *
+               sizeof(Run::Group) +
+           sizeof(Run);
+}
+
 size_t RunClasses::memory_bytes() const {
     size_t n = 0;
-    for (const Run& r : runs_)
-        n += r.pure.size() * sizeof(uint64_t) + r.mixed.size() * sizeof(Mixed) + r.rest_bytes.size() + r.relations.size() +
-             (r.continued[0].size() + r.continued[1].size() + r.continued[2].size()) * sizeof(Continued) +
-             (r.continued_groups[0].size() + r.continued_groups[1].size() + r.continued_groups[2].size()) * sizeof(Run::Group);
+    for (const Run& r : runs_) n += run_bytes(r);
     return n;
 }
 

@@ -60,6 +60,11 @@ class VocabularyTrie;
 constexpr size_t max_run_classes = 4;
 constexpr size_t max_run_candidates = 8;  // the widest classes tried
 constexpr uint32_t max_run_chars = 32;
+// A grammar's run classes together (why 6 MiB: at 163,840 tokens one run
+// class's bit sets are ~0.7 MB and its mixed and continued tokens a few MB
+// at worst; grammar_memory.h plans a compiled grammar at 8 MiB). A class
+// that would pass it is left out: it costs speed, never correctness.
+constexpr size_t max_run_class_bytes = 6u << 20;
 
 class RunClasses {
 public:
@@ -107,6 +112,7 @@ public:
     size_t words() const { return words_; }  // 64-bit words of one bit set
     const uint64_t* pure_upto(const Run& run, uint32_t chars) const { return run.pure.data() + chars * words_; }
     size_t memory_bytes() const;
+    static size_t run_bytes(const Run& run);
 
 private:
     std::vector<Run> runs_;

@@ -13,7 +13,8 @@
 
 namespace waste::grammar {
 
-VocabularyTrie::VocabularyTrie(const std::vector<std::string>& token_bytes) : bytes_(token_bytes) {
+VocabularyTrie::VocabularyTrie(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {
+    const std::vector<std::string>& token_bytes = bytes_;
     if (token_bytes.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
         fail(WASTE_ERR_INVALID_ARGUMENT, "grammar: a vocabulary of {} tokens", token_bytes.size());
     vocab_ = static_cast<uint32_t>(token_bytes.size());
@@ -54,6 +55,17 @@ VocabularyTrie::VocabularyTrie(const std::vector<std::string>& token_bytes) : by
         nodes_[open.back()].end = static_cast<uint32_t>(nodes_.size());
         open.pop_back();
     }
+    // Grown by doubling: give the slack back, so the trie holds what
+    // vocabulary_trie_bound_bytes plans for (grammar_memory.h).
+    nodes_.shrink_to_fit();
+    token_ids_.shrink_to_fit();
+}
+
+size_t VocabularyTrie::memory_bytes() const {
+    size_t n = nodes_.capacity() * sizeof(Node) + token_ids_.capacity() * sizeof(int32_t) + bytes_.capacity() * sizeof(std::string);
+    for (const std::string& b : bytes_)
+        if (b.capacity() > std::string().capacity()) n += b.capacity() + 1;  // a heap block (inline strings have none)
+    return n;
 }
 
 VocabularyTrie VocabularyTrie::from_tokenizer(const text::Tokenizer& tokenizer) {
@@ -64,7 +76,7 @@ VocabularyTrie VocabularyTrie::from_tokenizer(const text::Tokenizer& tokenizer) 
         const std::string_view b = tokenizer.token_bytes(id, &special);
         if (!special) bytes[static_cast<size_t>(id)] = std::string(b);  // a special's text is markup, not output bytes
     }
-    return VocabularyTrie(bytes);
+    return VocabularyTrie(std::move(bytes));
 }
 
 TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const VocabularyTrie> trie,
@@ -268,20 +280,22 @@ void TokenMasker::check_mixed(const RunClasses::Run& run, uint32_t reached, bool
 }
 
 const TokenBits& TokenMasker::allowed() {
-    if (matcher_.memory_bytes() > max_matcher_bytes) {
+    if (matcher_.memory_bytes() > automaton_rebuild_bytes) {
         state_ = matcher_.rebuilt(state_);
         cache_.clear();
         cache_bytes_ = 0;
     }
     if (auto it = cache_.find(state_); it != cache_.end()) return it->second;
-    if (cache_bytes_ > max_mask_cache_bytes) {
+    // A mask and its hash entry (why 64: the node, the key and a bucket).
+    const size_t entry_bytes = (trie_->vocab() + 63) / 64 * sizeof(uint64_t) + 64;
+    if (cache_bytes_ + entry_bytes > mask_cache_bytes(trie_->vocab())) {
         cache_.clear();
         cache_bytes_ = 0;
     }
-    TokenBits& bits = cache_[state_];
-    compute(bits);
-    cache_bytes_ += bits.size() * sizeof(uint64_t) + 64;
-    return bits;
+    TokenBits bits;
+    compute(bits);  // may fail (the automaton's bound): nothing is cached then
+    cache_bytes_ += entry_bytes;
+    return cache_[state_] = std::move(bits);
 }
 
 namespace {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "grammar/byte_matcher.h"
+#include "grammar/grammar_memory.h"
 #include "grammar/run_classes.h"
 
 namespace waste::text {
@@ -40,7 +41,7 @@ namespace waste::grammar {
 class VocabularyTrie {
 public:
     // token_bytes[id]: the bytes of every id of the vocabulary ("" = no bytes).
-    explicit VocabularyTrie(const std::vector<std::string>& token_bytes);
+    explicit VocabularyTrie(std::vector<std::string> token_bytes);
     static VocabularyTrie from_tokenizer(const text::Tokenizer& tokenizer);
 
     struct Node {
@@ -55,6 +56,8 @@ public:
     uint32_t vocab() const { return vocab_; }
     uint16_t max_depth() const { return max_depth_; }
     const std::string& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
+    // What it holds (capacity), within vocabulary_trie_bound_bytes (grammar_memory.h).
+    size_t memory_bytes() const;
 
 private:
     std::vector<Node> nodes_;
@@ -119,10 +122,8 @@ private:
     std::vector<int32_t> chain_;  // scratch: the states after 0, 1, 2, … characters of a run
 };
 
-// Bounds on one generation's memory (why: the automaton grows with every
-// new state and the cache by vocab/8 bytes per state; a long generation over
-// a large vocabulary must not grow without limit).
-constexpr size_t max_matcher_bytes = 64u << 20;
-constexpr size_t max_mask_cache_bytes = 64u << 20;
+// One generation's memory is bounded by grammar_memory.h: the automaton is
+// rebuilt past automaton_rebuild_bytes and the mask cache cleared past
+// mask_cache_bytes(vocab), both between masks.
 
 }  // namespace waste::grammar

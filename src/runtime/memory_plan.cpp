@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "grammar/grammar_memory.h"
 #include "model/session_file.h"
 #include "platform/error.h"
 #include "runtime/expert_cache.h"
+#include "text/tokenizer_loader.h"
 
 namespace waste::runtime {
 
@@ -93,6 +95,9 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     if (request.snapshot_bytes > max_snapshot_reserve_bytes)
         fail(WASTE_ERR_INVALID_ARGUMENT, "memory plan: snapshot reserve {} bytes is above the limit of {} bytes (1 PiB)",
              request.snapshot_bytes, max_snapshot_reserve_bytes);
+    if (request.grammars > grammar::max_planned_grammars)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "memory plan: grammars {} is above the limit of {}", request.grammars,
+             grammar::max_planned_grammars);
     const ModelConfig& c = container.config();
     const uint32_t context_length = request.context_length;
     const uint64_t requested_budget = request.budget_bytes;
@@ -112,6 +117,10 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     plan.scratch_bytes = plan.sessions * plan.session_scratch_bytes +
                          std::max(compute_threads, 1u) * compute_thread_stack_bytes;
     plan.snapshot_bytes = request.snapshot_bytes;
+    plan.grammars = request.grammars;
+    if (plan.grammars > 0)
+        plan.grammar_bytes = grammar::vocabulary_trie_bound_bytes(static_cast<uint64_t>(c.vocab), text::container_tokenizer_file_bytes(container)) +
+                             grammar::grammar_compile_scratch_bytes(static_cast<uint64_t>(c.vocab)) + plan.grammars * grammar::grammar_slot_bytes(static_cast<uint64_t>(c.vocab));
     uint64_t record = 0, moe_layers = 0;
     for (const auto& [layer, bank] : container.manifest().banks) {
         record = bank.record_bytes;
@@ -133,7 +142,7 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
                      compute_thread_stack_bytes;
     plan.runtime_bytes = process_allowance_bytes + container.codebooks().size() * sizeof(float);
     plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.io_bytes + plan.runtime_bytes +
-                       plan.snapshot_bytes + plan.min_cache_bytes;
+                       plan.snapshot_bytes + plan.grammar_bytes + plan.min_cache_bytes;
 
     const uint64_t ceiling = memory.usable_bytes / 8 * 7;
     plan.recommended_bytes = plan.floor_bytes;
@@ -159,11 +168,11 @@ void require_budget(const MemoryPlan& plan) {
     if (!plan.budget_ok)
         fail(WASTE_ERR_BUDGET,
              "memory budget {} bytes is below this model's floor of {} bytes at context {} with {} session{} "
-             "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + snapshot reserve {} + minimum expert cache {}); "
-             "run `waste plan MODEL` to see the plan",
+             "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + snapshot reserve {} + grammar reserve {} + "
+             "minimum expert cache {}); run `waste plan MODEL` to see the plan",
              plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.sessions, plan.sessions == 1 ? "" : "s",
              plan.trunk_bytes, plan.state_bytes, plan.scratch_bytes, plan.io_bytes, plan.runtime_bytes,
-             plan.snapshot_bytes, plan.min_cache_bytes);
+             plan.snapshot_bytes, plan.grammar_bytes, plan.min_cache_bytes);
 }
 
 }  // namespace waste::runtime

@@ -43,6 +43,8 @@ struct MemoryPlan {
     uint64_t session_scratch_bytes = 0; // one session's workspace
     uint64_t scratch_bytes = 0;         // sessions x session_scratch_bytes + compute thread stacks
     uint64_t snapshot_bytes = 0;        // the snapshot reserve
+    uint32_t grammars = 0;              // grammar slots planned (constrained decoding)
+    uint64_t grammar_bytes = 0;         // their reserve: the vocabulary trie + grammars x a slot
     unsigned compute_threads = 0;     // the pool the scratch was planned for
     uint64_t io_bytes = 0;            // reader + usage counters + state-file writer
     uint64_t runtime_bytes = 0;       // codebooks + process allowance
@@ -93,6 +95,7 @@ struct PlanRequest {
     bool int8_tables = false;
     uint32_t sessions = 1;         // 0 counts as 1; at most max_planned_sessions
     uint64_t snapshot_bytes = 0;   // at most max_snapshot_reserve_bytes
+    uint32_t grammars = 0;         // grammar slots (grammar/grammar_memory.h); at most grammar::max_planned_grammars
 };
 
 // Throws WASTE_ERR_INVALID_ARGUMENT for sessions or a snapshot reserve

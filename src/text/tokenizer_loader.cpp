@@ -43,6 +43,12 @@ PatternKind default_pattern(const format::ModelConfig& config) {
     return config.model_type == "gpt_oss" ? PatternKind::o200k : PatternKind::kimi;
 }
 
+uint64_t container_tokenizer_file_bytes(const format::Container& container) {
+    std::error_code error;
+    const auto bytes = std::filesystem::file_size(std::filesystem::path(container.directory()) / "tokenizer.model", error);
+    return error ? 0 : static_cast<uint64_t>(bytes);
+}
+
 std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Container& container,
                                                           std::optional<PatternKind> pattern) {
     namespace fs = std::filesystem;

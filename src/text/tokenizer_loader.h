@@ -38,6 +38,12 @@ PatternKind default_pattern(const format::ModelConfig& config);
 std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Container& container,
                                                           std::optional<PatternKind> pattern);
 
+// The size of the file the container's token bytes are read from
+// (tokenizer.model), 0 without one: every token's bytes are spelled there
+// in at least as many characters, so it bounds their total (the memory
+// plan's grammar reserve, grammar/grammar_memory.h).
+uint64_t container_tokenizer_file_bytes(const format::Container& container);
+
 // A rank file and, optionally, the text of a specials.json; no BOS or EOS
 // unless the specials name "[BOS]" / "[EOS]" (Kimi's spelling).
 std::shared_ptr<const Tokenizer> load_tokenizer_file(const std::string& rank_file_path, PatternKind pattern,
