@@ -36,7 +36,7 @@ fi
 # llama.cpp's sources at the release the binaries were built from (a git bundle in the package)
 if [[ ! -f $out/llama.cpp/include/llama.h ]]; then
     rm -rf "$out/llama.cpp"
-    git clone -q "$here/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$out/llama.cpp"
+    git -c advice.detachedHead=false clone -q "$here/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$out/llama.cpp"
 fi
 
 cc -O2 -Wall -I"$root/include" "$here/waste_vocab.c" "$build/libwaste.a" \
