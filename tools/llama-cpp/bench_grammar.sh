@@ -15,8 +15,9 @@
 #    the benchmark's JSON Schema (mask_cost_schema.json, a copy of the one in
 #    GrammarBench.DISABLED_MaskCost) into, and writes a GGUF per vocabulary
 #    (make_gguf.py);
-# 4. runs, ROUNDS times alternating, WASTE's benchmark and llama.cpp's, with
-#    the load average before each.
+# 4. runs, ROUNDS times alternating, WASTE's benchmark and llama.cpp's, and
+#    WASTE's once more at the end, with the load average before each (one
+#    llama.cpp run on 163,840 tokens takes ~15 minutes on 2 loaded cores).
 # Needs: WASTE's release build (cmake --build --preset release --target
 # waste_cli grammar_test), npm, cc, /usr/bin/python3. Outputs under
 # BUILD_DIR/llama-cpp/.
@@ -61,4 +62,6 @@ for ((round = 1; round <= rounds; ++round)); do
         "$out/grammar_bench" "$out/$v.gguf" "$out/mask_cost.gbnf" "$min_masks" "$bins" 2>/dev/null
     done
 done
+echo "== after: WASTE ($(cut -d' ' -f1-3 /proc/loadavg))"
+"$build/grammar_test" --gtest_also_run_disabled_tests --gtest_filter='*MaskCost*' | grep 'vocab '
 echo "== done ($(cut -d' ' -f1-3 /proc/loadavg))"
