@@ -46,6 +46,14 @@ cc -O2 -Wall -I"$out/llama.cpp/include" -I"$out/llama.cpp/ggml/include" "$here/g
     "$bins/libllama.v0.4.0.so" "$bins/libggml.v0.4.0.so" "$bins/libggml-base.so" -lm \
     -Wl,-rpath,"$bins" -o "$out/grammar_bench"
 
+# the schema must be the one in GrammarBench.DISABLED_MaskCost, byte for byte
+/usr/bin/python3 - "$root/tests/grammar_test.cpp" "$here/mask_cost_schema.json" <<'EOF'
+import re, sys
+test = open(sys.argv[1]).read()
+m = re.search(r'TEST\(GrammarBench, DISABLED_MaskCost\) \{\n    const std::string schema = R"\((.*?)\)";', test, re.S)
+if not m or m.group(1) != open(sys.argv[2]).read().rstrip("\n"):
+    sys.exit("mask_cost_schema.json differs from the schema in GrammarBench.DISABLED_MaskCost")
+EOF
 "$build/waste" synth --preset tiny --overrides '{"vocab_size": 163840}' "$out/k3tok" >/dev/null
 "$out/waste_vocab" model "$out/k3tok" "$out/k3.tsv"
 "$out/waste_vocab" ranks "$root/models/kimi-mini/tiktoken.model" "$out/kimi.tsv"
