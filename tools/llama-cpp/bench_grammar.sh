@@ -9,7 +9,8 @@
 # 1. installs node-llama-cpp 3.21.1 (package-lock.json) with its postinstall
 #    (download/build) skipped, for the prebuilt CPU libraries of
 #    @node-llama-cpp/linux-x64 and the llama.cpp sources (headers) it bundles;
-# 2. builds waste_vocab (over WASTE's C API) and grammar_bench (over llama.h);
+# 2. builds waste_vocab (over WASTE's C API), grammar_bench and decode_smoke
+#    (over llama.h);
 # 3. dumps the vocabularies (the `waste synth` tiny tokenizer with
 #    vocab_size 163840, kimi-mini's rank file) and the GBNF WASTE translates
 #    the benchmark's JSON Schema (mask_cost_schema.json, a copy of the one in
@@ -45,6 +46,9 @@ cc -O2 -Wall -I"$root/include" "$here/waste_vocab.c" "$build/libwaste.a" \
 cc -O2 -Wall -I"$out/llama.cpp/include" -I"$out/llama.cpp/ggml/include" "$here/grammar_bench.c" \
     "$bins/libllama.v0.4.0.so" "$bins/libggml.v0.4.0.so" "$bins/libggml-base.so" -lm \
     -Wl,-rpath,"$bins" -o "$out/grammar_bench"
+cc -O2 -Wall -I"$out/llama.cpp/include" -I"$out/llama.cpp/ggml/include" "$here/decode_smoke.c" \
+    "$bins/libllama.v0.4.0.so" "$bins/libggml.v0.4.0.so" "$bins/libggml-base.so" \
+    -Wl,-rpath,"$bins" -o "$out/decode_smoke"
 
 # the schema must be the one in GrammarBench.DISABLED_MaskCost, byte for byte
 /usr/bin/python3 - "$root/tests/grammar_test.cpp" "$here/mask_cost_schema.json" <<'EOF'
@@ -61,6 +65,7 @@ EOF
 /usr/bin/python3 "$here/make_gguf.py" "$out/k3.tsv" "$out/k3.gguf"
 /usr/bin/python3 "$here/make_gguf.py" "$out/kimi.tsv" "$out/kimi.gguf" --add-end
 
+for v in k3 kimi; do "$out/decode_smoke" "$out/$v.gguf" "$bins"; done  # the GGUFs run, not only load
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs"
 for ((round = 1; round <= rounds; ++round)); do
     echo "== round $round: WASTE ($(cut -d' ' -f1-3 /proc/loadavg))"
