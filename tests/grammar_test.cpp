@@ -636,6 +636,9 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
 // and a 163,840-token one made of kimi-mini's ranks and concatenations of two
 // of them (at most 16 bytes: punctuation, digits and multi-byte pieces, the
 // harder case). It prints the per-token mask time's median, p99 and max.
+// tools/llama-cpp/bench_grammar.sh times llama.cpp's grammar sampler the same
+// way on the first two; its copy of the schema, tools/llama-cpp/
+// mask_cost_schema.json, must stay equal to this one (the script checks).
 double thread_cpu_ms() {
     timespec t{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
