@@ -385,7 +385,7 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
             fail(WASTE_ERR_UNSUPPORTED, "round with a precision or method is not supported");
         if (!target.is_number()) fail(WASTE_ERR_INVALID_ARGUMENT, "round: a number is required");
         const double v = target.as_float();
-        return Value::floating(v >= 0 ? std::floor(v + 0.5) : std::ceil(v - 0.5));
+        return Value::floating(std::nearbyint(v));  // Python round(): half to even
     }
     if (name == "indent") fail(WASTE_ERR_UNSUPPORTED, "the 'indent' filter is not supported");
     fail(WASTE_ERR_INVALID_ARGUMENT, "no filter named '{}'", name);
