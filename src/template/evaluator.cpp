@@ -58,6 +58,7 @@ std::vector<Value> iterate(const Value& value) {
     switch (value.kind()) {
     case Value::Kind::list: return value.items();
     case Value::Kind::dict: {
+        if (value.as_dict().loop_object) fail(WASTE_ERR_INVALID_ARGUMENT, "'LoopContext' object is not iterable");
         std::vector<Value> keys;
         keys.reserve(value.as_dict().items.size());
         for (const auto& [key, item] : value.as_dict().items) keys.push_back(Value::string(key));
@@ -179,7 +180,7 @@ Value binary_operation(Evaluator& evaluator, const std::string& op, const Value&
             evaluator.check_string_size(a.size() + b.size());
             return Value::string(a + b, markup);
         }
-        if (left.is_list() && right.is_list() && left.is_tuple() == right.is_tuple()) {
+        if (left.is_list() && right.is_list() && left.is_tuple() == right.is_tuple() && !left.view() && !right.view()) {
             evaluator.check_list_size(left.items().size() + right.items().size());
             std::vector<Value> items = left.items();
             items.insert(items.end(), right.items().begin(), right.items().end());
@@ -355,8 +356,8 @@ Value Evaluator::evaluate(const Expr& expr, const ScopePtr& scope) {
             if (!expr.children[i + 1]) continue;
             const Value part = evaluate(*expr.children[i + 1], scope);
             if (part.is_none()) continue;
-            if (!part.is_int() && !part.is_bool())
-                fail(WASTE_ERR_INVALID_ARGUMENT, "slice indices must be integers or None, not {}", type_name(part));
+            if (!part.is_int() && !part.is_bool())  // Jinja2's getitem turns the TypeError into an Undefined
+                return Value::undefined(fmt::format("slice indices must be integers or None, not {}", type_name(part)));
             parts[i] = part.as_int();
         }
         line_ = expr.line;
@@ -446,6 +447,7 @@ Evaluator::Flow Evaluator::execute_for(const Stmt& stmt, const ScopePtr& scope, 
         auto iteration = std::make_shared<Scope>();
         iteration->parent = scope;
         DictData loop;
+        loop.loop_object = true;
         loop.items.reserve(12);
         loop.items.emplace_back("index", Value::integer(i + 1));
         loop.items.emplace_back("index0", Value::integer(i));

@@ -169,7 +169,9 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
         Arguments args(name, call, {});
         switch (target.kind()) {
         case Value::Kind::string: return Value::integer(static_cast<int64_t>(code_point_length(target.as_string())));
-        case Value::Kind::list: return Value::integer(static_cast<int64_t>(target.items().size()));
+        case Value::Kind::list:
+            if (target.view() && std::string_view(target.view()) == "generator") fail(WASTE_ERR_INVALID_ARGUMENT, "object of type 'generator' has no len()");
+            return Value::integer(static_cast<int64_t>(target.items().size()));
         case Value::Kind::dict: return Value::integer(static_cast<int64_t>(target.as_dict().items.size()));
         case Value::Kind::undefined: return Value::integer(0);
         default: fail(WASTE_ERR_INVALID_ARGUMENT, "object of type '{}' has no len()", type_name(target));
@@ -205,11 +207,11 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
     }
     if (name == "items") {
         Arguments args(name, call, {});
-        if (target.is_undefined()) return Value::list({});
+        if (target.is_undefined()) return Value::dict_view({}, "generator");
         if (!target.is_dict()) fail(WASTE_ERR_INVALID_ARGUMENT, "Can only get item pairs from a mapping.");
         std::vector<Value> out;
         for (const auto& [key, value] : target.as_dict().items) out.push_back(Value::list({Value::string(key), value}, true));
-        return Value::list(std::move(out));
+        return Value::dict_view(std::move(out), "generator");  // Jinja2 yields the pairs
     }
     if (name == "list") {
         Arguments args(name, call, {});
@@ -430,7 +432,15 @@ bool apply_test(Evaluator& evaluator, const std::string& name, const Value& targ
         const Value remainder = binary_operation(evaluator, "%", target, divisor);
         return !truthy(remainder);
     }
-    if (name == "sameas") return target.same_object(one_argument());
+    if (name == "sameas") {
+        const Value& other = one_argument();
+        // CPython caches the ints -5..256; other numbers and strings depend on interning.
+        if (target.is_int() && other.is_int() && target.as_int() == other.as_int() && target.as_int() >= -5 && target.as_int() <= 256)
+            return true;
+        if ((target.is_int() || target.is_float() || target.is_string()) && target.kind() == other.kind() && equals(target, other))
+            fail(WASTE_ERR_UNSUPPORTED, "'sameas' on equal numbers or strings depends on Python's interning: not supported");
+        return target.same_object(other);
+    }
     if (name == "in") return contains(one_argument(), target);
     if (name == "eq" || name == "equalto" || name == "==") return equals(target, one_argument());
     if (name == "ne" || name == "!=") return !equals(target, one_argument());

@@ -177,7 +177,7 @@ Value dict_method(const Value& self, const std::string& name, CallArgs& args) {
         else if (name == "values") out.push_back(value);
         else out.push_back(Value::list({Value::string(key), value}, true));
     }
-    return Value::list(std::move(out));
+    return Value::dict_view(std::move(out), name == "keys" ? "dict_keys" : name == "values" ? "dict_values" : "dict_items");
 }
 
 Value list_method(const Value& self, const std::string& name, CallArgs& args) {
@@ -243,7 +243,12 @@ bool is_dunder(const std::string& name) { return name.size() > 4 && name.rfind("
 Value get_attribute(const Value& object, const std::string& name) {
     switch (object.kind()) {
     case Value::Kind::undefined: fail_undefined(object);
-    case Value::Kind::dict: {
+ case Value::Kind::dict: {
+        if (object.as_dict().loop_object) {
+            if (const Value* found = object.as_dict().find(name)) return *found;
+            if (name == "cycle" || name == "changed") return Value::unsupported(fmt::format("loop.{} is not supported", name));
+            return missing_attribute(object, name);
+        }
         if (name == "items" || name == "keys" || name == "values" || name == "get") return bound(object, name);
         if (name == "pop" || name == "popitem" || name == "setdefault" || name == "update" || name == "clear") return unsafe(object, name);
         if (name == "copy" || name == "fromkeys") return Value::unsupported(fmt::format("dict.{} is not supported", name));
@@ -280,6 +285,7 @@ Value get_attribute(const Value& object, const std::string& name) {
 
 Value get_item(const Value& object, const Value& key) {
     if (object.is_undefined()) fail_undefined(object);
+    if (object.view()) return Value::undefined(fmt::format("'{} object' has no element {}", object.view(), python_repr(key)));
     if (object.is_dict()) {
         if (key.is_string()) {
             if (const Value* found = object.as_dict().find(key.as_string())) return *found;
@@ -313,7 +319,7 @@ Value get_item(const Value& object, const Value& key) {
 
 Value slice_value(const Value& object, std::optional<int64_t> start, std::optional<int64_t> stop, std::optional<int64_t> step) {
     if (object.is_undefined()) fail_undefined(object);
-    if (object.is_list()) {
+    if (object.is_list() && !object.view()) {
         std::vector<Value> out;
         for (int64_t i : slice_indices(static_cast<int64_t>(object.items().size()), start, stop, step))
             out.push_back(object.items()[static_cast<size_t>(i)]);
@@ -331,7 +337,9 @@ Value slice_value(const Value& object, std::optional<int64_t> start, std::option
         for (int64_t i : slice_indices(static_cast<int64_t>(points.size()), start, stop, step)) append_utf8(out, points[static_cast<size_t>(i)]);
         return Value::string(std::move(out));
     }
-    fail(WASTE_ERR_INVALID_ARGUMENT, "'{}' object is not subscriptable", type_name(object));
+    if (object.is_dict()) fail(WASTE_ERR_INVALID_ARGUMENT, "unhashable type: 'slice'");
+    // Jinja2's getitem turns the TypeError into an Undefined
+    return Value::undefined(fmt::format("'{}' object is not subscriptable", type_name(object)));
 }
 
 std::vector<std::string> python_split(const std::string& text, const std::optional<std::string>& separator, int64_t max_split) {

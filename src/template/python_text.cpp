@@ -201,16 +201,19 @@ std::string python_repr(const Value& value) {
     case Value::Kind::string: return python_string_repr(value.as_string());
     case Value::Kind::list: {
         const bool tuple = value.is_tuple();
-        std::string out = tuple ? "(" : "[";
+        if (value.view() && std::string_view(value.view()) == "generator")
+            fail(WASTE_ERR_UNSUPPORTED, "printing a generator (the items filter's result) is not supported");
+        std::string out = value.view() ? std::string(value.view()) + "([" : tuple ? "(" : "[";
         const auto& items = value.items();
         for (size_t i = 0; i < items.size(); ++i) {
             if (i) out += ", ";
             out += python_repr(items[i]);
         }
         if (tuple && items.size() == 1) out += ",";
-        return out + (tuple ? ")" : "]");
+        return out + (value.view() ? "])" : tuple ? ")" : "]");
     }
     case Value::Kind::dict: {
+        if (value.as_dict().loop_object) fail(WASTE_ERR_UNSUPPORTED, "printing a loop object is not supported");
         std::string out = "{";
         bool first = true;
         for (const auto& [key, item] : value.as_dict().items) {

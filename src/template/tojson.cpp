@@ -66,6 +66,7 @@ public:
         }
         case Value::Kind::string: out += json_quote(value.as_string(), style_.ensure_ascii); return;
         case Value::Kind::list: {
+            if (value.view()) fail(WASTE_ERR_INVALID_ARGUMENT, "Object of type {} is not JSON serializable", value.view());
             const auto& items = value.items();
             if (items.empty()) { out += "[]"; return; }
             out += "[";
@@ -80,6 +81,7 @@ public:
         }
         case Value::Kind::dict: {
             const auto& dict = value.as_dict();
+            if (dict.loop_object) fail(WASTE_ERR_INVALID_ARGUMENT, "Object of type LoopContext is not JSON serializable");
             if (dict.items.empty()) { out += "{}"; return; }
             std::vector<const std::pair<std::string, Value>*> entries;
             for (const auto& entry : dict.items) entries.push_back(&entry);

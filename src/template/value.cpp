@@ -67,6 +67,12 @@ Value Value::list(std::vector<Value> items, bool tuple) {
     return v;
 }
 
+Value Value::dict_view(std::vector<Value> items, const char* view) {
+    Value v = list(std::move(items));
+    v.list_->view = view;
+    return v;
+}
+
 Value Value::dict(DictData dict) {
     Value v;
     v.kind_ = Kind::dict;
@@ -110,8 +116,8 @@ std::string type_name(const Value& value) {
     case Value::Kind::integer: return "int";
     case Value::Kind::floating: return "float";
     case Value::Kind::string: return "str";
-    case Value::Kind::list: return value.is_tuple() ? "tuple" : "list";
-    case Value::Kind::dict: return "dict";
+    case Value::Kind::list: return value.view() ? value.view() : value.is_tuple() ? "tuple" : "list";
+    case Value::Kind::dict: return value.as_dict().loop_object ? "LoopContext" : "dict";
     case Value::Kind::namespace_object: return "Namespace";
     case Value::Kind::callable: return "function";
     }
@@ -145,7 +151,7 @@ bool equals(const Value& a, const Value& b) {
     case Value::Kind::none: return true;
     case Value::Kind::string: return a.as_string() == b.as_string();
     case Value::Kind::list: {
-        if (a.is_tuple() != b.is_tuple()) return false;
+        if (a.is_tuple() != b.is_tuple() || a.view() != b.view()) return false;
         const auto &x = a.items(), &y = b.items();
         if (x.size() != y.size()) return false;
         for (size_t i = 0; i < x.size(); ++i)

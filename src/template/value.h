@@ -29,10 +29,15 @@ class Evaluator;
 struct ListData {
     std::vector<Value> items;
     bool tuple = false;  // printed (a, b) instead of [a, b]
+    // "dict_items", "dict_keys" or "dict_values" for what dict.items() and
+    // friends return: iterable, but printed as dict_items([...]), not
+    // subscriptable, not JSON, not addable — as in Python.
+    const char* view = nullptr;
 };
 
 struct DictData {
     std::vector<std::pair<std::string, Value>> items;  // insertion order, unique keys
+    bool loop_object = false;  // a for loop's `loop`: attributes only, never printed or serialised
     const Value* find(std::string_view key) const;
     Value* find(std::string_view key);
     void set(std::string key, Value value);
@@ -73,6 +78,7 @@ public:
     static Value floating(double value);
     static Value string(std::string text, bool markup = false);
     static Value list(std::vector<Value> items, bool tuple = false);
+    static Value dict_view(std::vector<Value> items, const char* view);
     static Value dict(DictData dict);
     static Value namespace_object(DictData attributes);
     static Value callable(std::shared_ptr<Callable> callable);
@@ -87,6 +93,7 @@ public:
     bool is_string() const { return kind_ == Kind::string; }
     bool is_list() const { return kind_ == Kind::list; }
     bool is_tuple() const { return kind_ == Kind::list && list_->tuple; }
+    const char* view() const { return kind_ == Kind::list ? list_->view : nullptr; }
     bool is_dict() const { return kind_ == Kind::dict; }
     bool is_namespace() const { return kind_ == Kind::namespace_object; }
     bool is_callable() const { return kind_ == Kind::callable; }
