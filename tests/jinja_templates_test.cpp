@@ -89,7 +89,7 @@ TEST_P(JinjaTemplates, RenderTimeOfFiftyMessages) {
     const double parse_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - parse_start).count();
     tmpl::Value context;
     for (const auto& conversation : conversations())
-        if (conversation["name"] == "fifty_messages") context = tmpl::from_json(conversation["context"]);
+        if (conversation["name"] == "fifty_messages_plain") context = tmpl::from_json(conversation["context"]);
     ASSERT_FALSE(context.is_undefined());
     tmpl::RenderOptions options;
     options.now = static_cast<std::time_t>(waste_test::jinja_reference_now);

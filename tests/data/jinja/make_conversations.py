@@ -127,6 +127,18 @@ add("bad_tool_call_id", context([
     {"role": "user", "content": "x"},
     {"role": "assistant", "content": "", "tool_calls": [call("short", "get_weather", {"city": "Nice"})]},
     {"role": "tool", "tool_call_id": "short", "content": "ok"}], True, tools=[WEATHER]))
+add("content_parts", context([
+    {"role": "system", "content": [{"type": "text", "text": "System as parts."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Look at this:"},
+                                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                                 {"type": "text", "text": "What is it?"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "A cat."}]},
+    {"role": "user", "content": [{"type": "text", "text": "Sure? 'quoted' \"double\""}]}]))
+add("tool_result_parts", context([
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": "", "tool_calls": [call("call00002", "get_weather", {"city": "Bern"})]},
+    {"role": "tool", "tool_call_id": "call00002", "name": "get_weather", "content": [{"type": "text", "text": "cold"}, {"output": "4 °C"}]}],
+    True, tools=[WEATHER]))
 add("roles_not_alternating", context([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]))
 
 long_messages = [SYSTEM]
@@ -140,6 +152,17 @@ for turn in range(24):
         long_messages.append({"role": "assistant", "content": f"Answer {turn} " + "lorem ipsum " * 20, "reasoning_content": f"thinking about {turn}"})
 long_messages.append({"role": "user", "content": "Final question."})
 add("fifty_messages", context(long_messages[:50] if long_messages[49]["role"] == "user" else long_messages[:49] + [{"role": "user", "content": "Last."}], tools=[WEATHER, SEARCH]))
+
+# The benchmark's conversation: 50 messages, no tool calls (Kimi-K2-Thinking
+# cannot render tool calls under the sandbox, see the test), reasoning on
+# the assistant turns after the last user message only.
+plain_long = [SYSTEM]
+for turn in range(24):
+    plain_long.append({"role": "user", "content": f"Question {turn}: explain item {turn} in detail, with \"quotes\" and ünïcode."})
+    plain_long.append({"role": "assistant", "content": f"Answer {turn} " + "lorem ipsum " * 20})
+plain_long.append({"role": "user", "content": "Final question."})
+assert len(plain_long) == 50
+add("fifty_messages_plain", context(plain_long, tools=[WEATHER, SEARCH]))
 
 with open("conversations.json", "w", encoding="utf-8") as out:
     json.dump(conversations, out, ensure_ascii=False, indent=1)
