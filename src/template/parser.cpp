@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 #include <set>
 
 #include "platform/error.h"
@@ -83,14 +84,18 @@ private:
     ExprPtr parse_expression() { Depth d(*this); return parse_conditional(); }
     ExprPtr parse_tuple_or_expression();
     ExprPtr parse_conditional();
-    ExprPtr parse_or();
-    ExprPtr parse_and();
+    // One left-associative level: operands joined by any of `operators`
+    // (keywords such as "or", or operator symbols).
+    ExprPtr parse_binary(ExprPtr (Parser::*operand)(), std::initializer_list<const char*> operators, bool keywords);
+    ExprPtr parse_or() { return parse_binary(&Parser::parse_and, {"or"}, true); }
+    ExprPtr parse_and() { return parse_binary(&Parser::parse_not, {"and"}, true); }
     ExprPtr parse_not();
     ExprPtr parse_compare();
-    ExprPtr parse_math1();
-    ExprPtr parse_concat();
-    ExprPtr parse_math2();
-    ExprPtr parse_pow();
+    ExprPtr parse_math1() { return parse_binary(&Parser::parse_concat, {"+", "-"}, false); }
+    ExprPtr parse_concat() { return parse_binary(&Parser::parse_math2, {"~"}, false); }
+    ExprPtr parse_math2() { return parse_binary(&Parser::parse_pow, {"*", "/", "//", "%"}, false); }
+    ExprPtr parse_pow() { return parse_binary(&Parser::parse_filtered_unary, {"**"}, false); }
+    ExprPtr parse_filtered_unary() { return parse_unary(true); }
     ExprPtr parse_unary(bool with_filter);
     ExprPtr parse_primary();
     ExprPtr parse_postfix(ExprPtr node);
@@ -412,32 +417,6 @@ ExprPtr Parser::parse_conditional() {
     return node;
 }
 
-ExprPtr Parser::parse_or() {
-    auto node = parse_and();
-    while (is_name("or")) {
-        auto binary = make(ExprKind::binary, current().line);
-        next();
-        binary->name = "or";
-        binary->children.push_back(std::move(node));
-        binary->children.push_back(parse_and());
-        node = std::move(binary);
-    }
-    return node;
-}
-
-ExprPtr Parser::parse_and() {
-    auto node = parse_not();
-    while (is_name("and")) {
-        auto binary = make(ExprKind::binary, current().line);
-        next();
-        binary->name = "and";
-        binary->children.push_back(std::move(node));
-        binary->children.push_back(parse_not());
-        node = std::move(binary);
-    }
-    return node;
-}
-
 ExprPtr Parser::parse_not() {
     if (is_name("not")) {
         Depth d(*this);
@@ -481,56 +460,20 @@ ExprPtr Parser::parse_compare() {
     return compare ? std::move(compare) : std::move(first);
 }
 
-ExprPtr Parser::parse_math1() {
-    auto node = parse_concat();
-    while (is_op("+") || is_op("-")) {
+ExprPtr Parser::parse_binary(ExprPtr (Parser::*operand)(), std::initializer_list<const char*> operators, bool keywords) {
+    auto node = (this->*operand)();
+    while (true) {
+        const char* matched = nullptr;
+        for (const char* op : operators)
+            if (keywords ? is_name(op) : is_op(op)) matched = op;
+        if (!matched) return node;
         auto binary = make(ExprKind::binary, current().line);
-        binary->name = current().text;
+        binary->name = matched;
         next();
         binary->children.push_back(std::move(node));
-        binary->children.push_back(parse_concat());
+        binary->children.push_back((this->*operand)());
         node = std::move(binary);
     }
-    return node;
-}
-
-ExprPtr Parser::parse_concat() {
-    auto node = parse_math2();
-    while (is_op("~")) {
-        auto binary = make(ExprKind::binary, current().line);
-        binary->name = "~";
-        next();
-        binary->children.push_back(std::move(node));
-        binary->children.push_back(parse_math2());
-        node = std::move(binary);
-    }
-    return node;
-}
-
-ExprPtr Parser::parse_math2() {
-    auto node = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-        auto binary = make(ExprKind::binary, current().line);
-        binary->name = current().text;
-        next();
-        binary->children.push_back(std::move(node));
-        binary->children.push_back(parse_pow());
-        node = std::move(binary);
-    }
-    return node;
-}
-
-ExprPtr Parser::parse_pow() {
-    auto node = parse_unary(true);
-    while (is_op("**")) {
-        auto binary = make(ExprKind::binary, current().line);
-        binary->name = "**";
-        next();
-        binary->children.push_back(std::move(node));
-        binary->children.push_back(parse_unary(true));
-        node = std::move(binary);
-    }
-    return node;
 }
 
 ExprPtr Parser::parse_unary(bool with_filter) {
