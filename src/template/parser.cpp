@@ -79,6 +79,11 @@ private:
     StmtPtr parse_call_block(int line);
     StmtPtr parse_filter_block(int line);
     void parse_params(Stmt& stmt);
+    void parse_filter_chain(Stmt& stmt);
+    // A macro's or call block's body: which of caller/varargs/kwargs it reads.
+    void parse_function_body(Stmt& stmt, const char* end_tag);
+    // The rest of a block statement: '%}', the body, then {% end_tag %}.
+    void parse_block_body(Stmt& stmt, const char* end_tag);
     std::vector<std::string> parse_targets();
 
     ExprPtr parse_expression() { Depth d(*this); return parse_conditional(); }
@@ -103,6 +108,19 @@ private:
     ExprPtr parse_filter(ExprPtr node);
     ExprPtr parse_test(ExprPtr node);
     void parse_call_args(Expr& expr);
+    ExprPtr parse_call(ExprPtr callee);
+    // Elements up to `close` (consumed), separated by commas, a trailing comma allowed.
+    template <typename Element>
+    void parse_comma_separated(const char* close, Element element) {
+        bool first = true;
+        while (!is_op(close)) {
+            if (!first) expect_op(",");
+            first = false;
+            if (is_op(close)) break;
+            element();
+        }
+        next();
+    }
     ExprPtr parse_subscript(ExprPtr node);
     void mark_name(const std::string& name) {
         for (auto* used : name_usage_) used->insert(name);
@@ -287,16 +305,24 @@ StmtPtr Parser::parse_set(int line) {
     }
     if (stmt->targets.size() != 1) error("a block set takes one name");
     stmt->kind = StmtKind::set_block;
+    parse_filter_chain(*stmt);
+    parse_block_body(*stmt, "endset");
+    return stmt;
+}
+
+void Parser::parse_filter_chain(Stmt& stmt) {
     while (is_op("|")) {
         next();
-        stmt->filters.push_back(parse_filter(nullptr));
+        stmt.filters.push_back(parse_filter(nullptr));
     }
+}
+
+void Parser::parse_block_body(Stmt& stmt, const char* end_tag) {
     expect_block_end();
-    stmt->body = parse_body({"endset"});
-    next();
-    next();
+    stmt.body = parse_body({end_tag});
+    next();  // {%
+    next();  // the end tag
     expect_block_end();
-    return stmt;
 }
 
 void Parser::parse_params(Stmt& stmt) {
@@ -322,22 +348,26 @@ StmtPtr Parser::parse_macro(int line) {
     stmt->line = line;
     stmt->text = expect_name();
     parse_params(*stmt);
+    parse_function_body(*stmt, "endmacro");
+    return stmt;
+}
+
+void Parser::parse_function_body(Stmt& stmt, const char* end_tag) {
     expect_block_end();
     std::set<std::string> used;
     name_usage_.push_back(&used);
     const bool outer_soft = soft_;
     soft_ = false;
-    stmt->body = parse_body({"endmacro"});
+    stmt.body = parse_body({end_tag});
     soft_ = outer_soft;
     name_usage_.pop_back();
-    next();
-    next();
+    next();  // {%
+    next();  // the end tag
     if (current().type == TokenType::name) next();  // {% endmacro name %}
     expect_block_end();
-    stmt->uses_caller = used.count("caller") > 0;
-    stmt->uses_varargs = used.count("varargs") > 0;
-    stmt->uses_kwargs = used.count("kwargs") > 0;
-    return stmt;
+    stmt.uses_caller = used.count("caller") > 0;
+    stmt.uses_varargs = used.count("varargs") > 0;
+    stmt.uses_kwargs = used.count("kwargs") > 0;
 }
 
 StmtPtr Parser::parse_call_block(int line) {
@@ -347,17 +377,7 @@ StmtPtr Parser::parse_call_block(int line) {
     if (is_op("(")) parse_params(*stmt);
     stmt->expr = parse_expression();
     if (stmt->expr->kind != ExprKind::call) error("expected a call after {% call %}", line);
-    expect_block_end();
-    std::set<std::string> used;
-    name_usage_.push_back(&used);
-    const bool outer_soft = soft_;
-    soft_ = false;
-    stmt->body = parse_body({"endcall"});
-    soft_ = outer_soft;
-    name_usage_.pop_back();
-    next();
-    next();
-    expect_block_end();
+    parse_function_body(*stmt, "endcall");
     return stmt;
 }
 
@@ -366,15 +386,8 @@ StmtPtr Parser::parse_filter_block(int line) {
     stmt->kind = StmtKind::filter_block;
     stmt->line = line;
     stmt->filters.push_back(parse_filter(nullptr));
-    while (is_op("|")) {
-        next();
-        stmt->filters.push_back(parse_filter(nullptr));
-    }
-    expect_block_end();
-    stmt->body = parse_body({"endfilter"});
-    next();
-    next();
-    expect_block_end();
+    parse_filter_chain(*stmt);
+    parse_block_body(*stmt, "endfilter");
     return stmt;
 }
 
@@ -565,25 +578,17 @@ ExprPtr Parser::parse_primary() {
     if (is_op("[")) {
         next();
         auto list = make(ExprKind::list, line);
-        while (!is_op("]")) {
-            if (!list->children.empty()) expect_op(",");
-            if (is_op("]")) break;
-            list->children.push_back(parse_expression());
-        }
-        next();
+        parse_comma_separated("]", [&] { list->children.push_back(parse_expression()); });
         return list;
     }
     if (is_op("{")) {
         next();
         auto dict = make(ExprKind::dict, line);
-        while (!is_op("}")) {
-            if (!dict->children.empty()) expect_op(",");
-            if (is_op("}")) break;
+        parse_comma_separated("}", [&] {
             dict->children.push_back(parse_expression());
             expect_op(":");
             dict->children.push_back(parse_expression());
-        }
-        next();
+        });
         return dict;
     }
     error(fmt::format("unexpected {} in an expression", describe(token)));
@@ -614,10 +619,7 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
         } else if (is_op("[")) {
             node = parse_subscript(std::move(node));
         } else if (is_op("(")) {
-            auto call = make(ExprKind::call, current().line);
-            call->children.push_back(std::move(node));
-            parse_call_args(*call);
-            node = std::move(call);
+            node = parse_call(std::move(node));
         } else {
             return node;
         }
@@ -653,6 +655,13 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
     slice->children.push_back(std::move(node));
     for (auto& p : parts) slice->children.push_back(std::move(p));
     return slice;
+}
+
+ExprPtr Parser::parse_call(ExprPtr callee) {
+    auto call = make(ExprKind::call, current().line);
+    call->children.push_back(std::move(callee));
+    parse_call_args(*call);
+    return call;
 }
 
 void Parser::parse_call_args(Expr& expr) {
@@ -726,10 +735,7 @@ ExprPtr Parser::parse_filter_expr(ExprPtr node) {
             next();
             node = parse_test(std::move(node));
         } else if (is_op("(")) {
-            auto call = make(ExprKind::call, current().line);
-            call->children.push_back(std::move(node));
-            parse_call_args(*call);
-            node = std::move(call);
+            node = parse_call(std::move(node));
         } else {
             return node;
         }
