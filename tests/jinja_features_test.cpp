@@ -237,6 +237,8 @@ TEST(JinjaHostile, FailsCleanlyWithinBounds) {
         {"{{ 9223372036854775807 + 1 }}", "integer overflow"},
         {"{{ 2 ** 64 }}", "integer overflow"},
         {"{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.me.me is defined }}{{ ns | tojson }}", "not JSON serializable"},
+        {"{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}", "nested deeper than 512 levels"},
+        {"{% set ns = namespace(x={}) %}{% for i in range(100000) %}{% set ns.x = {'k': ns.x} %}{% endfor %}{{ ns.x }}", "nested deeper than 512 levels"},
         {"{{ 'abc", "unterminated string literal"},
         {"{% if %}", "unexpected '%}' in an expression"},
         {"{% for %}{% endfor %}", "expected a name"},

@@ -1,6 +1,7 @@
 // value.cpp — see value.h.
 #include "template/value.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "platform/error.h"
@@ -60,10 +61,29 @@ Value Value::string(std::string text, bool markup) {
     return v;
 }
 
+int Value::nesting() const {
+    if (kind_ == Kind::list) return list_->nesting;
+    if (kind_ == Kind::dict) return dict_->nesting;
+    return 0;
+}
+
+namespace {
+
+int nesting_above(int deepest) {
+    if (deepest + 1 > max_value_nesting)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "a list or dict nested deeper than {} levels", max_value_nesting);
+    return deepest + 1;
+}
+
+}  // namespace
+
 Value Value::list(std::vector<Value> items, bool tuple) {
+    int deepest = 0;
+    for (const auto& item : items) deepest = std::max(deepest, item.nesting());
+    const int nesting = nesting_above(deepest);
     Value v;
     v.kind_ = Kind::list;
-    v.list_ = std::make_shared<ListData>(ListData{std::move(items), tuple});
+    v.list_ = std::make_shared<ListData>(ListData{std::move(items), nesting, tuple});
     return v;
 }
 
@@ -74,6 +94,9 @@ Value Value::dict_view(std::vector<Value> items, const char* view) {
 }
 
 Value Value::dict(DictData dict) {
+    int deepest = 0;
+    for (const auto& [key, item] : dict.items) deepest = std::max(deepest, item.nesting());
+    dict.nesting = nesting_above(deepest);
     Value v;
     v.kind_ = Kind::dict;
     v.dict_ = std::make_shared<DictData>(std::move(dict));

@@ -26,8 +26,15 @@ namespace waste::tmpl {
 class Value;
 class Evaluator;
 
+// How deep lists and dicts may nest inside each other. Printing, comparing
+// and freeing a value recurse over its nesting, so a template that wraps a
+// list in a list 100,000 times must fail when it builds it, not overflow the
+// stack later. JSON contexts are bounded tighter (128).
+inline constexpr int max_value_nesting = 512;
+
 struct ListData {
     std::vector<Value> items;
+    int nesting = 1;  // 1 + the deepest list or dict inside
     bool tuple = false;  // printed (a, b) instead of [a, b]
     // "dict_items", "dict_keys" or "dict_values" for what dict.items() and
     // friends return: iterable, but printed as dict_items([...]), not
@@ -38,6 +45,7 @@ struct ListData {
 struct DictData {
     std::vector<std::pair<std::string, Value>> items;  // insertion order, unique keys
     bool loop_object = false;  // a for loop's `loop`: attributes only, never printed or serialised
+    int nesting = 1;
     const Value* find(std::string_view key) const;
     Value* find(std::string_view key);
     void set(std::string key, Value value);
@@ -111,6 +119,8 @@ public:
     const UndefinedInfo& undefined_info() const;
     // Two values are the same object (Python `is` for lists, dicts, namespaces).
     bool same_object(const Value& other) const;
+    // 0 for scalars, else ListData/DictData::nesting.
+    int nesting() const;
 
 private:
     Kind kind_;
