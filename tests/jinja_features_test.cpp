@@ -223,7 +223,18 @@ TEST(JinjaHostile, FailsCleanlyWithinBounds) {
     std::string nested_ifs;
     for (int i = 0; i < 2000; ++i) nested_ifs += "{% if true %}";
     std::string deep_json = "{\"x\": " + std::string(1000, '[') + std::string(1000, ']') + "}";
+    std::string attribute_chain = "{{ x", plus_chain = "{{ 1", filter_chain = "{{ 'a'", test_chain = "{{ x";
+    for (int i = 0; i < 5000; ++i) {
+        attribute_chain += ".a";
+        plus_chain += " + 1";
+        filter_chain += " | trim";
+        test_chain += "() ";
+    }
     const std::vector<std::pair<std::string, std::string>> cases = {
+        {attribute_chain + " }}", "an expression nested deeper than 256"},
+        {plus_chain + " }}", "an expression nested deeper than 256"},
+        {filter_chain + " }}", "an expression nested deeper than 256"},
+        {test_chain + " }}", "an expression nested deeper than 256"},
         {"{{ " + nested_parens + " }}", "brackets nested deeper than 256"},
         {"{{ " + std::string(3000, '-') + "1 }}", "nested deeper than 128"},
         {"{{ " + std::string(3000, '[') + " }}", "brackets nested deeper than 256"},

@@ -45,6 +45,7 @@ struct Expr {
     bool negated = false;  // `is not`
     bool is_tuple = false;
     bool known = true;     // a filter or test this engine has (unknown ones fail when evaluated)
+    int height = 1;        // 1 + the tallest child or argument (bounded by the parser)
 };
 
 struct Stmt;

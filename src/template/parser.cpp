@@ -18,6 +18,8 @@ namespace {
 // Deeper nesting than this (expressions or blocks) is refused: real
 // templates nest under 20, and each level costs stack in parser and evaluator.
 constexpr int max_nesting = 128;
+// Real templates' deepest expression is a chain of ~40 '+' (DeepSeek-V3.2's tools header).
+constexpr int max_expression_height = 256;
 
 class Parser {
 public:
@@ -64,6 +66,18 @@ private:
         }
         ~Depth() { --parser.depth_; }
     };
+    // Every child goes through attach(), which keeps each node's height:
+    // chains such as a.b.c... or 1+1+1... build deep trees without
+    // recursing here, and evaluating or freeing them recurses.
+    void grow(Expr& parent, const Expr& child) {
+        parent.height = std::max(parent.height, child.height + 1);
+        if (parent.height > max_expression_height)
+            error(fmt::format("an expression nested deeper than {}", max_expression_height), parent.line);
+    }
+    void attach(Expr& parent, ExprPtr child) {
+        if (child) grow(parent, *child);
+        parent.children.push_back(std::move(child));
+    }
     ExprPtr make(ExprKind kind, int line) {
         auto expr = std::make_unique<Expr>();
         expr->kind = kind;
@@ -397,11 +411,11 @@ ExprPtr Parser::parse_tuple_or_expression() {
     if (!is_op(",")) return first;
     auto tuple = make(ExprKind::list, line);
     tuple->is_tuple = true;
-    tuple->children.push_back(std::move(first));
+    attach(*tuple, std::move(first));
     while (is_op(",")) {
         next();
         if (current().type == TokenType::block_end || current().type == TokenType::variable_end || is_op(")")) break;
-        tuple->children.push_back(parse_expression());
+        attach(*tuple, parse_expression());
     }
     return tuple;
 }
@@ -422,9 +436,9 @@ ExprPtr Parser::parse_conditional() {
         }
         soft_ = outer_soft;
         auto cond = make(ExprKind::conditional, line);
-        cond->children.push_back(std::move(condition));
-        cond->children.push_back(std::move(node));
-        cond->children.push_back(std::move(otherwise));
+        attach(*cond, std::move(condition));
+        attach(*cond, std::move(node));
+        attach(*cond, std::move(otherwise));
         node = std::move(cond);
     }
     return node;
@@ -436,7 +450,7 @@ ExprPtr Parser::parse_not() {
         auto unary = make(ExprKind::unary, current().line);
         next();
         unary->name = "not";
-        unary->children.push_back(parse_not());
+        attach(*unary, parse_not());
         return unary;
     }
     return parse_compare();
@@ -465,10 +479,10 @@ ExprPtr Parser::parse_compare() {
         }
         if (!compare) {
             compare = make(ExprKind::compare, line);
-            compare->children.push_back(std::move(first));
+            attach(*compare, std::move(first));
         }
         compare->operators.push_back(op);
-        compare->children.push_back(parse_math1());
+        attach(*compare, parse_math1());
     }
     return compare ? std::move(compare) : std::move(first);
 }
@@ -483,8 +497,8 @@ ExprPtr Parser::parse_binary(ExprPtr (Parser::*operand)(), std::initializer_list
         auto binary = make(ExprKind::binary, current().line);
         binary->name = matched;
         next();
-        binary->children.push_back(std::move(node));
-        binary->children.push_back((this->*operand)());
+        attach(*binary, std::move(node));
+        attach(*binary, (this->*operand)());
         node = std::move(binary);
     }
 }
@@ -496,7 +510,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
         node = make(ExprKind::unary, current().line);
         node->name = current().text;
         next();
-        node->children.push_back(parse_unary(false));
+        attach(*node, parse_unary(false));
     } else {
         node = parse_primary();
     }
@@ -566,11 +580,11 @@ ExprPtr Parser::parse_primary() {
         }
         auto tuple = make(ExprKind::list, line);
         tuple->is_tuple = true;
-        tuple->children.push_back(std::move(first));
+        attach(*tuple, std::move(first));
         while (is_op(",")) {
             next();
             if (is_op(")")) break;
-            tuple->children.push_back(parse_expression());
+            attach(*tuple, parse_expression());
         }
         expect_op(")");
         return tuple;
@@ -578,16 +592,16 @@ ExprPtr Parser::parse_primary() {
     if (is_op("[")) {
         next();
         auto list = make(ExprKind::list, line);
-        parse_comma_separated("]", [&] { list->children.push_back(parse_expression()); });
+        parse_comma_separated("]", [&] { attach(*list, parse_expression()); });
         return list;
     }
     if (is_op("{")) {
         next();
         auto dict = make(ExprKind::dict, line);
         parse_comma_separated("}", [&] {
-            dict->children.push_back(parse_expression());
+            attach(*dict, parse_expression());
             expect_op(":");
-            dict->children.push_back(parse_expression());
+            attach(*dict, parse_expression());
         });
         return dict;
     }
@@ -603,15 +617,15 @@ ExprPtr Parser::parse_postfix(ExprPtr node) {
                 auto attr = make(ExprKind::getattr, line);
                 attr->name = current().text;
                 next();
-                attr->children.push_back(std::move(node));
+                attach(*attr, std::move(node));
                 node = std::move(attr);
             } else if (current().type == TokenType::integer) {
                 auto item = make(ExprKind::getitem, line);
                 auto index = make(ExprKind::constant, line);
                 index->value = Value::integer(std::strtoll(current().text.c_str(), nullptr, 10));
                 next();
-                item->children.push_back(std::move(node));
-                item->children.push_back(std::move(index));
+                attach(*item, std::move(node));
+                attach(*item, std::move(index));
                 node = std::move(item);
             } else {
                 error(fmt::format("expected an attribute name after '.', found {}", describe(current())));
@@ -647,19 +661,19 @@ ExprPtr Parser::parse_subscript(ExprPtr node) {
     if (!is_slice) {
         if (!parts[0]) error("empty subscript", line);
         auto item = make(ExprKind::getitem, line);
-        item->children.push_back(std::move(node));
-        item->children.push_back(std::move(parts[0]));
+        attach(*item, std::move(node));
+        attach(*item, std::move(parts[0]));
         return item;
     }
     auto slice = make(ExprKind::slice, line);
-    slice->children.push_back(std::move(node));
-    for (auto& p : parts) slice->children.push_back(std::move(p));
+    attach(*slice, std::move(node));
+    for (auto& p : parts) attach(*slice, std::move(p));
     return slice;
 }
 
 ExprPtr Parser::parse_call(ExprPtr callee) {
     auto call = make(ExprKind::call, current().line);
-    call->children.push_back(std::move(callee));
+    attach(*call, std::move(callee));
     parse_call_args(*call);
     return call;
 }
@@ -675,9 +689,11 @@ void Parser::parse_call_args(Expr& expr) {
             next();
             next();
             expr.kwargs.emplace_back(std::move(key), parse_expression());
+            grow(expr, *expr.kwargs.back().second);
         } else {
             if (!expr.kwargs.empty()) error("a positional argument follows a keyword argument");
             expr.args.push_back(parse_expression());
+            grow(expr, *expr.args.back());
         }
     }
     next();
@@ -693,8 +709,8 @@ ExprPtr Parser::parse_filter(ExprPtr node) {
     }
     filter->known = is_known_filter(filter->name);
     if (!filter->known && !soft_) error(fmt::format("no filter named '{}'", filter->name), line);
-    if (node) filter->children.push_back(std::move(node));
-    else filter->children.push_back(nullptr);
+    if (node) attach(*filter, std::move(node));
+    else attach(*filter, nullptr);
     if (is_op("(")) parse_call_args(*filter);
     return filter;
 }
@@ -713,7 +729,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
     }
     test->known = is_known_test(test->name);
     if (!test->known && !soft_) error(fmt::format("no test named '{}'", test->name), line);
-    test->children.push_back(std::move(node));
+    attach(*test, std::move(node));
     if (is_op("(")) {
         parse_call_args(*test);
     } else if ((current().type == TokenType::name || current().type == TokenType::string || current().type == TokenType::integer ||
@@ -721,6 +737,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
                !is_name("else") && !is_name("or") && !is_name("and")) {
         if (is_name("is")) error("tests cannot be chained with 'is'");
         auto argument = parse_postfix(parse_primary());
+        grow(*test, *argument);
         test->args.push_back(std::move(argument));
     }
     return test;
