@@ -100,7 +100,7 @@ std::vector<int64_t> slice_indices(int64_t length, std::optional<int64_t> start,
                                    std::optional<int64_t> step_opt) {
     const int64_t step = step_opt.value_or(1);
     if (step == 0) fail(WASTE_ERR_INVALID_ARGUMENT, "slice step cannot be zero");
-    auto adjust = [&](std::optional<int64_t> index, int64_t fallback, bool is_start) -> int64_t {
+    auto adjust = [&](std::optional<int64_t> index, int64_t fallback) -> int64_t {
         if (!index) return fallback;
         int64_t value = *index;
         if (value < 0) {
@@ -109,15 +109,14 @@ std::vector<int64_t> slice_indices(int64_t length, std::optional<int64_t> start,
         } else if (value >= length) {
             value = step < 0 ? length - 1 : length;
         }
-        (void)is_start;
         return value;
     };
     std::vector<int64_t> out;
     if (step > 0) {
-        const int64_t begin = adjust(start, 0, true), end = adjust(stop, length, false);
+        const int64_t begin = adjust(start, 0), end = adjust(stop, length);
         for (int64_t i = begin; i < end; i += step) out.push_back(i);
     } else {
-        const int64_t begin = adjust(start, length - 1, true), end = adjust(stop, -1, false);
+        const int64_t begin = adjust(start, length - 1), end = adjust(stop, -1);
         for (int64_t i = begin; i > end; i += step) out.push_back(i);
     }
     return out;

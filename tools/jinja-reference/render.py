@@ -57,7 +57,6 @@ def main():
             results[job["id"]] = {"error": {"raised": True, "type": "TemplateError", "message": str(error.args[0])}}
         except Exception as error:  # every other failure: the engine must fail too
             results[job["id"]] = {"error": {"raised": False, "type": type(error).__name__, "message": str(error)}}
-            compiled.pop(job["template"], None)
     json.dump(results, sys.stdout, ensure_ascii=False)
 
 
