@@ -73,7 +73,7 @@ std::string compare_with_jinja2(const JinjaJob& job, const nlohmann::ordered_jso
     // Failing because the engine lacks something is not failing alike.
     if (status == WASTE_ERR_UNSUPPORTED || status == WASTE_ERR_INTERNAL)
         return "Jinja2 failed with " + expected["type"].get<std::string>() + ": " + expected["message"].get<std::string>() +
-               "; WASTE failed as unsupported/internal: " + error;
+               (status == WASTE_ERR_UNSUPPORTED ? "; WASTE failed as unsupported: " : "; WASTE failed as internal: ") + error;
     if (raised && expected["message"].get<std::string>() != error)
         return "raise_exception messages differ: Jinja2 '" + expected["message"].get<std::string>() + "', WASTE '" + error + "'";
     return "";

@@ -88,7 +88,8 @@ bool contains(const Value& container, const Value& item) {
             if (equals(element, item)) return true;
         return false;
     case Value::Kind::dict:
-        if (item.is_list() && !item.is_tuple()) fail(WASTE_ERR_INVALID_ARGUMENT, "unhashable type: 'list'");
+        if ((item.is_list() && !item.is_tuple()) || item.is_dict())
+            fail(WASTE_ERR_INVALID_ARGUMENT, "unhashable type: '{}'", type_name(item));
         return item.is_string() && container.as_dict().find(item.as_string()) != nullptr;
     case Value::Kind::undefined:
         if (container.undefined_info().unsupported) fail_undefined(container);
@@ -127,10 +128,26 @@ int64_t checked(bool overflow, int64_t value, const char* op) {
     return value;
 }
 
-double floor_mod(double a, double b) {
-    double r = std::fmod(a, b);
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return r;
+// CPython's float_divmod, step for step (signs of zero included).
+std::pair<double, double> python_float_divmod(double a, double b) {
+    double mod = std::fmod(a, b);
+    double div = (a - mod) / b;
+    if (mod != 0) {
+        if ((b < 0) != (mod < 0)) {
+            mod += b;
+            div -= 1.0;
+        }
+    } else {
+        mod = std::copysign(0.0, b);
+    }
+    double floor_div;
+    if (div != 0) {
+        floor_div = std::floor(div);
+        if (div - floor_div > 0.5) floor_div += 1.0;
+    } else {
+        floor_div = std::copysign(0.0, a / b);
+    }
+    return {floor_div, mod};
 }
 
 // Markup + str escapes the str (markupsafe), as Jinja2's `safe` output does.
@@ -158,6 +175,7 @@ Value binary_operation(Evaluator& evaluator, const std::string& op, const Value&
         evaluator.check_string_size(text.size() + tail.size());
         return Value::string(text + tail);
     }
+    if (op == "%" && left.is_string()) fail(WASTE_ERR_UNSUPPORTED, "string formatting with '%' is not supported");
     if (left.is_undefined()) fail_undefined(left);
     if (right.is_undefined()) fail_undefined(right);
     auto type_error = [&]() -> Value {
@@ -229,9 +247,8 @@ Value binary_operation(Evaluator& evaluator, const std::string& op, const Value&
     if (op == "//" || op == "%") {
         if (right.as_float() == 0) fail(WASTE_ERR_INVALID_ARGUMENT, "integer division or modulo by zero");
         if (floats) {
-            const double a = left.as_float(), b = right.as_float();
-            const double mod = floor_mod(a, b);
-            return Value::floating(op == "%" ? mod : std::round((a - mod) / b));  // Python's float divmod
+            const auto [floor_div, mod] = python_float_divmod(left.as_float(), right.as_float());
+            return Value::floating(op == "%" ? mod : floor_div);
         }
         const int64_t a = left.as_int(), b = right.as_int();
         if (a == std::numeric_limits<int64_t>::min() && b == -1) checked(true, 0, op.c_str());

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <set>
@@ -117,6 +118,7 @@ std::vector<Value> select_items(Evaluator& evaluator, const std::string& filter,
         if (!is_known_test(test)) fail(WASTE_ERR_INVALID_ARGUMENT, "no test named '{}'", test);
         test_args.positional.assign(call.positional.begin() + static_cast<long>(test_at) + 1, call.positional.end());
     }
+    if (!truthy(target)) return out;  // Jinja2: `if seq:` before iterating
     for (const auto& item : iterate(target)) {
         evaluator.step();
         const Value subject = by_attribute ? attribute_path(item, attribute) : item;
@@ -127,11 +129,17 @@ std::vector<Value> select_items(Evaluator& evaluator, const std::string& filter,
     return out;
 }
 
+// Python's int() of a float beyond int64 is a big integer: refused, not wrapped.
+int64_t float_to_int(double value) {
+    if (std::fabs(value) >= 9.2e18) fail(WASTE_ERR_UNSUPPORTED, "int of {} is beyond int64 (Python's big integers are not supported)", value);
+    return static_cast<int64_t>(value);
+}
+
 int64_t to_int(const Value& value, int64_t fallback) {
     if (value.is_int() || value.is_bool()) return value.as_int();
     if (value.is_float()) {
-        if (!std::isfinite(value.as_float()) || std::fabs(value.as_float()) > 9.2e18) return fallback;
-        return static_cast<int64_t>(value.as_float());
+        if (!std::isfinite(value.as_float())) return fallback;
+        return float_to_int(value.as_float());
     }
     if (value.is_string()) {
         std::string text = python_strip(value.as_string(), std::nullopt, true, true);
@@ -140,12 +148,35 @@ int64_t to_int(const Value& value, int64_t fallback) {
         char* end = nullptr;
         errno = 0;
         const long long parsed = std::strtoll(text.c_str(), &end, 10);
-        if (errno == 0 && end == text.c_str() + text.size()) return parsed;
+        if (end == text.c_str() + text.size()) {
+            if (errno == ERANGE) fail(WASTE_ERR_UNSUPPORTED, "int of '{}' is beyond int64 (Python's big integers are not supported)", text);
+            return parsed;
+        }
+        if (text.find_first_of("xX") != std::string::npos) return fallback;  // strtod reads hex floats, Python's float() does not
         const double as_float = std::strtod(text.c_str(), &end);
-        if (end == text.c_str() + text.size() && std::isfinite(as_float) && std::fabs(as_float) < 9.2e18) return static_cast<int64_t>(as_float);
+        if (end == text.c_str() + text.size() && std::isfinite(as_float)) return float_to_int(as_float);
         return fallback;
     }
     return fallback;
+}
+
+// Jinja2's title filter (not str.title): a word starts after a run of
+// whitespace or any of -({[< ; its first character is upper-cased, the rest
+// lower-cased.
+std::string jinja_title(const std::string& text) {
+    if (!is_ascii(text)) fail(WASTE_ERR_UNSUPPORTED, "the title filter on non-ASCII text is not supported");
+    auto separates = [](char c) { return is_python_space(static_cast<unsigned char>(c)) || std::string_view("-({[<").find(c) != std::string_view::npos; };
+    std::string out = text;
+    bool word_start = true;
+    for (auto& c : out) {
+        if (separates(c)) {
+            word_start = true;
+            continue;
+        }
+        c = static_cast<char>(word_start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+        word_start = false;
+    }
+    return out;
 }
 
 }  // namespace
@@ -184,7 +215,11 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
         if (chars && !chars->is_none()) set = soft_str(*chars);
         return Value::string(python_strip(soft_str(target), set, true, true));
     }
-    if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
+    if (name == "title") {
+        Arguments args(name, call, {});
+        return Value::string(jinja_title(soft_str(target)));
+    }
+    if (name == "upper" || name == "lower" || name == "capitalize") {
         Arguments args(name, call, {});
         return Value::string(python_case(soft_str(target), name));
     }
@@ -251,6 +286,7 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
         return Value::list(select_items(evaluator, name, target, call, true, name == "selectattr"));
     if (name == "map") {
         std::vector<Value> out;
+        if (!truthy(target)) return Value::list({});  // Jinja2: `if seq:` before iterating
         const Value* attribute = nullptr;
         Value fallback;
         bool has_default = false;
@@ -283,6 +319,7 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
         const bool case_sensitive = args.flag("case_sensitive", false);
         std::vector<Value> out, seen;
         for (const auto& item : iterate(target)) {
+            if (item.is_dict() || (item.is_list() && !item.is_tuple())) fail(WASTE_ERR_INVALID_ARGUMENT, "unhashable type: '{}'", type_name(item));
             const Value key = lowered_for_sort(item, case_sensitive);
             if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); })) {
                 seen.push_back(key);
@@ -329,17 +366,22 @@ Value apply_filter(Evaluator& evaluator, const std::string& name, const Value& t
         Arguments args(name, call, {"default", "base"});
         if (const Value* base = args.get("base"); base && base->as_int() != 10) fail(WASTE_ERR_UNSUPPORTED, "int(base=) is not supported");
         const Value* fallback = args.get("default");
+        if (target.is_undefined()) fail_undefined(target);  // int(Undefined) raises
         return Value::integer(to_int(target, fallback ? fallback->as_int() : 0));
     }
     if (name == "float") {
         Arguments args(name, call, {"default"});
         const Value* fallback = args.get("default");
+        if (target.is_undefined()) fail_undefined(target);  // float(Undefined) raises
         if (target.is_number()) return Value::floating(target.as_float());
         if (target.is_string()) {
             const std::string text = python_strip(target.as_string(), std::nullopt, true, true);
+            if (text.find('_') != std::string::npos) fail(WASTE_ERR_UNSUPPORTED, "float of '{}' (underscores) is not supported", text);
             char* end = nullptr;
             const double parsed = std::strtod(text.c_str(), &end);
-            if (!text.empty() && end == text.c_str() + text.size()) return Value::floating(parsed);
+            // strtod reads hex floats, Python's float() does not
+            if (!text.empty() && end == text.c_str() + text.size() && text.find_first_of("xX") == std::string::npos)
+                return Value::floating(parsed);
         }
         return Value::floating(fallback ? fallback->as_float() : 0.0);
     }
@@ -413,19 +455,17 @@ bool apply_test(Evaluator& evaluator, const std::string& name, const Value& targ
     if (name == "sequence") return target.is_string() || target.is_list() || target.is_dict() || target.is_undefined();
     if (name == "callable") return target.is_callable();
     if (name == "escaped") return target.is_string() && target.is_markup();
-    if (name == "lower" || name == "upper") {
-        if (!target.is_string()) return false;
-        const std::string& text = target.as_string();
+    if (name == "lower" || name == "upper") {  // str(value).islower() / .isupper()
+        const std::string text = python_str(target);
         const std::string converted = python_case(text, name);
         bool has_cased = false;
         for (char c : text)
             if (std::isalpha(static_cast<unsigned char>(c))) has_cased = true;
         return has_cased && converted == text;
     }
-    if (name == "odd" || name == "even") {
-        if (!target.is_int() && !target.is_bool()) fail(WASTE_ERR_INVALID_ARGUMENT, "test '{}' needs an integer", name);
-        const bool odd = (target.as_int() % 2) != 0;
-        return name == "odd" ? odd : !odd;
+    if (name == "odd" || name == "even") {  // value % 2 == 1 / == 0
+        const Value remainder = binary_operation(evaluator, "%", target, Value::integer(2));
+        return equals(remainder, Value::integer(name == "odd" ? 1 : 0));
     }
     if (name == "divisibleby") {
         const Value& divisor = one_argument();
