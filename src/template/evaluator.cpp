@@ -457,8 +457,8 @@ Evaluator::Flow Evaluator::execute_for(const Stmt& stmt, const ScopePtr& scope, 
         }
         items = std::move(kept);
     }
-    if (items.empty()) return execute(stmt.else_body, scope, out);
     const auto length = static_cast<int64_t>(items.size());
+    bool completed_an_iteration = false;
     for (int64_t i = 0; i < length; ++i) {
         step();
         auto iteration = std::make_shared<Scope>();
@@ -479,13 +479,24 @@ Evaluator::Flow Evaluator::execute_for(const Stmt& stmt, const ScopePtr& scope, 
         loop.items.emplace_back("nextitem", i + 1 < length ? items[static_cast<size_t>(i + 1)] : Value::undefined("there is no next item"));
         iteration->variables.emplace_back("loop", Value::dict(std::move(loop)));
         bind_targets(*iteration, items[static_cast<size_t>(i)]);
-        if (execute(stmt.body, iteration, out) == Flow::break_loop) break;
+        const Flow flow = execute(stmt.body, iteration, out);
+        if (flow == Flow::normal) completed_an_iteration = true;
+        if (flow == Flow::break_loop) break;
     }
+    // Jinja2 runs the else block unless an iteration reached the end of the
+    // body: with no items, but also when every iteration ended in break or continue.
+    if (!completed_an_iteration) return execute(stmt.else_body, scope, out);
     return Flow::normal;
 }
 
 void Evaluator::render_body(const Body& body, const ScopePtr& scope, std::string& out) {
     if (execute(body, scope, out) != Flow::normal) fail(WASTE_ERR_INVALID_ARGUMENT, "break or continue outside a loop");
+}
+
+static ScopePtr child_scope(const ScopePtr& parent) {
+    auto child = std::make_shared<Scope>();
+    child->parent = parent;
+    return child;
 }
 
 Evaluator::Flow Evaluator::execute(const Body& body, const ScopePtr& scope, std::string& out) {
@@ -520,7 +531,7 @@ Evaluator::Flow Evaluator::execute(const Body& body, const ScopePtr& scope, std:
         case StmtKind::set: execute_set(stmt, scope, evaluate(*stmt.expr, scope)); break;
         case StmtKind::set_block: {
             std::string captured;
-            render_body(stmt.body, scope, captured);
+            render_body(stmt.body, child_scope(scope), captured);  // sets inside stay inside, as in Jinja2
             Value value = Value::string(std::move(captured));
             for (const auto& filter : stmt.filters) value = evaluate_filter(*filter, value, scope);
             scope->set(stmt.targets[0], std::move(value));
@@ -528,7 +539,7 @@ Evaluator::Flow Evaluator::execute(const Body& body, const ScopePtr& scope, std:
         }
         case StmtKind::filter_block: {
             std::string captured;
-            render_body(stmt.body, scope, captured);
+            render_body(stmt.body, child_scope(scope), captured);
             Value value = Value::string(std::move(captured));
             for (const auto& filter : stmt.filters) value = evaluate_filter(*filter, value, scope);
             append(out, python_str(value));

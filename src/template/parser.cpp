@@ -145,6 +145,8 @@ private:
     size_t pos_ = 0;
     int depth_ = 0;
     bool soft_ = false;  // inside an if: unknown filters fail only when run (as in Jinja2)
+    int loop_depth_ = 0;  // for bodies around this point (break/continue need one)
+    bool in_capture_ = false;  // inside a block set or filter block (and no loop of its own)
     std::vector<std::set<std::string>*> name_usage_;  // macros being parsed: which names their bodies read
 };
 
@@ -200,6 +202,8 @@ StmtPtr Parser::parse_statement() {
     if (keyword == "call") return parse_call_block(line);
     if (keyword == "filter") return parse_filter_block(line);
     if (keyword == "break" || keyword == "continue") {
+        if (in_capture_) error(fmt::format("'{}' inside a block set or filter block is not supported", keyword), line);
+        if (loop_depth_ == 0) error(fmt::format("'{}' outside a loop", keyword), line);
         auto stmt = std::make_unique<Stmt>();
         stmt->kind = keyword == "break" ? StmtKind::break_ : StmtKind::continue_;
         stmt->line = line;
@@ -276,7 +280,12 @@ StmtPtr Parser::parse_for(int line) {
     }
     if (is_name("recursive")) error("recursive for loops are not supported");
     expect_block_end();
+    ++loop_depth_;
+    const bool outer_capture = in_capture_;
+    in_capture_ = false;
     stmt->body = parse_body({"endfor", "else"});
+    in_capture_ = outer_capture;
+    --loop_depth_;
     next();
     if (current().text == "else") {
         next();
@@ -333,7 +342,10 @@ void Parser::parse_filter_chain(Stmt& stmt) {
 
 void Parser::parse_block_body(Stmt& stmt, const char* end_tag) {
     expect_block_end();
+    const bool outer_capture = in_capture_;
+    in_capture_ = true;
     stmt.body = parse_body({end_tag});
+    in_capture_ = outer_capture;
     next();  // {%
     next();  // the end tag
     expect_block_end();
@@ -371,9 +383,15 @@ void Parser::parse_function_body(Stmt& stmt, const char* end_tag) {
     std::set<std::string> used;
     name_usage_.push_back(&used);
     const bool outer_soft = soft_;
+    const int outer_loop_depth = loop_depth_;
     soft_ = false;
+    loop_depth_ = 0;  // a macro body is a function: a loop around its definition is not its loop
+    const bool outer_capture = in_capture_;
+    in_capture_ = false;
     stmt.body = parse_body({end_tag});
+    in_capture_ = outer_capture;
     soft_ = outer_soft;
+    loop_depth_ = outer_loop_depth;
     name_usage_.pop_back();
     next();  // {%
     next();  // the end tag
