@@ -59,6 +59,11 @@ const Feature features[] = {
     {"lower_upper_tests_on_str", "{{ ['b'] is lower }} {{ {'K': 1} is upper }} {{ 1 is lower }}", "{}"},
     {"unique_unhashable", "{{ [{}, {}] | unique | list }}", "{}"},
     {"float_modulo_signs", "{{ false % -1.5 }} {{ 0.0 // -1.5 }} {{ -7.5 // 2 }} {{ 7.5 % -2 }} {{ -0.0 % 5 }}", "{}"},
+    {"for_else_after_break_continue", "{% for m in [1, 2] %}a{% continue %}b{% else %}E{% endfor %} {% for m in [1, 2] %}a{% break %}{% else %}E{% endfor %} {% for m in [1, 2] %}{% if m == 2 %}{% break %}{% endif %}a{% else %}E{% endfor %}", "{}"},
+    {"break_in_for_else_breaks_outer", "{% for i in range(3) %}{{ i }}{% for k in [] %}{% else %}{% if i == 1 %}{% break %}{% endif %}{% endfor %}{% endfor %}", "{}"},
+    {"block_set_scope", "{% for i in [1, 2] %}{% set y %}{% set x = i %}z{% endset %}[{{ x }}{{ y }}]{% endfor %}{% set x = 'a' %}{% set y %}{% set x = 'b' %}{% endset %}{{ x }}", "{}"},
+    {"top_level_store_first_is_undefined_before", "{% for m in 'ab' %}[{{ x }}]{% endfor %}{% macro m() %}({{ x }}){% endmacro %}{{ m() }}{% set x = 3 %}{{ m() }}{% for m in 'a' %}[{{ x }}]{% endfor %}", "{\"x\": 0}"},
+    {"top_level_load_first_resolves", "[{{ x }}]{% for m in 'ab' %}[{{ x }}]{% endfor %}{% set x = 3 %}{% if true %}{% set z = 1 %}{% endif %}{% for m in 'a' %}{{ z }}{% endfor %}", "{\"x\": 0, \"z\": 5}"},
     {"float_filter_strings", "{{ '0x10' | float }} {{ ' 1e3 ' | float }} {{ 'inf' | float }} {{ '0x10' | int }} {{ '12' | int }}", "{}"},
     // literals and printing
     {"print_values", "{{ 1 }} {{ 1.0 }} {{ 2.50 }} {{ 1e20 }} {{ 1e16 }} {{ 1e15 }} {{ 0.0001 }} {{ 0.00001 }} {{ -0.0 }} {{ 1/3 }} {{ true }} {{ none }} {{ 'x' }}", "{}"},

@@ -87,6 +87,7 @@ struct Stmt {
 struct ParsedTemplate {
     std::string name;
     Body body;
+    std::vector<std::string> undefined_at_start;  // frame_analysis.h
 };
 
 }  // namespace waste::tmpl

@@ -527,7 +527,12 @@ Evaluator::Flow Evaluator::execute(const Body& body, const ScopePtr& scope, std:
             }
             break;
         }
-        case StmtKind::for_: execute_for(stmt, scope, out); break;
+        case StmtKind::for_: {
+            // break/continue in a for's else block belong to the loop around it
+            const Flow flow = execute_for(stmt, scope, out);
+            if (flow != Flow::normal) return flow;
+            break;
+        }
         case StmtKind::set: execute_set(stmt, scope, evaluate(*stmt.expr, scope)); break;
         case StmtKind::set_block: {
             std::string captured;
@@ -571,6 +576,7 @@ std::string Evaluator::run(const Value& context) {
         fail(WASTE_ERR_INVALID_ARGUMENT, "the template context is a {}, not a dict", type_name(context));
     auto root = std::make_shared<Scope>();
     root->parent = globals_;
+    for (const auto& name : parsed_.undefined_at_start) root->set(name, Value::undefined(fmt::format("'{}' is undefined", name)));
     struct ReleaseNamespaces {
         std::vector<Value>& namespaces;
         ~ReleaseNamespaces() {

@@ -10,6 +10,7 @@
 
 #include "platform/error.h"
 #include "template/filters.h"
+#include "template/frame_analysis.h"
 
 namespace waste::tmpl {
 
@@ -784,6 +785,7 @@ ParsedTemplate parse(std::vector<Token> tokens, const std::string& template_name
     ParsedTemplate parsed;
     parsed.name = template_name;
     parsed.body = parser.parse_body({});
+    parsed.undefined_at_start = names_undefined_at_start(parsed.body);
     return parsed;
 }
 
