@@ -275,6 +275,12 @@ TEST(JinjaFeatures, ErrorsNameTheTemplateAndLine) {
     EXPECT_EQ(error_of("\n\n{% include 'x' %}"), "template t.jinja line 3: unsupported or unknown statement 'include'");
     EXPECT_EQ(error_of("1\n2\n{{ missing.attr }}"), "template t.jinja line 3: 'missing' is undefined");
     EXPECT_EQ(error_of("{{ 'x'.zfill(3) }}"), "template t.jinja line 1: str.zfill is not supported");
+    EXPECT_EQ(error_of("x\n{% for i in [1] if i %}{% set ns.a = 1 %}{% endfor %}"),
+              "template t.jinja line 2: a loop filter ('for ... if') over a body that calls or sets a namespace attribute is not "
+              "supported (Jinja2 filters lazily, item by item)");
+    EXPECT_EQ(error_of("{% for i in [1] %}{% set y %}{% break %}{% endset %}{% endfor %}"),
+              "template t.jinja line 1: 'break' inside a block set or filter block is not supported");
+    EXPECT_EQ(error_of("{% macro m() %}{% continue %}{% endmacro %}"), "template t.jinja line 1: 'continue' outside a loop");
     try {
         tmpl::render(tmpl::Template::parse("{{ raise_exception('stop: ' ~ 1) }}", "t"), tmpl::Value::none());
         ADD_FAILURE() << "no exception";

@@ -63,7 +63,35 @@ private:
     std::set<std::string> seen_;
 };
 
+bool has_call(const Expr* expr) {
+    if (!expr) return false;
+    if (expr->kind == ExprKind::call) return true;
+    for (const auto& child : expr->children)
+        if (has_call(child.get())) return true;
+    for (const auto& arg : expr->args)
+        if (has_call(arg.get())) return true;
+    for (const auto& [key, arg] : expr->kwargs)
+        if (has_call(arg.get())) return true;
+    return false;
+}
+
 }  // namespace
+
+bool body_may_change_state(const Body& body) {
+    for (const auto& stmt : body) {
+        if (stmt->kind == StmtKind::set && !stmt->attribute.empty()) return true;
+        if (stmt->kind == StmtKind::call_block) return true;
+        if (has_call(stmt->expr.get()) || has_call(stmt->condition.get())) return true;
+        for (const auto& condition : stmt->conditions)
+            if (has_call(condition.get())) return true;
+        for (const auto& filter : stmt->filters)
+            if (has_call(filter.get())) return true;
+        for (const auto& branch : stmt->bodies)
+            if (body_may_change_state(branch)) return true;
+        if (body_may_change_state(stmt->body) || body_may_change_state(stmt->else_body)) return true;
+    }
+    return false;
+}
 
 std::vector<std::string> names_undefined_at_start(const Body& root) {
     FrameWalk walk;

@@ -21,4 +21,11 @@ namespace waste::tmpl {
 
 std::vector<std::string> names_undefined_at_start(const Body& root);
 
+// Whether a body may change state a loop filter could read: it assigns a
+// namespace attribute or calls anything (a macro, list.pop ...). Jinja2
+// evaluates `for x in xs if cond` lazily, item by item, while this engine
+// filters before the first iteration; the parser refuses the combination
+// rather than risk a different result.
+bool body_may_change_state(const Body& body);
+
 }  // namespace waste::tmpl

@@ -287,6 +287,9 @@ StmtPtr Parser::parse_for(int line) {
     stmt->body = parse_body({"endfor", "else"});
     in_capture_ = outer_capture;
     --loop_depth_;
+    if (stmt->condition && body_may_change_state(stmt->body))
+        error("a loop filter ('for ... if') over a body that calls or sets a namespace attribute is not supported "
+              "(Jinja2 filters lazily, item by item)", line);
     next();
     if (current().text == "else") {
         next();
