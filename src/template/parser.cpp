@@ -120,6 +120,7 @@ private:
     ExprPtr parse_primary();
     ExprPtr parse_postfix(ExprPtr node);
     ExprPtr parse_filter_expr(ExprPtr node);
+    std::string parse_dotted_name();  // a filter or test name: a or a.b
     ExprPtr parse_filter(ExprPtr node);
     ExprPtr parse_test(ExprPtr node);
     void parse_call_args(Expr& expr);
@@ -721,14 +722,19 @@ void Parser::parse_call_args(Expr& expr) {
     next();
 }
 
+std::string Parser::parse_dotted_name() {
+    std::string name = expect_name();
+    while (is_op(".")) {
+        next();
+        name += "." + expect_name();
+    }
+    return name;
+}
+
 ExprPtr Parser::parse_filter(ExprPtr node) {
     const int line = current().line;
     auto filter = make(ExprKind::filter, line);
-    filter->name = expect_name();
-    while (is_op(".")) {
-        next();
-        filter->name += "." + expect_name();
-    }
+    filter->name = parse_dotted_name();
     filter->known = is_known_filter(filter->name);
     if (!filter->known && !soft_) error(fmt::format("no filter named '{}'", filter->name), line);
     if (node) attach(*filter, std::move(node));
@@ -744,11 +750,7 @@ ExprPtr Parser::parse_test(ExprPtr node) {
         test->negated = true;
         next();
     }
-    test->name = expect_name();
-    while (is_op(".")) {
-        next();
-        test->name += "." + expect_name();
-    }
+    test->name = parse_dotted_name();
     test->known = is_known_test(test->name);
     if (!test->known && !soft_) error(fmt::format("no test named '{}'", test->name), line);
     attach(*test, std::move(node));
