@@ -12,10 +12,13 @@
 // "0"): then a missing oracle is a failure.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <future>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,6 +30,7 @@
 #include "test_support.h"
 #include "text/hf_tokenizer_json.h"
 #include "text/nfc_normalizer.h"
+#include "text/pretokenizer.h"
 #include "text/tokenizer_loader.h"
 #include "text/utf8.h"
 #include "text_corpus.h"
@@ -169,80 +173,138 @@ std::vector<std::string> decomposed_texts(Random& random) {
     return texts;
 }
 
-struct Comparison {
-    size_t compared = 0, mismatches = 0, round_trip_failures = 0, bytes = 0, tokens = 0;
+// Why 12 atoms, not tokenizer_test's 30: the reference (JavaScript) takes
+// ~0.5 ms per novel string; at 12 the three oracles fit the test budget and
+// each still sees 10,000+ strings.
+constexpr uint32_t max_atoms = 12;
+
+struct Case {
+    std::string text;
+    bool markup;
 };
 
-void compare_with_oracle(const std::string& name, uint64_t seed) {
-    const std::string where = tokenizer_json(name).string();
-    const auto tokenizer = parse_tokenizer_json(waste_test::read_file(tokenizer_json(name)), where);
-    const bool nfc = tokenizer->hf_pipeline()->nfc();
+// One tokenizer's corpus, and its oracle running in the background.
+struct OracleRun {
+    std::string name;
+    std::shared_ptr<const Tokenizer> tokenizer;
+    double load_ms = 0;
+    std::vector<Case> cases;
+    std::vector<std::vector<int32_t>> byte_runs;  // decoded by both: invalid UTF-8 out of decode
+    std::future<std::vector<OracleAnswer>> answers;
+};
+
+std::unique_ptr<OracleRun> start_oracle(const std::string& name, uint64_t seed, const waste_test::TempDir& temp) {
+    auto run = std::make_unique<OracleRun>();
+    run->name = name;
+    const auto load_start = std::chrono::steady_clock::now();
+    run->tokenizer = parse_tokenizer_json(waste_test::read_file(tokenizer_json(name)), tokenizer_json(name).string());
+    run->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
     std::vector<std::string> added;
-    for (const auto& special : tokenizer->specials()) added.push_back(special.text);
+    for (const auto& special : run->tokenizer->specials()) added.push_back(special.text);
 
     Random random(seed);
-    struct Case {
-        std::string text;
-        bool markup;
-    };
-    std::vector<Case> cases;
-    for (int i = 0; i < 10000; ++i) cases.push_back({waste_test::generated_text(random, {}), false});
+    auto& cases = run->cases;
+    for (int i = 0; i < 10000; ++i) cases.push_back({waste_test::generated_text(random, {}, max_atoms), false});
     for (auto& text : waste_test::long_texts(random)) cases.push_back({std::move(text), false});
     for (auto& text : decomposed_texts(random)) cases.push_back({std::move(text), false});
     // The file's own added tokens typed as text: plain mode keeps them text.
-    for (int i = 0; i < 1000; ++i) cases.push_back({waste_test::generated_text(random, added), false});
-    for (int i = 0; i < 1000; ++i) cases.push_back({waste_test::generated_text(random, added), true});
+    for (int i = 0; i < 1000; ++i) cases.push_back({waste_test::generated_text(random, added, max_atoms), false});
+    for (int i = 0; i < 1000; ++i) cases.push_back({waste_test::generated_text(random, added, max_atoms), true});
 
     std::vector<json> requests;
     for (const auto& c : cases) requests.push_back({{"encode", c.text}, {"markup", c.markup}});
-    // Invalid UTF-8 out of decode: runs of byte tokens (continuation bytes,
-    // lone leads, truncated sequences), decoded by both.
-    std::vector<std::vector<int32_t>> byte_runs;
+    // Runs of byte tokens (continuation bytes, lone leads, truncated sequences).
     for (int i = 0; i < 500; ++i) {
         std::vector<int32_t> ids;
         const uint32_t n = random.between(1, 8);
         for (uint32_t k = 0; k < n; ++k) {
             const auto byte = static_cast<uint8_t>(random.chance(70) ? random.between(0x80, 0xFF) : random.between(0x20, 0x7E));
-            ids.push_back(static_cast<int32_t>(tokenizer->ranks().byte_rank(byte)));
+            ids.push_back(static_cast<int32_t>(run->tokenizer->ranks().byte_rank(byte)));
         }
-        byte_runs.push_back(ids);
+        run->byte_runs.push_back(ids);
         requests.push_back({{"decode", ids}});
     }
+    run->answers = std::async(std::launch::async, [name, requests = std::move(requests), &temp] {
+        return run_oracle(name, requests, temp);
+    });
+    return run;
+}
 
-    waste_test::TempDir temp;
-    const auto answers = run_oracle(name, requests, temp);
-    Comparison result;
+// One oracle per test (ctest runs each test in a process of its own); it
+// runs while our side loads the file and encodes.
+OracleRun& oracle_run(const std::string& name, uint64_t seed) {
+    static waste_test::TempDir temp;
+    static std::vector<std::unique_ptr<OracleRun>> runs;
+    for (auto& run : runs)
+        if (run->name == name) return *run;
+    runs.push_back(start_oracle(name, seed, temp));
+    return *runs.back();
+}
+
+// Whether text holds a code point PCRE2 (Debian 12's 10.42: Unicode 14.0
+// tables) calls unassigned below the planes the generator draws unassigned
+// code points from on purpose (U+50000.., U+F0000..): one that a later
+// Unicode assigned (U+1C89, Unicode 16) is a letter to the reference (node's
+// ICU) and Cn here, so the split differs — the known difference
+// pretokenizer_patterns.cpp describes. Such strings are still compared; a
+// mismatch in one is counted and reported apart, not failed.
+bool has_newer_code_point(std::string_view text) {
+    static const Pretokenizer unassigned(std::string_view("\\p{Cn}"), std::string("unassigned probe"));
+    Pretokenizer::Cursor cursor(unassigned, text);
+    std::string_view piece;
+    while (cursor.next(piece)) {
+        const auto lead = static_cast<uint8_t>(piece[0]);
+        if (lead < 0xF0) return true;
+        const uint32_t code_point = ((lead & 0x07u) << 18) | ((static_cast<uint8_t>(piece[1]) & 0x3Fu) << 12);
+        if (code_point < 0x50000) return true;
+    }
+    return false;
+}
+
+void compare_with_oracle(const std::string& name, uint64_t seed) {
+    OracleRun& run = oracle_run(name, seed);
+    const Tokenizer& tokenizer = *run.tokenizer;
+    const bool nfc = tokenizer.hf_pipeline()->nfc();
+    const auto wait_start = std::chrono::steady_clock::now();
+    const auto answers = run.answers.get();
+    const double wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wait_start).count();
+    const auto& cases = run.cases;
+
+    size_t mismatches = 0, newer_unicode_mismatches = 0, round_trip_failures = 0, bytes = 0, tokens = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
         const Case& c = cases[i];
-        const auto ids = tokenizer->encode(c.text, c.markup);
-        ++result.compared;
-        result.bytes += c.text.size();
-        result.tokens += ids.size();
-        if (ids != answers[i].ids && ++result.mismatches <= 5)
+        const auto ids = tokenizer.encode(c.text, c.markup);
+        bytes += c.text.size();
+        tokens += ids.size();
+        if (ids != answers[i].ids && has_newer_code_point(c.text)) ++newer_unicode_mismatches;
+        else if (ids != answers[i].ids && ++mismatches <= 5)
             ADD_FAILURE() << name << (c.markup ? " markup" : " plain") << " text " << i << " " << escaped(c.text)
                           << "\n  ours:   " << json(ids).dump() << "\n  oracle: " << json(answers[i].ids).dump();
-        // Round trip: the text itself (after NFC where the file normalises),
-        // and the reference's decode of the same ids.
-        const std::string decoded = tokenizer->decode(ids, c.markup);
-        const std::string expected = nfc && !c.markup ? to_nfc(c.text) : c.text;
-        const bool exact = (nfc && c.markup) ? decoded == answers[i].decoded : decoded == expected;
-        if ((!exact || (ids == answers[i].ids && decoded != answers[i].decoded)) && ++result.round_trip_failures <= 5)
+        // Round trip: the text itself (after NFC where the file normalises:
+        // in markup mode, the reference's decode of the same ids).
+        const std::string decoded = tokenizer.decode(ids, c.markup);
+        const bool exact = (nfc && c.markup) ? decoded == answers[i].decoded
+                                             : decoded == (nfc ? to_nfc(c.text) : c.text);
+        if ((!exact || (ids == answers[i].ids && decoded != answers[i].decoded)) && ++round_trip_failures <= 5)
             ADD_FAILURE() << name << " round trip of text " << i << " " << escaped(c.text) << " gave "
                           << escaped(decoded);
     }
     size_t lossy_mismatches = 0;
-    for (size_t i = 0; i < byte_runs.size(); ++i) {
-        const std::string ours = lossy_utf8(tokenizer->decode(byte_runs[i], false));
+    for (size_t i = 0; i < run.byte_runs.size(); ++i) {
+        const std::string ours = lossy_utf8(tokenizer.decode(run.byte_runs[i], false));
         if (ours != answers[cases.size() + i].decoded && ++lossy_mismatches <= 5)
-            ADD_FAILURE() << name << " decode of " << json(byte_runs[i]).dump() << ": ours (lossy) " << escaped(ours)
-                          << ", oracle " << escaped(answers[cases.size() + i].decoded);
+            ADD_FAILURE() << name << " decode of " << json(run.byte_runs[i]).dump() << ": ours (lossy) "
+                          << escaped(ours) << ", oracle " << escaped(answers[cases.size() + i].decoded);
     }
-    std::printf("[ oracle   ] %s: %zu strings, %zu bytes, %zu tokens, %zu mismatches, %zu round-trip failures; "
-                "%zu invalid-UTF-8 decodes, %zu differ\n",
-                name.c_str(), result.compared, result.bytes, result.tokens, result.mismatches,
-                result.round_trip_failures, byte_runs.size(), lossy_mismatches);
-    EXPECT_EQ(result.mismatches, 0u);
-    EXPECT_EQ(result.round_trip_failures, 0u);
+    std::printf("[ oracle   ] %s: %zu strings, %zu bytes, %zu tokens, %zu mismatches (and %zu in strings with code "
+                "points newer than PCRE2's Unicode 14), %zu round-trip failures; %zu invalid-UTF-8 decodes, %zu "
+                "differ (load %.0f ms, waited %.0f ms for the oracle)\n",
+                name.c_str(), cases.size(), bytes, tokens, mismatches, newer_unicode_mismatches, round_trip_failures,
+                run.byte_runs.size(), lossy_mismatches, run.load_ms, wait_ms);
+    // A handful at most: the generator rarely draws such a code point.
+    EXPECT_LE(newer_unicode_mismatches, 10u);
+    EXPECT_EQ(mismatches, 0u);
+    EXPECT_EQ(round_trip_failures, 0u);
     EXPECT_EQ(lossy_mismatches, 0u);
 }
 

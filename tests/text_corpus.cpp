@@ -142,9 +142,9 @@ std::string atom(Random& random) {
     }
 }
 
-std::string generated_text(Random& random, const std::vector<std::string>& specials) {
+std::string generated_text(Random& random, const std::vector<std::string>& specials, uint32_t max_atoms) {
     std::string text;
-    const uint32_t atoms = random.between(1, 30);
+    const uint32_t atoms = random.between(1, max_atoms);
     for (uint32_t i = 0; i < atoms; ++i) {
         if (!specials.empty() && random.chance(12)) text += specials[random.below(static_cast<uint32_t>(specials.size()))];
         else text += atom(random);

@@ -46,8 +46,8 @@ uint32_t pick(Random& random, const std::vector<Range>& ranges);
 std::string word(Random& random, const std::vector<Range>& script);
 // One of the generator's kinds of text, chosen at random.
 std::string atom(Random& random);
-// 1 to 30 atoms, with one of specials instead of an atom 12% of the time.
-std::string generated_text(Random& random, const std::vector<std::string>& specials);
+// 1 to max_atoms atoms, with one of specials instead of an atom 12% of the time.
+std::string generated_text(Random& random, const std::vector<std::string>& specials, uint32_t max_atoms = 30);
 // Long single pieces: the heap merge, and the regex on long runs.
 std::vector<std::string> long_texts(Random& random);
 
