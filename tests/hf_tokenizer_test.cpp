@@ -12,6 +12,7 @@
 // "0"): then a missing oracle is a failure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -323,4 +324,191 @@ TEST(HfTokenizerOracle, DeepSeekV3MatchesHuggingFace) {
 TEST(HfTokenizerOracle, GptOssMatchesHuggingFace) {
     REQUIRE_ORACLE();
     compare_with_oracle("gptoss", 17003);
+}
+
+// ------------------------------------------------------ small tokenizer.json
+
+namespace {
+
+// GPT-2's bytes_to_unicode, written out again here (independent of
+// src/text/byte_level.cpp): the byte-level spelling of bytes.
+std::string byte_level(std::string_view bytes) {
+    std::string out;
+    for (const char ch : bytes) {
+        const auto byte = static_cast<uint8_t>(ch);
+        uint32_t code_point = byte;
+        if (!((byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE)) {
+            uint32_t shifted = 0;
+            for (uint32_t b = 0; b < byte; ++b)
+                if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) ++shifted;
+            code_point = 0x100 + shifted;
+        }
+        out += utf8(code_point);
+    }
+    return out;
+}
+
+// The 256 bytes (id = byte), then `tokens` from id 256 on, merges as given,
+// Qwen's split regex, one added token.
+json small_tokenizer(const std::vector<std::string>& tokens, const std::vector<std::string>& merges) {
+    json vocab = json::object();
+    for (int byte = 0; byte < 256; ++byte) vocab[byte_level(std::string(1, static_cast<char>(byte)))] = byte;
+    for (size_t i = 0; i < tokens.size(); ++i) vocab[byte_level(tokens[i])] = 256 + i;
+    json merge_list = json::array();
+    for (const auto& merge : merges) {
+        const size_t space = merge.find(' ');
+        merge_list.push_back(byte_level(merge.substr(0, space)) + " " + byte_level(merge.substr(space + 1)));
+    }
+    return json{
+        {"version", "1.0"},
+        {"truncation", nullptr},
+        {"padding", nullptr},
+        {"added_tokens",
+         json::array({{{"id", 256 + tokens.size()}, {"content", "<|end|>"}, {"single_word", false}, {"lstrip", false},
+                       {"rstrip", false}, {"normalized", false}, {"special", true}}})},
+        {"normalizer", nullptr},
+        {"pre_tokenizer",
+         {{"type", "Sequence"},
+          {"pretokenizers",
+           json::array({{{"type", "Split"},
+                         {"pattern", {{"Regex", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
+                         {"behavior", "Isolated"},
+                         {"invert", false}},
+                        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}})}}},
+        {"post_processor", nullptr},
+        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
+        {"model",
+         {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
+          {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
+          {"vocab", vocab}, {"merges", merge_list}}}};
+}
+
+std::shared_ptr<const Tokenizer> parse(const json& file) { return parse_tokenizer_json(file.dump(), "test.json"); }
+
+}  // namespace
+
+// "abc" with merges [b c, a b, ab c]: Hugging Face applies the first listed
+// pair present (b c) and stops (a + bc is not listed): [a, bc]. tiktoken's
+// rule on the same vocabulary would merge a b first (ab's id is lower than
+// bc's) and reach abc. The reference agrees with the first.
+TEST(HfTokenizer, MergesByListPriorityNotByResultId) {
+    const json file = small_tokenizer({"ab", "bc", "abc"}, {"b c", "a b", "ab c"});
+    const auto tokenizer = parse(file);
+    EXPECT_EQ(tokenizer->encode("abc", false), (std::vector<int32_t>{'a', 257}));
+    EXPECT_EQ(tokenizer->encode("abd", false), (std::vector<int32_t>{256, 'd'}));
+    EXPECT_EQ(tokenizer->encode("ab<|end|>c", true), (std::vector<int32_t>{256, 259, 'c'}));
+    const auto typed = tokenizer->encode("ab<|end|>c", false);  // typed text stays text
+    EXPECT_EQ(std::count(typed.begin(), typed.end(), 259), 0);
+    EXPECT_EQ(tokenizer->decode(typed, false), "ab<|end|>c");
+    // The array form of merges means the same.
+    json pairs = file;
+    pairs["model"]["merges"] = json::array({json::array({"b", "c"}), json::array({"a", "b"}), json::array({"ab", "c"})});
+    EXPECT_EQ(parse(pairs)->encode("abc", false), (std::vector<int32_t>{'a', 257}));
+    if (!oracle_installed()) {
+        if (oracles_required()) FAIL() << ORACLE_MISSING " (WASTE_REQUIRE_ORACLES is set)";
+        return;
+    }
+    waste_test::TempDir temp;
+    const fs::path path = temp / "small.json";
+    waste_test::write_file(path, file.dump());
+    const auto answers = run_oracle(path.string(),
+                                    {{{"encode", "abc"}, {"markup", false}}, {{"encode", "abd"}, {"markup", false}},
+                                     {{"encode", "ab<|end|>c"}, {"markup", true}}},
+                                    temp);
+    EXPECT_EQ(answers[0].ids, (std::vector<int32_t>{'a', 257}));
+    EXPECT_EQ(answers[1].ids, (std::vector<int32_t>{256, 'd'}));
+    EXPECT_EQ(answers[2].ids, (std::vector<int32_t>{256, 259, 'c'}));
+}
+
+TEST(HfTokenizer, PlainModeNeverMakesAddedTokensAndRefusesInvalidUtf8) {
+    const auto tokenizer = parse(small_tokenizer({}, {}));
+    const auto plain = tokenizer->encode("<|end|>", false);
+    EXPECT_EQ(std::count(plain.begin(), plain.end(), 256), 0);
+    EXPECT_EQ(tokenizer->decode(plain, false), "<|end|>");
+    EXPECT_EQ(tokenizer->encode("<|end|>", true), (std::vector<int32_t>{256}));
+    EXPECT_EQ(tokenizer->decode(std::vector<int32_t>{256}, false), "");
+    EXPECT_EQ(tokenizer->decode(std::vector<int32_t>{256}, true), "<|end|>");
+    std::string message;
+    EXPECT_EQ(status_of([&] { tokenizer->encode("ok \xC3\x28", false); }, &message), WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(message.find("byte 3"), std::string::npos) << message;
+    EXPECT_TRUE(tokenizer->encode("", false).empty());
+}
+
+TEST(HfTokenizer, HostileFilesAreRefusedNamingTheComponent) {
+    const json good = small_tokenizer({"ab"}, {"a b"});
+    ASSERT_NO_THROW(parse(good));
+    struct Hostile {
+        const char* what;
+        std::function<void(json&)> change;
+        waste_status status;
+        const char* message;
+    };
+    const std::vector<Hostile> cases = {
+        {"root array", [](json& f) { f = json::array(); }, WASTE_ERR_FORMAT, "not a JSON object"},
+        {"vocab array", [](json& f) { f["model"]["vocab"] = json::array(); }, WASTE_ERR_FORMAT, "model.vocab is not an object"},
+        {"vocab id text", [](json& f) { f["model"]["vocab"]["ab"] = "7"; }, WASTE_ERR_FORMAT, "not an id"},
+        {"vocab id huge", [](json& f) { f["model"]["vocab"]["ab"] = 1ll << 40; }, WASTE_ERR_FORMAT, "not an id"},
+        {"vocab id twice", [](json& f) { f["model"]["vocab"]["ab"] = 5; }, WASTE_ERR_FORMAT, "rank 5 was already given"},
+        {"missing byte", [](json& f) { f["model"]["vocab"].erase(byte_level("z")); }, WASTE_ERR_FORMAT, "byte 0x7a has no rank"},
+        {"token too long", [](json& f) { f["model"]["vocab"][std::string(3000, 'x')] = 300; }, WASTE_ERR_FORMAT, "bytes long"},
+        {"not byte-level", [](json& f) { f["model"]["vocab"]["\xE4\xB8\xAD"] = 300; }, WASTE_ERR_UNSUPPORTED, "not a byte-level token"},
+        {"merges number", [](json& f) { f["model"]["merges"] = 3; }, WASTE_ERR_FORMAT, "model.merges is not an array"},
+        {"merge of three", [](json& f) { f["model"]["merges"][0] = "a b c"; }, WASTE_ERR_FORMAT, "model.merges[0]"},
+        {"merge unknown", [](json& f) { f["model"]["merges"][0] = "a q"; }, WASTE_ERR_FORMAT, "\"aq\" is not in the vocab"},
+        {"merge object", [](json& f) { f["model"]["merges"][0] = json::object(); }, WASTE_ERR_FORMAT, "neither"},
+        {"model WordPiece", [](json& f) { f["model"]["type"] = "WordPiece"; }, WASTE_ERR_UNSUPPORTED, "model type \"WordPiece\""},
+        {"model missing", [](json& f) { f.erase("model"); }, WASTE_ERR_FORMAT, ".model is missing"},
+        {"byte_fallback", [](json& f) { f["model"]["byte_fallback"] = true; }, WASTE_ERR_UNSUPPORTED, "model.byte_fallback"},
+        {"dropout", [](json& f) { f["model"]["dropout"] = 0.1; }, WASTE_ERR_UNSUPPORTED, "model.dropout"},
+        {"ignore_merges text", [](json& f) { f["model"]["ignore_merges"] = "yes"; }, WASTE_ERR_FORMAT, "not true or false"},
+        {"normalizer NFKC", [](json& f) { f["normalizer"] = {{"type", "NFKC"}}; }, WASTE_ERR_UNSUPPORTED, "normalizer type \"NFKC\""},
+        {"normalizer deep", [](json& f) { f["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array({{{"type", "Lowercase"}}})}}; }, WASTE_ERR_UNSUPPORTED, "normalizer.normalizers[0] type \"Lowercase\""},
+        {"pre_tokenizer Whitespace", [](json& f) { f["pre_tokenizer"] = {{"type", "Whitespace"}}; }, WASTE_ERR_UNSUPPORTED, "pre_tokenizer type \"Whitespace\""},
+        {"pre_tokenizer null", [](json& f) { f["pre_tokenizer"] = nullptr; }, WASTE_ERR_UNSUPPORTED, "pre_tokenizer null"},
+        {"Digits", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Digits"}, {"individual_digits", true}}; }, WASTE_ERR_UNSUPPORTED, "pretokenizers[0] type \"Digits\""},
+        {"Split Removed", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; }, WASTE_ERR_UNSUPPORTED, "behavior \"Removed\""},
+        {"Split invert", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0]["invert"] = true; }, WASTE_ERR_UNSUPPORTED, "invert"},
+        {"Split String", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0]["pattern"] = {{"String", " "}}; }, WASTE_ERR_UNSUPPORTED, "pattern"},
+        {"Split \\w", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\w+"; }, WASTE_ERR_FORMAT, "escape \\w at offset 0"},
+        {"Split bad regex", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a"; }, WASTE_ERR_FORMAT, "pretokenizers[0]"},
+        {"Split huge regex", [](json& f) { f["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = std::string(5000, 'a'); }, WASTE_ERR_FORMAT, "more than 4096"},
+        {"ByteLevel use_regex", [](json& f) { f["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = true; }, WASTE_ERR_UNSUPPORTED, "use_regex"},
+        {"ByteLevel prefix space", [](json& f) { f["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true; }, WASTE_ERR_UNSUPPORTED, "add_prefix_space"},
+        {"no ByteLevel", [](json& f) { f["pre_tokenizer"]["pretokenizers"].erase(1); }, WASTE_ERR_UNSUPPORTED, "no ByteLevel"},
+        {"decoder missing", [](json& f) { f.erase("decoder"); }, WASTE_ERR_UNSUPPORTED, "decoder null"},
+        {"decoder WordPiece", [](json& f) { f["decoder"] = {{"type", "WordPiece"}}; }, WASTE_ERR_UNSUPPORTED, "decoder"},
+        {"post_processor Bert", [](json& f) { f["post_processor"] = {{"type", "BertProcessing"}}; }, WASTE_ERR_UNSUPPORTED, "post_processor type \"BertProcessing\""},
+        {"truncation", [](json& f) { f["truncation"] = {{"max_length", 5}}; }, WASTE_ERR_UNSUPPORTED, "truncation"},
+        {"added lstrip", [](json& f) { f["added_tokens"][0]["lstrip"] = true; }, WASTE_ERR_UNSUPPORTED, "added_tokens[0].lstrip"},
+        {"added single_word", [](json& f) { f["added_tokens"][0]["single_word"] = true; }, WASTE_ERR_UNSUPPORTED, "single_word"},
+        {"added id negative", [](json& f) { f["added_tokens"][0]["id"] = -1; }, WASTE_ERR_FORMAT, "added_tokens[0].id -1"},
+        {"added id is a rank", [](json& f) { f["added_tokens"][0]["id"] = 97; }, WASTE_ERR_FORMAT, "also the rank"},
+        {"added empty", [](json& f) { f["added_tokens"][0]["content"] = ""; }, WASTE_ERR_FORMAT, "content \"\""},
+        {"added twice", [](json& f) { f["added_tokens"].push_back(f["added_tokens"][0]); f["added_tokens"][1]["id"] = 400; }, WASTE_ERR_FORMAT, "already added_tokens[0]"},
+        {"added too many", [](json& f) { f["added_tokens"] = json::array(); for (int i = 0; i < 65537; ++i) f["added_tokens"].push_back({{"id", 1000 + i}, {"content", std::to_string(i)}}); }, WASTE_ERR_FORMAT, "65537 added tokens"},
+    };
+    for (const auto& c : cases) {
+        json file = good;
+        c.change(file);
+        std::string message;
+        EXPECT_EQ(status_of([&] { parse(file); }, &message), c.status) << c.what << ": " << message;
+        EXPECT_NE(message.find(c.message), std::string::npos) << c.what << ": " << message;
+        EXPECT_NE(message.find("test.json"), std::string::npos) << c.what << ": " << message;
+    }
+    // Truncated anywhere: not JSON, never a crash.
+    const std::string text = good.dump();
+    for (size_t length : {size_t{0}, size_t{1}, text.size() / 3, text.size() / 2, text.size() - 1}) {
+        std::string message;
+        EXPECT_EQ(status_of([&] { parse_tokenizer_json(text.substr(0, length), "test.json"); }, &message),
+                  WASTE_ERR_FORMAT) << length;
+        EXPECT_NE(message.find("not JSON"), std::string::npos) << message;
+    }
+    // Deep nesting and an oversized file.
+    const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+    EXPECT_EQ(status_of([&] { parse_tokenizer_json(deep, "test.json"); }), WASTE_ERR_FORMAT);
+    std::string message;
+    EXPECT_EQ(status_of([&] { parse_tokenizer_json(std::string(max_tokenizer_json_bytes + 1, ' '), "test.json"); },
+                        &message),
+              WASTE_ERR_FORMAT);
+    EXPECT_NE(message.find("more than the"), std::string::npos) << message;
 }
