@@ -43,6 +43,8 @@ using namespace waste::text;
 using waste_test::Random;
 using waste_test::byte_level;
 using waste_test::small_tokenizer;
+using waste_test::oracles_required;
+using waste_test::status_of;
 using waste_test::utf8;
 
 namespace {
@@ -56,28 +58,8 @@ bool oracle_installed() {
            fs::exists(tokenizer_json("qwen3")) && fs::exists(tokenizer_json("deepseek_v3")) &&
            fs::exists(tokenizer_json("gptoss"));
 }
-bool oracles_required() {
-    const char* value = std::getenv("WASTE_REQUIRE_ORACLES");
-    return value != nullptr && *value != '\0' && std::string(value) != "0";
-}
 #define ORACLE_MISSING "tools/hf-tokenizer-oracle/node_modules is missing: run scripts/setup.sh (npm ci there)"
-#define REQUIRE_ORACLE()                                                                        \
-    do {                                                                                        \
-        if (!oracle_installed()) {                                                              \
-            if (oracles_required()) FAIL() << ORACLE_MISSING " (WASTE_REQUIRE_ORACLES is set)"; \
-            GTEST_SKIP() << ORACLE_MISSING;                                                     \
-        }                                                                                       \
-    } while (0)
-
-waste_status status_of(const std::function<void()>& body, std::string* message = nullptr) {
-    try {
-        body();
-    } catch (const waste::Error& e) {
-        if (message) *message = e.what();
-        return e.status();
-    }
-    return WASTE_OK;
-}
+#define REQUIRE_ORACLE() WASTE_REQUIRE_ORACLE(oracle_installed(), ORACLE_MISSING)
 
 std::string escaped(const std::string& text) { return json(text).dump(-1, ' ', true, json::error_handler_t::replace); }
 

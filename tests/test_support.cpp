@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "platform/error.h"
+
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -199,6 +201,21 @@ std::string read_file(const fs::path& path) {
 void write_file(const fs::path& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+bool oracles_required() {
+    const char* value = std::getenv("WASTE_REQUIRE_ORACLES");
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+waste_status status_of(const std::function<void()>& body, std::string* message) {
+    try {
+        body();
+    } catch (const waste::Error& e) {
+        if (message) *message = e.what();
+        return e.status();
+    }
+    return WASTE_OK;
 }
 
 }  // namespace waste_test

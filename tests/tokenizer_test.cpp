@@ -44,6 +44,8 @@ using waste_test::atom;
 using waste_test::generated_text;
 using waste_test::long_texts;
 using waste_test::Random;
+using waste_test::oracles_required;
+using waste_test::status_of;
 using waste_test::utf8;
 
 namespace {
@@ -61,29 +63,8 @@ fs::path rank_data(const std::string& name) {
 bool oracle_installed() {
     return fs::exists(oracle_dir() / "node_modules" / "tiktoken") && fs::exists(rank_data("cl100k_base"));
 }
-bool oracles_required() {
-    const char* value = std::getenv("WASTE_REQUIRE_ORACLES");
-    return value != nullptr && *value != '\0' && std::string(value) != "0";
-}
 #define ORACLE_MISSING "tools/tiktoken-oracle/node_modules is missing: run scripts/setup.sh (npm ci there)"
-#define REQUIRE_ORACLE()                                                             \
-    do {                                                                             \
-        if (!oracle_installed()) {                                                   \
-            if (oracles_required()) FAIL() << ORACLE_MISSING " (WASTE_REQUIRE_ORACLES is set)"; \
-            GTEST_SKIP() << ORACLE_MISSING;                                          \
-        }                                                                            \
-    } while (0)
-
-
-waste_status status_of(const std::function<void()>& body, std::string* message = nullptr) {
-    try {
-        body();
-    } catch (const waste::Error& e) {
-        if (message) *message = e.what();
-        return e.status();
-    }
-    return WASTE_OK;
-}
+#define REQUIRE_ORACLE() WASTE_REQUIRE_ORACLE(oracle_installed(), ORACLE_MISSING)
 
 // A small rank file: the 256 bytes, then merges each the join of two earlier
 // tokens (as BPE needs).

@@ -8,32 +8,33 @@
 #   tools/hf-tokenizer-oracle/bench_tokenizer.sh [WASTE_BINARY] [RUNS]
 # (default build/release/waste, 5 runs). Needs scripts/setup.sh's npm ci.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-waste="${1:-$root/build/release/waste}"
+oracle_dir="$(cd "$(dirname "$0")" && pwd)"
+waste="${1:-$oracle_dir/../../build/release/waste}"
 runs="${2:-5}"
-corpus="$root/build/tokenizer-bench"
-node "$root/tools/tiktoken-oracle/bench_corpus.cjs" "$corpus" 3
+corpus="$oracle_dir/../../build/tokenizer-bench"
+node "$oracle_dir/../tiktoken-oracle/bench_corpus.cjs" "$corpus" 3
 
-field() { node -e 'const r = JSON.parse(require("fs").readFileSync(0, "utf8")); console.log(r[process.argv[1]])' "$1"; }
+# One table row from the two JSON reports; fails when the token counts differ.
+row() {
+  node -e '
+    const [text, name, ours, theirs] = process.argv.slice(1);
+    const o = JSON.parse(ours), t = JSON.parse(theirs);
+    if (o.tokens !== t.tokens) {
+      console.error(`bench: ${text}/${name}: ${o.tokens} tokens here, ${t.tokens} from Hugging Face`);
+      process.exit(1);
+    }
+    const rate = o.bytes / 1e6 / o.median_seconds;
+    console.log(`| ${text} | ${name} | ${(o.bytes / 1e6).toFixed(2)} | ${o.tokens} | ${rate.toFixed(2)} | ` +
+                `${t.mb_per_second.toFixed(2)} | ${(rate / t.mb_per_second).toFixed(1)}x |`);' "$@"
+}
 
 echo "| corpus | tokenizer.json | MB | tokens | WASTE MB/s | Hugging Face (JS) MB/s | ratio |"
 echo "|---|---|---|---|---|---|---|"
 for text in english mixed; do
   for name in qwen3 deepseek_v3 gptoss; do
-    file="$(node "$here/oracle.cjs" path --tokenizer "$name")"
+    file="$(node "$oracle_dir/oracle.cjs" path --tokenizer "$name")"
     ours=$("$waste" tokenize --tokenizer-json "$file" --file "$corpus/$text.txt" --bench "$runs")
-    theirs=$(node "$here/oracle.cjs" bench --tokenizer "$name" --file "$corpus/$text.txt" --runs "$runs")
-    ours_tokens=$(echo "$ours" | field tokens)
-    theirs_tokens=$(echo "$theirs" | field tokens)
-    if [ "$ours_tokens" != "$theirs_tokens" ]; then
-      echo "bench: $text/$name: $ours_tokens tokens here, $theirs_tokens from Hugging Face" >&2
-      exit 1
-    fi
-    bytes=$(echo "$ours" | field bytes)
-    ours_seconds=$(echo "$ours" | field median_seconds)
-    theirs_rate=$(echo "$theirs" | field mb_per_second)
-    awk -v t="$text" -v n="$name" -v b="$bytes" -v k="$ours_tokens" -v s="$ours_seconds" -v h="$theirs_rate" \
-      'BEGIN { o = b / 1e6 / s; printf "| %s | %s | %.2f | %d | %.2f | %.2f | %.1fx |\n", t, n, b / 1e6, k, o, h, o / h }'
+    theirs=$(node "$oracle_dir/oracle.cjs" bench --tokenizer "$name" --file "$corpus/$text.txt" --runs "$runs")
+    row "$text" "$name" "$ours" "$theirs"
   done
 done
