@@ -10,11 +10,13 @@
 //   L, Lu, N, P, S, M, Z, C and their subcategories): Oniguruma's is the
 //   Script property, PCRE2's (10.40 on) Script_Extensions, so it becomes
 //   `\p{sc:Name}`.
-// - `\d` / `\D` are \p{Nd} / \P{Nd} in both; `\uXXXX` becomes `\x{XXXX}`.
+// - `\d` / `\D` are \p{Nd} / \P{Nd} in both; `\uXXXX` becomes `\x{XXXX}`;
+//   `\v` becomes U+000B (Oniguruma's one character; PCRE2's \v is a class).
 // Refused, naming the pattern and the offset, rather than risk a different
-// split: `\w \W \b \B \h \H \A \z \Z \G \K \X \R`, backreferences, `\S`
-// inside a character class, POSIX bracket classes, and a pattern over
-// max_hf_regex_bytes.
+// split: other letter escapes (`\w \W \b \B \h \H \A \z \Z \G \K \X \R`),
+// backreferences, `\S` inside a character class, an unescaped '[' inside a
+// class (Oniguruma nests classes and POSIX brackets there), `&&`, and a
+// pattern over max_hf_regex_bytes.
 //
 // Deliberately not here: compiling (pretokenizer.h) and the pipeline
 // (hf_pipeline.h).
