@@ -27,6 +27,7 @@ struct TokenizerArgs {
     std::vector<std::string> positional;  // MODEL then TEXT; TEXT alone with --rank-file
     std::string file;
     std::string rank_file;
+    std::string tokenizer_json;
     std::string pattern;
     std::string specials_file;
     std::string ids;
@@ -49,6 +50,14 @@ TokenizerHandle open_tokenizer(const TokenizerArgs& args, std::vector<std::strin
     waste_tokenizer* tokenizer = nullptr;
     waste_error error{};
     const char* pattern = args.pattern.empty() ? nullptr : args.pattern.c_str();
+    if (!args.tokenizer_json.empty()) {
+        rest = args.positional;
+        if (!args.rank_file.empty() || pattern || !args.specials_file.empty())
+            throw CLI::ValidationError("--tokenizer-json", "a tokenizer.json goes without --rank-file, --pattern or --specials");
+        if (waste_tokenizer_open_json(args.tokenizer_json.c_str(), &tokenizer, &error) != WASTE_OK)
+            fail_with(error, "cannot load " + args.tokenizer_json);
+        return TokenizerHandle(tokenizer);
+    }
     if (!args.rank_file.empty()) {
         rest = args.positional;
         std::string specials;
@@ -118,8 +127,10 @@ void write_bytes(const char* bytes, size_t length) {
 
 void add_tokenizer_source_options(CLI::App* command, TokenizerArgs& args) {
     command->add_option("--rank-file", args.rank_file, "A tiktoken rank file instead of a model (needs --pattern)")->default_str("none");
+    command->add_option("--tokenizer-json", args.tokenizer_json,
+                        "A Hugging Face tokenizer.json instead of a model")->default_str("none");
     command->add_option("--pattern", args.pattern,
-                        "Pre-tokenizer: kimi, o200k, cl100k or gpt2")
+                        "Pre-tokenizer: kimi, o200k, cl100k or gpt2 (o200k_harmony: o200k with gpt-oss's specials)")
         ->default_str("the model's: o200k for gpt_oss, else kimi");
     command->add_option("--specials", args.specials_file, "specials.json for --rank-file")->default_str("none");
     command->add_flag("--markup", args.markup, "Markup mode: recognise special tokens (default: plain text)");
@@ -132,7 +143,7 @@ void add_tokenize_commands(CLI::App& app) {
     CLI::App* tokenize_command = app.add_subcommand("tokenize", "Turn text into token ids");
     tokenize_command->add_option("MODEL TEXT", tokenize_args->positional,
                                  "Container directory, then the text ('-' reads standard input); "
-                                 "with --rank-file only the text");
+                                 "with --rank-file or --tokenizer-json only the text");
     tokenize_command->add_option("--file", tokenize_args->file, "Read the text from a file")->default_str("none");
     tokenize_command->add_flag("--json", tokenize_args->json_output, "Print {\"tokens\": [...], \"count\": N, \"pattern\": P}");
     tokenize_command->add_option("--bench", tokenize_args->bench_runs,

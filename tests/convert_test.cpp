@@ -35,7 +35,9 @@
 #include "format/f16.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
+#include "small_tokenizer_json.h"
 #include "test_support.h"
+#include "text/tokenizer_loader.h"
 
 namespace {
 
@@ -635,6 +637,39 @@ TEST(Convert, DeterministicAcrossJobsAndReadable) {
         if (t["fmt"] == "Q4G") {
             EXPECT_GT(t["error"].get<double>(), 0.01) << "a Q4G tensor is really quantised";
         }
+}
+
+// A Hugging Face release (tokenizer.json, no tiktoken.model): the file is
+// stored verbatim in place of tokenizer.model and specials.json, and the
+// container is tokenised by it; one the engine cannot tokenise exactly is
+// refused, naming the component.
+TEST(Convert, TokenizerJsonStoredVerbatim) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    fs::remove(tmp / "src" / "tiktoken.model");
+    const std::string tokenizer_json = waste_test::small_tokenizer({"ab"}, {"a b"}).dump(1);
+    waste_test::write_file(tmp / "src" / "tokenizer.json", tokenizer_json);
+    const json summary = convert_checkpoint((tmp / "src").string(), (tmp / "a").string(), small_options(1));
+    EXPECT_TRUE(summary["tokenizer"].get<bool>());
+    const auto files = container_files(tmp / "a");
+    ASSERT_TRUE(files.count("tokenizer.json"));
+    EXPECT_TRUE(files.at("tokenizer.json") == tokenizer_json);
+    EXPECT_FALSE(files.count("tokenizer.model"));
+    EXPECT_FALSE(files.count("specials.json"));
+    const auto container = waste::format::Container::open((tmp / "a").string(), {});
+    const auto tokenizer = waste::text::load_container_tokenizer(*container, std::nullopt);
+    EXPECT_EQ(tokenizer->encode("ab<|end|>", true), (std::vector<int32_t>{256, 257}));
+
+    json unsupported = json::parse(tokenizer_json);
+    unsupported["normalizer"] = {{"type", "NFKC"}};
+    waste_test::write_file(tmp / "src" / "tokenizer.json", unsupported.dump());
+    try {
+        convert_checkpoint((tmp / "src").string(), (tmp / "b").string(), small_options(1));
+        FAIL() << "an NFKC tokenizer.json was converted";
+    } catch (const waste::Error& e) {
+        EXPECT_EQ(e.status(), WASTE_ERR_UNSUPPORTED) << e.what();
+        EXPECT_NE(std::string(e.what()).find("normalizer type \"NFKC\""), std::string::npos) << e.what();
+    }
 }
 
 // --small-matrices quantized: the 2-D trunk matrices under 65,536 values are

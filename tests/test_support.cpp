@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include "platform/error.h"
+
 #include <nlohmann/json.hpp>
 
 #include <gtest/gtest.h>
@@ -218,6 +220,21 @@ void open_synth_tokenizer(SynthTokenizer& out, uint32_t vocab, uint32_t grammars
     options.grammars = grammars;
     ASSERT_EQ(waste_model_open((out.dir / "synth").c_str(), &options, &out.model, &error), WASTE_OK) << error.message;
     ASSERT_EQ(waste_model_tokenizer(out.model, nullptr, &out.tokenizer, &error), WASTE_OK) << error.message;
+}
+
+bool oracles_required() {
+    const char* value = std::getenv("WASTE_REQUIRE_ORACLES");
+    return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+waste_status status_of(const std::function<void()>& body, std::string* message) {
+    try {
+        body();
+    } catch (const waste::Error& e) {
+        if (message) *message = e.what();
+        return e.status();
+    }
+    return WASTE_OK;
 }
 
 }  // namespace waste_test

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -145,6 +146,24 @@ struct SynthTokenizer {
     ~SynthTokenizer();
 };
 void open_synth_tokenizer(SynthTokenizer& out, uint32_t vocab, uint32_t grammars);
+
+// Whether WASTE_REQUIRE_ORACLES is set (to anything but "" or "0"), as
+// scripts/test.sh does: then a missing differential oracle is a failure,
+// not a skip.
+bool oracles_required();
+// Skips the test saying `missing` when !installed, or fails it when oracles
+// are required.
+#define WASTE_REQUIRE_ORACLE(installed, missing)                                          \
+    do {                                                                                  \
+        if (!(installed)) {                                                               \
+            if (::waste_test::oracles_required()) FAIL() << missing << " (WASTE_REQUIRE_ORACLES is set)"; \
+            GTEST_SKIP() << missing;                                                      \
+        }                                                                                 \
+    } while (0)
+
+// The status a library call throws (WASTE_OK when none), its message into
+// *message.
+waste_status status_of(const std::function<void()>& body, std::string* message = nullptr);
 
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);

@@ -512,10 +512,20 @@ WASTE_API waste_status waste_model_tokenizer(const waste_model* model, const cha
  * name (required), with optional specials_json in specials.json's form
  * ([{"id": N, "text": "..."}], NULL for none). BOS/EOS are the specials
  * named "[BOS]"/"[EOS]" if present, else none. For checking the tokenizer
- * against tiktoken with its own rank files. */
+ * against tiktoken with its own rank files. Pattern "o200k_harmony" with
+ * specials_json NULL gives gpt-oss's specials (<|startoftext|> 199998 ..
+ * <|reserved_201087|>; EOS <|endoftext|> 199999) over o200k_base's ranks. */
 WASTE_API waste_status waste_tokenizer_open(const char* rank_file_path, const char* pattern,
                                             const char* specials_json, waste_tokenizer** out_tokenizer,
                                             waste_error* error);
+
+/* A tokenizer from a Hugging Face tokenizer.json (byte-level BPE: Qwen3,
+ * DeepSeek-V3, gpt-oss; docs/FORMAT.md says which components are read). A
+ * component it cannot reproduce exactly is WASTE_ERR_UNSUPPORTED naming it.
+ * Its added tokens are the specials (markup mode recognises them; plain mode
+ * never does). No BOS or EOS. */
+WASTE_API waste_status waste_tokenizer_open_json(const char* tokenizer_json_path, waste_tokenizer** out_tokenizer,
+                                                 waste_error* error);
 
 WASTE_API void waste_tokenizer_free(waste_tokenizer* tokenizer);
 
@@ -547,7 +557,8 @@ WASTE_API int32_t waste_tokenizer_bos(const waste_tokenizer* tokenizer);
 WASTE_API int32_t waste_tokenizer_eos(const waste_tokenizer* tokenizer);
 /* The id of the special token with exactly this text, -1 if none. */
 WASTE_API int32_t waste_tokenizer_special_id(const waste_tokenizer* tokenizer, const char* text);
-/* The pre-tokenizer pattern in use: "kimi", "o200k", "cl100k" or "gpt2". */
+/* The pre-tokenizer pattern in use: "kimi", "o200k", "cl100k" or "gpt2";
+ * "tokenizer.json" for one read from a tokenizer.json. */
 WASTE_API const char* waste_tokenizer_pattern(const waste_tokenizer* tokenizer);
 /* The specials as JSON, [{"id": N, "text": "..."}, ...]; free with waste_string_free. */
 WASTE_API waste_status waste_tokenizer_specials_json(const waste_tokenizer* tokenizer, char** out_json,

@@ -11,6 +11,8 @@
 #include "api/model_handle.h"
 #include "api/tokenizer_handle.h"
 #include "text/detokenizer.h"
+#include "text/harmony_specials.h"
+#include "text/hf_tokenizer_json.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_loader.h"
 
@@ -65,7 +67,29 @@ waste_status waste_tokenizer_open(const char* rank_file_path, const char* patter
         std::optional<std::string> specials;
         if (specials_json) specials = std::string(specials_json);
         auto handle = std::make_unique<waste_tokenizer>();
-        handle->tokenizer = waste::text::load_tokenizer_file(rank_file_path, *kind, specials);
+        if (!specials && std::string_view(pattern) == "o200k_harmony")
+            handle->tokenizer = std::make_shared<const waste::text::Tokenizer>(
+                waste::text::RankTable::parse(
+                    waste::text::read_bounded_file(rank_file_path, waste::text::max_rank_file_bytes), rank_file_path),
+                waste::text::o200k_harmony_specials(), *kind, -1, 199999);
+        else
+            handle->tokenizer = waste::text::load_tokenizer_file(rank_file_path, *kind, specials);
+        handle->grammar_slots = std::make_shared<waste::api::GrammarSlots>(UINT64_MAX);  // no model, no plan
+        *out_tokenizer = handle.release();
+    });
+}
+
+waste_status waste_tokenizer_open_json(const char* tokenizer_json_path, waste_tokenizer** out_tokenizer,
+                                       waste_error* error) {
+    return guarded(error, [&] {
+        if (!tokenizer_json_path || !out_tokenizer)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT,
+                        "waste_tokenizer_open_json: tokenizer_json_path and out_tokenizer are required");
+        *out_tokenizer = nullptr;
+        auto handle = std::make_unique<waste_tokenizer>();
+        handle->tokenizer = waste::text::parse_tokenizer_json(
+            waste::text::read_bounded_file(tokenizer_json_path, waste::text::max_tokenizer_json_bytes),
+            tokenizer_json_path);
         handle->grammar_slots = std::make_shared<waste::api::GrammarSlots>(UINT64_MAX);  // no model, no plan
         *out_tokenizer = handle.release();
     });
@@ -125,7 +149,9 @@ int32_t waste_tokenizer_special_id(const waste_tokenizer* tokenizer, const char*
 }
 
 const char* waste_tokenizer_pattern(const waste_tokenizer* tokenizer) {
-    return tokenizer ? waste::text::pattern_name(tokenizer->tokenizer->pattern()) : "";
+    if (!tokenizer) return "";
+    if (tokenizer->tokenizer->hf_pipeline()) return "tokenizer.json";
+    return waste::text::pattern_name(tokenizer->tokenizer->pattern());
 }
 
 waste_status waste_tokenizer_specials_json(const waste_tokenizer* tokenizer, char** out_json, waste_error* error) {

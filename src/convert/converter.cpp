@@ -255,7 +255,7 @@ void record_shard_header(const fs::path& shard_path, const fs::path& work, const
 
 bool is_container_file(const std::string& name) {
     for (const char* known : {"manifest.json", "trunk.bin", "codebooks.bin", "tokenizer.model", "specials.json",
-                              "chat.json", "chat_template.jinja", "vision.json", "usage.waste"})
+                              "tokenizer.json", "chat.json", "chat_template.jinja", "vision.json", "usage.waste"})
         if (name == known) return true;
     if (!name.starts_with("experts-L") || !name.ends_with(".bin")) return false;
     const std::string digits = name.substr(9, name.size() - 13);
@@ -666,6 +666,9 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     fingerprint["tensors"] = std::move(tensors);
     for (const auto* file : {&tokenizer.rank_file, &tokenizer.specials_json, &tokenizer.chat_json, &tokenizer.chat_template})
         fingerprint["tokenizer"].push_back(*file ? fnv1a(**file) : 0);
+    // Only when there is one, so that the fingerprints of conversions without
+    // it (every one before tokenizer.json was stored) stay what they were.
+    if (tokenizer.tokenizer_json) fingerprint["tokenizer"].push_back(fnv1a(*tokenizer.tokenizer_json));
     const std::string fingerprint_text = fmt::format("{:016x}", fnv1a(fingerprint.dump()));
 
     const fs::path out(out_dir), work = fs::path(out_dir) / work_dir_name;
@@ -828,6 +831,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         codebook_records = static_cast<uint32_t>(books.size() / quant.codebook_record_bytes());
     }
     if (tokenizer.rank_file) platform::write_small_file((out / "tokenizer.model").string(), *tokenizer.rank_file);
+    if (tokenizer.tokenizer_json)
+        platform::write_small_file((out / "tokenizer.json").string(), *tokenizer.tokenizer_json);
     if (tokenizer.specials_json) platform::write_small_file((out / "specials.json").string(), *tokenizer.specials_json);
     if (tokenizer.chat_json) platform::write_small_file((out / "chat.json").string(), *tokenizer.chat_json);
     if (tokenizer.chat_template) platform::write_small_file((out / "chat_template.jinja").string(), *tokenizer.chat_template);
@@ -868,7 +873,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                     {"max_error", 0.0},
                     {"mean_seconds_per_expert", layers.empty() ? 0.0 : seconds_per_expert_sum / static_cast<double>(layers.size())},
                     {"skipped", plan.skipped},
-                    {"tokenizer", tokenizer.rank_file.has_value()},
+                    {"tokenizer", tokenizer.rank_file.has_value() || tokenizer.tokenizer_json.has_value()},
                     {"chat", tokenizer.chat_source},
                     {"resumed_units", resumed_units},
                     {"reclaimed", ledger.data()["reclaimed"]},

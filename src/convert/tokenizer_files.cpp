@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/error.h"
+#include "text/hf_tokenizer_json.h"
 
 namespace waste::convert {
 namespace {
@@ -76,6 +77,26 @@ bool has_all(const std::map<int64_t, std::string>& specials, std::initializer_li
     return true;
 }
 
+nlohmann::json read_tokenizer_config(const fs::path& dir) {
+    const auto text = read_optional(dir / "tokenizer_config.json");
+    if (!text) return nlohmann::json::object();
+    nlohmann::json config = nlohmann::json::parse(*text, nullptr, false);
+    if (config.is_discarded() || !config.is_object())
+        fail(WASTE_ERR_FORMAT, "{}: not a JSON object", (dir / "tokenizer_config.json").string());
+    return config;
+}
+
+// The release's chat_template.jinja, or tokenizer_config.json's chat_template.
+void read_chat_template(const fs::path& dir, TokenizerFiles& files) {
+    if (auto jinja = read_optional(dir / "chat_template.jinja")) {
+        files.chat_template = std::move(jinja);
+        return;
+    }
+    const nlohmann::json config = read_tokenizer_config(dir);
+    if (config.contains("chat_template") && config["chat_template"].is_string())
+        files.chat_template = config["chat_template"].get<std::string>();
+}
+
 }  // namespace
 
 TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab) {
@@ -83,18 +104,26 @@ TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab
     const fs::path dir(source_dir);
     files.rank_file = read_optional(dir / "tiktoken.model");
     files.chat_source = "none";
-    if (!files.rank_file) return files;
+    if (!files.rank_file) {
+        files.tokenizer_json = read_optional(dir / "tokenizer.json");
+        if (files.tokenizer_json) {
+            const std::string what = (dir / "tokenizer.json").string();
+            const auto tokenizer = text::parse_tokenizer_json(*files.tokenizer_json, what);
+            if (tokenizer->vocab_size() > vocab)
+                fail(WASTE_ERR_FORMAT, "{}: id {} is not below config.vocab_size {}", what,
+                     tokenizer->vocab_size() - 1, vocab);
+            read_chat_template(dir, files);
+        }
+        return files;
+    }
     const std::string rank_what = (dir / "tiktoken.model").string();
     files.ranks = check_rank_file(*files.rank_file, rank_what);
     if (files.ranks > vocab)
         fail(WASTE_ERR_FORMAT, "{}: {} ranks, more than config.vocab_size {}", rank_what, files.ranks, vocab);
 
     std::map<int64_t, std::string> named;
-    nlohmann::json tokenizer_config = nlohmann::json::object();
-    if (const auto text = read_optional(dir / "tokenizer_config.json")) {
-        tokenizer_config = nlohmann::json::parse(*text, nullptr, false);
-        if (tokenizer_config.is_discarded() || !tokenizer_config.is_object())
-            fail(WASTE_ERR_FORMAT, "{}: not a JSON object", (dir / "tokenizer_config.json").string());
+    const nlohmann::json tokenizer_config = read_tokenizer_config(dir);
+    {
         if (tokenizer_config.contains("added_tokens_decoder")) {
             const nlohmann::json& added = tokenizer_config["added_tokens_decoder"];
             if (!added.is_object())
@@ -144,9 +173,7 @@ TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab
         files.chat_json = im.dump(1) + "\n";
         files.chat_source = "im";
     }
-    if (auto jinja = read_optional(dir / "chat_template.jinja")) files.chat_template = std::move(jinja);
-    else if (tokenizer_config.contains("chat_template") && tokenizer_config["chat_template"].is_string())
-        files.chat_template = tokenizer_config["chat_template"].get<std::string>();
+    read_chat_template(dir, files);
     return files;
 }
 

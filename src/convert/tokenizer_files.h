@@ -9,6 +9,13 @@
 // chat.json is the release's own when it ships one; otherwise it is derived
 // when the specials show a markup the project knows (K3's XTML, or the
 // <|im_*|> markup of Kimi-Linear and K2), and absent when not.
+//
+// A release without tiktoken.model (Qwen3, DeepSeek-V3, gpt-oss, GLM: the
+// Hugging Face form) has its tokenizer.json copied verbatim instead, after
+// the checks the engine's reader makes (text/hf_tokenizer_json.h: a file it
+// could not tokenise exactly is refused here, naming the component) and a
+// check that every id is below vocab_size; its added tokens are the
+// specials, so no specials.json is written.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,7 @@ namespace waste::convert {
 
 struct TokenizerFiles {
     std::optional<std::string> rank_file;      // tokenizer.model
+    std::optional<std::string> tokenizer_json;  // tokenizer.json (only without a rank file)
     std::optional<std::string> specials_json;  // specials.json
     std::optional<std::string> chat_json;      // chat.json
     std::optional<std::string> chat_template;  // chat_template.jinja

@@ -116,7 +116,8 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
             c->banks_.emplace(layer, std::move(file));
         }
     }
-    for (const char* optional : {"tokenizer.model", "specials.json", "chat.json", "chat_template.jinja", "vision.json"}) {
+    for (const char* optional :
+         {"tokenizer.model", "specials.json", "tokenizer.json", "chat.json", "chat_template.jinja", "vision.json"}) {
         struct stat extra {};
         if (::stat((directory + "/" + optional).c_str(), &extra) == 0 && S_ISREG(extra.st_mode))
             c->container_bytes_ += static_cast<uint64_t>(extra.st_size);

@@ -36,7 +36,7 @@ bool is_bank_file_name(std::string_view name) {
 // The files a container directory may hold (container-v0 §1).
 bool is_container_file_name(std::string_view name) {
     for (const char* known : {"manifest.json", "trunk.bin", "codebooks.bin", "tokenizer.model", "specials.json",
-                              "chat.json", "chat_template.jinja", "vision.json", "usage.waste"})
+                              "tokenizer.json", "chat.json", "chat_template.jinja", "vision.json", "usage.waste"})
         if (name == known) return true;
     return is_bank_file_name(name);
 }

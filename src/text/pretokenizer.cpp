@@ -24,9 +24,17 @@ size_t next_character(std::string_view text, size_t position) {
 
 }  // namespace
 
-Pretokenizer::Pretokenizer(PatternKind kind) : kind_(kind) { compile(pattern_source(kind)); }
+Pretokenizer::Pretokenizer(PatternKind kind) : kind_(kind), label_(pattern_name(kind)) {
+    compile(pattern_source(kind));
+}
 
-Pretokenizer::Pretokenizer(std::string_view source, PatternKind reported_kind) : kind_(reported_kind) {
+Pretokenizer::Pretokenizer(std::string_view source, PatternKind reported_kind)
+    : kind_(reported_kind), label_(pattern_name(reported_kind)) {
+    compile(source);
+}
+
+Pretokenizer::Pretokenizer(std::string_view source, std::string label)
+    : kind_(PatternKind::o200k), label_(std::move(label)) {
     compile(source);
 }
 
@@ -37,7 +45,7 @@ void Pretokenizer::compile(std::string_view source) {
                                      PCRE2_UTF | PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C, &error_code, &error_offset,
                                      nullptr);
     if (!code)
-        fail(WASTE_ERR_INTERNAL, "pre-tokenizer pattern {}: {} at offset {}", pattern_name(kind_),
+        fail(WASTE_ERR_INTERNAL, "pre-tokenizer pattern {}: {} at offset {}", label_,
              pcre2_message(error_code), error_offset);
     code_ = code;
     // Without JIT (a platform PCRE2 lacks it for) matching still works, slower.
@@ -67,7 +75,7 @@ bool Pretokenizer::Cursor::next(std::string_view& piece) {
             result = pcre2_match(code, subject, text_.size(), position_, PCRE2_NO_UTF_CHECK, match_data, nullptr);
         if (result == PCRE2_ERROR_NOMATCH) break;
         if (result < 0)
-            fail(WASTE_ERR_INTERNAL, "pre-tokenizer {}: matching at byte {} failed: {}", pattern_name(owner_.kind_),
+            fail(WASTE_ERR_INTERNAL, "pre-tokenizer {}: matching at byte {} failed: {}", owner_.label_,
                  position_, pcre2_message(result));
         const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match_data);
         const size_t begin = ovector[0], end = ovector[1];

@@ -44,6 +44,9 @@ public:
     explicit Pretokenizer(PatternKind kind);
     // Any PCRE2 source (for tests); throws naming the pattern on a compile error.
     Pretokenizer(std::string_view source, PatternKind reported_kind);
+    // Any PCRE2 source, named `label` in errors (a tokenizer.json's Split:
+    // hf_pretokenizer.h); kind() is meaningless for it.
+    Pretokenizer(std::string_view source, std::string label);
     ~Pretokenizer();
     Pretokenizer(const Pretokenizer&) = delete;
     Pretokenizer& operator=(const Pretokenizer&) = delete;
@@ -61,6 +64,11 @@ public:
         Cursor& operator=(const Cursor&) = delete;
         // The next piece, or false at the end.
         bool next(std::string_view& piece);
+        // Starts over on another text, keeping the match buffer.
+        void reset(std::string_view text) {
+            text_ = text;
+            position_ = 0;
+        }
 
     private:
         const Pretokenizer& owner_;
@@ -72,6 +80,7 @@ public:
 private:
     void compile(std::string_view source);
     PatternKind kind_;
+    std::string label_;  // names the pattern in errors
     void* code_ = nullptr;  // pcre2_code_8
     bool jit_ = false;
 };

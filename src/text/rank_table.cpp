@@ -48,13 +48,6 @@ bool decode_base64(std::string_view text, std::string& out) {
     return true;
 }
 
-struct ParsedLine {
-    uint32_t rank;
-    uint32_t offset;  // into the parse arena
-    uint32_t length;
-    size_t line;      // 1-based, for errors
-};
-
 // Up to 8 bytes as a little-endian word, zero-padded; a byte loop, since a
 // variable-length memcpy is a library call.
 inline uint64_t read_word(const char* p, size_t n) {
@@ -111,11 +104,10 @@ uint64_t hash_bytes(std::string_view bytes) {
 }
 
 RankTable RankTable::parse(std::string_view text, const std::string& where) {
-    std::vector<ParsedLine> lines;
+    std::vector<Entry> lines;
     std::string scratch;  // decoded bytes of every line, in file order
     size_t line_number = 0;
     size_t position = 0;
-    uint32_t highest = 0;
     while (position < text.size()) {
         size_t end = text.find('\n', position);
         if (end == std::string_view::npos) end = text.size();
@@ -148,9 +140,24 @@ RankTable RankTable::parse(std::string_view text, const std::string& where) {
             fail_format("{} line {}: token of {} bytes, more than {}", where, line_number, length, max_token_bytes);
         lines.push_back({static_cast<uint32_t>(rank), static_cast<uint32_t>(offset), static_cast<uint32_t>(length),
                          line_number});
-        highest = std::max(highest, static_cast<uint32_t>(rank));
     }
+    return from_entries(lines, scratch, where, "line");
+}
+
+RankTable RankTable::from_entries(const std::vector<Entry>& lines, std::string_view scratch, const std::string& where,
+                                  std::string_view unit) {
     if (lines.empty()) fail_format("{}: no ranks", where);
+    uint32_t highest = 0;
+    for (const Entry& entry : lines) {
+        if (entry.rank > max_rank)
+            fail_format("{} {} {}: rank {} is out of range [0, {}]", where, unit, entry.position, entry.rank, max_rank);
+        if (entry.length > max_token_bytes)
+            fail_format("{} {} {}: token of {} bytes, more than {}", where, unit, entry.position, entry.length,
+                        max_token_bytes);
+        if (static_cast<size_t>(entry.offset) + entry.length > scratch.size())
+            fail(WASTE_ERR_INTERNAL, "{} {} {}: token bytes outside the arena", where, unit, entry.position);
+        highest = std::max(highest, entry.rank);
+    }
 
     RankTable table;
     // Lay the tokens out in rank order, refusing a rank given twice.
@@ -158,16 +165,16 @@ RankTable RankTable::parse(std::string_view text, const std::string& where) {
     for (uint32_t i = 0; i < lines.size(); ++i) {
         auto& slot = line_of_rank[lines[i].rank];
         if (slot != UINT32_MAX)
-            fail_format("{} line {}: rank {} was already given on line {}", where, lines[i].line, lines[i].rank,
-                        lines[slot].line);
+            fail_format("{} {} {}: rank {} was already given on {} {}", where, unit, lines[i].position,
+                        lines[i].rank, unit, lines[slot].position);
         slot = i;
     }
     table.arena_.reserve(scratch.size());
     table.ends_.resize(line_of_rank.size());
     for (size_t rank = 0; rank < line_of_rank.size(); ++rank) {
         if (line_of_rank[rank] != UINT32_MAX) {
-            const ParsedLine& entry = lines[line_of_rank[rank]];
-            table.arena_.append(scratch, entry.offset, entry.length);
+            const Entry& entry = lines[line_of_rank[rank]];
+            table.arena_.append(scratch.substr(entry.offset, entry.length));
             table.longest_ = std::max<size_t>(table.longest_, entry.length);
         }
         table.ends_[rank] = static_cast<uint32_t>(table.arena_.size());
@@ -191,9 +198,9 @@ RankTable RankTable::parse(std::string_view text, const std::string& where) {
                 break;
             }
             if (slot.head == head && table.bytes(slot.rank_plus_one - 1) == bytes)
-                fail_format("{} line {}: token \"{}\" (rank {}) was already given on line {} (rank {})", where,
-                            lines[line_of_rank[rank]].line, escape_bytes(bytes), rank,
-                            lines[line_of_rank[slot.rank_plus_one - 1]].line, slot.rank_plus_one - 1);
+                fail_format("{} {} {}: token \"{}\" (rank {}) was already given on {} {} (rank {})", where, unit,
+                            lines[line_of_rank[rank]].position, escape_bytes(bytes), rank, unit,
+                            lines[line_of_rank[slot.rank_plus_one - 1]].position, slot.rank_plus_one - 1);
         }
     }
     for (int byte = 0; byte < 256; ++byte) {

@@ -35,6 +35,20 @@ public:
     // ("model.waste/tokenizer.model").
     static RankTable parse(std::string_view text, const std::string& where);
 
+    // One token of a vocabulary read from another form (a tokenizer.json's
+    // vocab): `position` is its 1-based place there, named in errors as
+    // "<where> <unit> <position>".
+    struct Entry {
+        uint32_t rank;
+        uint32_t offset;  // of its bytes in the arena handed to from_entries
+        uint32_t length;
+        size_t position;
+    };
+    // The same checks and index as parse (ranks up to max_rank, tokens up to
+    // max_token_bytes, no token or rank twice, every single byte present).
+    static RankTable from_entries(const std::vector<Entry>& entries, std::string_view arena, const std::string& where,
+                                  std::string_view unit);
+
     // The rank of exactly these bytes, or no_rank.
     uint32_t find(std::string_view bytes) const;
     uint32_t byte_rank(uint8_t byte) const { return byte_ranks_[byte]; }

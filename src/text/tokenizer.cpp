@@ -9,16 +9,46 @@
 #include "text/utf8.h"
 
 namespace waste::text {
+namespace {
+
+// The specials markup mode cuts at on raw text: all of tiktoken's; of a
+// tokenizer.json's, those not matched on normalised text.
+std::vector<SpecialToken> raw_text_specials(const std::vector<SpecialToken>& specials, const HfPipeline* pipeline) {
+    if (!pipeline) return specials;
+    std::vector<SpecialToken> raw;
+    for (const auto& special : specials)
+        if (!pipeline->matches_normalized(special.id)) raw.push_back(special);
+    return raw;
+}
+
+}  // namespace
 
 Tokenizer::Tokenizer(RankTable ranks, std::vector<SpecialToken> specials, PatternKind pattern, int32_t bos,
                      int32_t eos, int32_t model_vocab)
     : ranks_(std::move(ranks)),
       specials_(std::move(specials)),
       matcher_(specials_),
-      pretokenizer_(pattern),
+      pretokenizer_(std::make_unique<const Pretokenizer>(pattern)),
       bos_(bos),
       eos_(eos),
       model_vocab_(std::max(model_vocab, 0)) {
+    check_specials();
+}
+
+Tokenizer::Tokenizer(RankTable vocab, std::vector<SpecialToken> added_tokens,
+                     std::shared_ptr<const HfPipeline> pipeline, int32_t bos, int32_t eos, int32_t model_vocab)
+    : ranks_(std::move(vocab)),
+      specials_(std::move(added_tokens)),
+      matcher_(raw_text_specials(specials_, pipeline.get())),
+      hf_(std::move(pipeline)),
+      bos_(bos),
+      eos_(eos),
+      model_vocab_(std::max(model_vocab, 0)) {
+    WASTE_CHECK(hf_ != nullptr);
+    check_specials();
+}
+
+void Tokenizer::check_specials() {
     vocab_size_ = std::max(static_cast<int32_t>(ranks_.size()), model_vocab_);
     for (size_t i = 0; i < specials_.size(); ++i) {
         const SpecialToken& special = specials_[i];
@@ -35,8 +65,12 @@ Tokenizer::Tokenizer(RankTable ranks, std::vector<SpecialToken> specials, Patter
 }
 
 void Tokenizer::encode_ordinary(std::string_view text, std::vector<int32_t>& out) const {
+    if (hf_) {
+        hf_->encode(text, false, ranks_, out);
+        return;
+    }
     BpeScratch scratch;
-    Pretokenizer::Cursor cursor(pretokenizer_, text);
+    Pretokenizer::Cursor cursor(*pretokenizer_, text);
     std::string_view piece;
     while (cursor.next(piece)) byte_pair_encode(piece, ranks_, scratch, out);
 }
@@ -49,11 +83,15 @@ void Tokenizer::encode(std::string_view text, bool markup, std::vector<int32_t>&
         encode_ordinary(text, out);
         return;
     }
+    const auto encode_segment = [&](std::string_view segment) {
+        if (hf_) hf_->encode(segment, true, ranks_, out);
+        else encode_ordinary(segment, out);
+    };
     size_t position = 0;
     while (position < text.size()) {
         const auto special = matcher_.find(text, position);
         const size_t end = special ? special->offset : text.size();
-        if (end > position) encode_ordinary(text.substr(position, end - position), out);
+        if (end > position) encode_segment(text.substr(position, end - position));
         if (!special) break;
         out.push_back(special->id);
         position = special->offset + special->length;

@@ -18,13 +18,23 @@
 // model's vocabulary is something the model can generate, so such an id
 // decodes to nothing.
 //
+// A Hugging Face tokenizer.json tokenizer is the same object with an
+// HfPipeline (hf_pipeline.h) in place of the tiktoken pattern and merge
+// rule: the rank table is its vocab (id -> bytes), the specials are its
+// added tokens, and plain segments go through the pipeline (normaliser,
+// splits, merge-priority BPE). Markup mode first cuts at the added tokens
+// that match on raw text, as tiktoken's path does; the pipeline cuts at the
+// ones that match on normalised text.
+//
 // Immutable once built, so one Tokenizer serves any number of threads.
 //
 // Deliberately not here: reading files and choosing the pattern
-// (tokenizer_loader.h), streaming output (detokenizer.h).
+// (tokenizer_loader.h, hf_tokenizer_json.h), streaming output
+// (detokenizer.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/hf_pipeline.h"
 #include "text/pretokenizer.h"
 #include "text/rank_table.h"
 #include "text/specials.h"
@@ -45,6 +56,9 @@ public:
     // none); ids below it that are neither ranks nor specials are reserved.
     Tokenizer(RankTable ranks, std::vector<SpecialToken> specials, PatternKind pattern, int32_t bos = -1,
               int32_t eos = -1, int32_t model_vocab = 0);
+    // A tokenizer.json's: vocab, added tokens, pipeline.
+    Tokenizer(RankTable vocab, std::vector<SpecialToken> added_tokens, std::shared_ptr<const HfPipeline> pipeline,
+              int32_t bos = -1, int32_t eos = -1, int32_t model_vocab = 0);
 
     void encode(std::string_view text, bool markup, std::vector<int32_t>& out) const;
     std::vector<int32_t> encode(std::string_view text, bool markup) const;
@@ -65,7 +79,9 @@ public:
     int32_t eos() const { return eos_; }
     std::optional<int32_t> special_id(std::string_view text) const;
     const std::vector<SpecialToken>& specials() const { return specials_; }
-    PatternKind pattern() const { return pretokenizer_.kind(); }
+    // The tiktoken pattern; meaningless for a tokenizer.json's (hf_pipeline() is set).
+    PatternKind pattern() const { return pretokenizer_ ? pretokenizer_->kind() : PatternKind::o200k; }
+    const HfPipeline* hf_pipeline() const { return hf_.get(); }
     const RankTable& ranks() const { return ranks_; }
 
     // Plain-mode encoding of valid UTF-8 (no check), for the markup loop and
@@ -73,11 +89,13 @@ public:
     void encode_ordinary(std::string_view text, std::vector<int32_t>& out) const;
 
 private:
+    void check_specials();  // ids in range, not ranks, not given twice; sets vocab_size_
     RankTable ranks_;
     std::vector<SpecialToken> specials_;
     std::unordered_map<int32_t, size_t> special_index_;  // id -> index into specials_
-    SpecialMatcher matcher_;
-    Pretokenizer pretokenizer_;
+    SpecialMatcher matcher_;                      // the specials markup mode cuts at before encoding segments
+    std::unique_ptr<const Pretokenizer> pretokenizer_;  // tiktoken's path; null for a tokenizer.json's
+    std::shared_ptr<const HfPipeline> hf_;         // a tokenizer.json's path; null for tiktoken's
     int32_t vocab_size_ = 0;
     int32_t bos_ = -1, eos_ = -1;
     int32_t model_vocab_ = 0;  // ids below it with no bytes are reserved, not refused

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "platform/error.h"
+#include "text/hf_tokenizer_json.h"
 
 namespace waste::text {
 namespace {
@@ -44,9 +45,16 @@ PatternKind default_pattern(const format::ModelConfig& config) {
 }
 
 uint64_t container_tokenizer_file_bytes(const format::Container& container) {
+    // The file load_container_tokenizer reads: tokenizer.model (base64 of
+    // each token's bytes), else tokenizer.json (each byte one character of
+    // the byte-level alphabet, at least one byte of UTF-8).
+    const std::filesystem::path directory(container.directory());
     std::error_code error;
-    const auto bytes = std::filesystem::file_size(std::filesystem::path(container.directory()) / "tokenizer.model", error);
-    return error ? 0 : static_cast<uint64_t>(bytes);
+    for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
+        const auto bytes = std::filesystem::file_size(directory / name, error);
+        if (!error) return static_cast<uint64_t>(bytes);
+    }
+    return 0;
 }
 
 std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Container& container,
@@ -55,8 +63,11 @@ std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Containe
     const fs::path directory(container.directory());
     const fs::path rank_path = directory / "tokenizer.model";
     std::error_code error;
+    if (const fs::path json_path = directory / "tokenizer.json"; fs::exists(json_path, error))
+        return load_container_tokenizer_json(container, json_path.string(), pattern);
     if (!fs::exists(rank_path, error))
-        fail(WASTE_ERR_UNSUPPORTED, "{}: the container has no tokenizer.model, so it cannot turn text into tokens",
+        fail(WASTE_ERR_UNSUPPORTED,
+             "{}: the container has no tokenizer.model or tokenizer.json, so it cannot turn text into tokens",
              container.directory());
     RankTable ranks = RankTable::parse(read_bounded_file(rank_path.string(), max_rank_file_bytes), rank_path.string());
     std::vector<SpecialToken> specials;
@@ -82,6 +93,25 @@ std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Containe
     return std::make_shared<const Tokenizer>(std::move(ranks), std::move(specials),
                                              pattern.value_or(default_pattern(config)), static_cast<int32_t>(bos),
                                              static_cast<int32_t>(eos), config.vocab);
+}
+
+std::shared_ptr<const Tokenizer> load_container_tokenizer_json(const format::Container& container,
+                                                               const std::string& path,
+                                                               std::optional<PatternKind> pattern) {
+    if (pattern)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: a tokenizer.json has its own pre-tokenizer; pattern {} does not apply",
+             path, pattern_name(*pattern));
+    const auto& config = container.config();
+    if (config.bos > max_token_id || config.eos > max_token_id)
+        fail_format("{}: bos_token_id {} / eos_token_id {} out of range", container.directory(), config.bos, config.eos);
+    TokenizerIds ids;
+    ids.bos = config.bos >= 0 ? static_cast<int32_t>(config.bos) : -1;
+    ids.eos = config.eos >= 0 ? static_cast<int32_t>(config.eos) : -1;
+    ids.model_vocab = config.vocab > 0 ? static_cast<int32_t>(std::min<int64_t>(config.vocab, max_token_id + 1)) : 0;
+    auto tokenizer = parse_tokenizer_json(read_bounded_file(path, max_tokenizer_json_bytes), path, ids);
+    if (config.vocab > 0 && tokenizer->vocab_size() > config.vocab)
+        fail_format("{}: id {} is not below config.vocab_size {}", path, tokenizer->vocab_size() - 1, config.vocab);
+    return tokenizer;
 }
 
 std::shared_ptr<const Tokenizer> load_tokenizer_file(const std::string& rank_file_path, PatternKind pattern,

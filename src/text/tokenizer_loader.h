@@ -8,6 +8,11 @@
 // is the Kimi family's format and Kimi's tokenizer.model is the tiktoken rank
 // file it carries. A caller overrides the rule by naming a pattern.
 //
+// A container that holds a tokenizer.json (a converted Hugging Face release:
+// docs/FORMAT.md) is read by hf_tokenizer_json.h instead, with BOS and EOS
+// from config.bos_token_id / eos_token_id (none when absent) and the same
+// vocab_size rule; a pattern cannot be named for it.
+//
 // BOS and EOS (container-v0 §6): BOS is config.bos_token_id, or else the
 // number of ranks (the first id after the vocabulary); EOS is
 // config.eos_token_id, or none. Every rank and special id must be below
@@ -34,15 +39,21 @@ inline constexpr uint64_t max_specials_file_bytes = 16ull << 20;
 
 PatternKind default_pattern(const format::ModelConfig& config);
 
-// WASTE_ERR_UNSUPPORTED "... has no tokenizer.model" for a container without one.
+// WASTE_ERR_UNSUPPORTED "... has no tokenizer.model or tokenizer.json" for a
+// container without either.
 std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Container& container,
                                                           std::optional<PatternKind> pattern);
 
 // The size of the file the container's token bytes are read from
-// (tokenizer.model), 0 without one: every token's bytes are spelled there
+// (tokenizer.model, else tokenizer.json), 0 without one: every token's bytes are spelled there
 // in at least as many characters, so it bounds their total (the memory
 // plan's grammar reserve, grammar/grammar_memory.h).
 uint64_t container_tokenizer_file_bytes(const format::Container& container);
+
+// The container's tokenizer.json at path (the rules above).
+std::shared_ptr<const Tokenizer> load_container_tokenizer_json(const format::Container& container,
+                                                               const std::string& path,
+                                                               std::optional<PatternKind> pattern);
 
 // A rank file and, optionally, the text of a specials.json; no BOS or EOS
 // unless the specials name "[BOS]" / "[EOS]" (Kimi's spelling).
