@@ -45,12 +45,12 @@ PatternKind default_pattern(const format::ModelConfig& config) {
 }
 
 uint64_t container_tokenizer_file_bytes(const format::Container& container) {
-    // The file load_container_tokenizer reads: tokenizer.model (base64 of
-    // each token's bytes), else tokenizer.json (each byte one character of
-    // the byte-level alphabet, at least one byte of UTF-8).
+    // The file load_container_tokenizer reads: tokenizer.json (each byte one
+    // character of the byte-level alphabet, at least one byte of UTF-8),
+    // else tokenizer.model (base64 of each token's bytes).
     const std::filesystem::path directory(container.directory());
     std::error_code error;
-    for (const char* name : {"tokenizer.model", "tokenizer.json"}) {
+    for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
         const auto bytes = std::filesystem::file_size(directory / name, error);
         if (!error) return static_cast<uint64_t>(bytes);
     }

@@ -45,7 +45,7 @@ std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Containe
                                                           std::optional<PatternKind> pattern);
 
 // The size of the file the container's token bytes are read from
-// (tokenizer.model, else tokenizer.json), 0 without one: every token's bytes are spelled there
+// (tokenizer.json, else tokenizer.model), 0 without one: every token's bytes are spelled there
 // in at least as many characters, so it bounds their total (the memory
 // plan's grammar reserve, grammar/grammar_memory.h).
 uint64_t container_tokenizer_file_bytes(const format::Container& container);
