@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -55,7 +56,7 @@ const std::string nested_schema = R"({"type":"object","properties":{
              "note":{"anyOf":[{"type":"string","maxLength":30},{"type":"null"}]}},"required":["sku"]}}},"required":["id","name","items"]})";
 
 TEST(GrammarMemory, ThePlanReservesTheTrieAndEverySlot) {
-    for (const uint32_t grammars : {0u, 1u, 3u}) {
+    for (const uint32_t grammars : {0u, 3u}) {
         waste_test::SynthTokenizer t;
         ASSERT_NO_FATAL_FAILURE(waste_test::open_synth_tokenizer(t, 163840, grammars));
         const json plan = plan_json(t.model);
@@ -140,14 +141,20 @@ TEST(GrammarMemory, AGenerationStaysWithinItsSlot) {
     const auto trie_ptr = t.tokenizer->grammar_slots->trie;
     const auto runs = std::make_shared<const g::RunClasses>(*grammar, *trie_ptr);
     EXPECT_LE(g::grammar_rule_bytes(*grammar) + runs->memory_bytes(), g::max_compiled_grammar_bytes);
+    // The noise is drawn once and read at a random offset each step (drawing
+    // 163,840 normals a step would be most of the test's time).
     std::mt19937_64 random(3);
+    std::normal_distribution<float> normal(0, 3);
+    std::vector<float> noise(2 * 163840);
+    for (float& n : noise) n = normal(random);
     size_t masks = 0, peak = 0;
     for (int generation = 0; generation < 4; ++generation) {
         g::TokenMasker masker(grammar, trie_ptr, runs);
         std::vector<float> logits(163840);
         for (int step = 0; step < 300; ++step) {
-            std::normal_distribution<float> noise(0, 3);
-            for (float& l : logits) l = noise(random);
+            const size_t offset = random() % 163840;
+            std::copy(noise.begin() + static_cast<std::ptrdiff_t>(offset),
+                      noise.begin() + static_cast<std::ptrdiff_t>(offset + 163840), logits.begin());
             if (masker.mask_logits(logits, {}) == 0) break;
             ++masks;
             peak = std::max(peak, masker.memory_bytes());
