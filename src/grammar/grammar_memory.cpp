@@ -20,10 +20,9 @@ uint64_t grammar_rule_bytes(const Grammar& grammar) {
     return n;
 }
 
-uint64_t mask_cache_bytes(uint64_t vocab) {
-    const uint64_t mask = (vocab + 63) / 64 * sizeof(uint64_t) + 64;  // TokenMasker's count per entry
-    return std::min<uint64_t>(512 * mask, 8u << 20);
-}
+uint64_t mask_entry_bytes(uint64_t vocab) { return (vocab + 63) / 64 * sizeof(uint64_t) + 64; }
+
+uint64_t mask_cache_bytes(uint64_t vocab) { return std::min<uint64_t>(512 * mask_entry_bytes(vocab), 8u << 20); }
 
 uint64_t grammar_slot_bytes(uint64_t vocab) {
     const uint64_t mask = (vocab + 63) / 64 * sizeof(uint64_t);

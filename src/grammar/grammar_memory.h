@@ -49,6 +49,10 @@ struct Grammar;
 // What a compiled grammar's rules and classes hold (capacity, not size).
 uint64_t grammar_rule_bytes(const Grammar& grammar);
 
+// One memoised mask in the mask cache: its bit set (a bit per token id)
+// and its hash entry (why 64: the node, the key and a bucket).
+uint64_t mask_entry_bytes(uint64_t vocab);
+
 // The mask cache holds at most this many bytes of memoised masks: up to
 // 512 masks (vocab/8 bytes each), at most 8 MiB; it is cleared when full.
 uint64_t mask_cache_bytes(uint64_t vocab);

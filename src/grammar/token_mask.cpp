@@ -286,8 +286,7 @@ const TokenBits& TokenMasker::allowed() {
         cache_bytes_ = 0;
     }
     if (auto it = cache_.find(state_); it != cache_.end()) return it->second;
-    // A mask and its hash entry (why 64: the node, the key and a bucket).
-    const size_t entry_bytes = (trie_->vocab() + 63) / 64 * sizeof(uint64_t) + 64;
+    const size_t entry_bytes = mask_entry_bytes(trie_->vocab());
     if (cache_bytes_ + entry_bytes > mask_cache_bytes(trie_->vocab())) {
         cache_.clear();
         cache_bytes_ = 0;
