@@ -914,6 +914,20 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
 WASTE_API waste_status waste_chat_render_json(const waste_model* model, const char* request_json, size_t length,
                                               const char* options_json, char** out_json, waste_error* error);
 
+/* The bytes of one image reference as a chat request carries it
+ * (k3-chat.md §10): a base64 `data:` URL; with WASTE_IMAGE_LOCAL_FILES in
+ * flags (the server's --allow-local-images) also a path or `file://` URL.
+ * `http://` and `https://` URLs are never fetched. *out_bytes holds
+ * *out_size bytes plus a NUL (waste_string_free); at most 64 MiB. A refused
+ * reference is WASTE_ERR_INVALID_ARGUMENT with *out_error_json (when
+ * out_error_json is not NULL) OpenAI's error object as waste_chat_render_json
+ * gives, code "invalid_image_url" (not base64, not a data: URL or path),
+ * "image_url_not_fetched", "local_images_disallowed" or "invalid_image" (a
+ * file that cannot be read, or too large). */
+#define WASTE_IMAGE_LOCAL_FILES 1u
+WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, uint32_t flags, char** out_bytes,
+                                               size_t* out_size, char** out_error_json, waste_error* error);
+
 /* Reads a generated reply back by token id (k3-chat.md §12): reasoning,
  * content and tool calls, incrementally. A token is structure only if its id
  * is one of the four XTML marker ids; everything else is text (its bytes, an

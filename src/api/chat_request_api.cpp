@@ -13,6 +13,7 @@
 #include "api/model_handle.h"
 #include "chat/chat_json_render.h"
 #include "chat/chat_request.h"
+#include "chat/image_source.h"
 #include "chat/segments.h"
 #include "chat/xtml_render.h"
 #include "chat/xtml_reply.h"
@@ -172,6 +173,27 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
             *out_json = to_c_string(dump(out));
         } catch (const waste::chat::RequestError& refused) {
             *out_json = to_c_string(dump(error_object(refused.what(), refused.param(), refused.code())));
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}", refused.what());
+        }
+    });
+}
+
+waste_status waste_image_source_read(const char* ref, size_t length, uint32_t flags, char** out_bytes, size_t* out_size,
+                                     char** out_error_json, waste_error* error) {
+    return guarded(error, [&] {
+        if (out_bytes) *out_bytes = nullptr;
+        if (out_size) *out_size = 0;
+        if (out_error_json) *out_error_json = nullptr;
+        if ((!ref && length) || !out_bytes || !out_size)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_image_source_read: ref, out_bytes and out_size are required");
+        if (flags & ~WASTE_IMAGE_LOCAL_FILES) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_image_source_read: unknown flags 0x{:x}", flags);
+        try {
+            const std::string bytes =
+                waste::chat::read_image_source(std::string_view(ref ? ref : "", length), (flags & WASTE_IMAGE_LOCAL_FILES) != 0);
+            *out_bytes = to_c_string(bytes);
+            *out_size = bytes.size();
+        } catch (const waste::chat::RequestError& refused) {
+            if (out_error_json) *out_error_json = to_c_string(dump(error_object(refused.what(), refused.param(), refused.code())));
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}", refused.what());
         }
     });

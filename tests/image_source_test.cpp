@@ -1,0 +1,101 @@
+// image_source_test.cpp — where a chat request's image bytes come from
+// (k3-chat.md §10, waste_image_source_read): base64 data: URLs always,
+// paths and file:// URLs only when allowed, http(s) never; every refusal
+// with OpenAI's error object and its code. Exact comparisons: bytes are bytes.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+#include "waste/waste.h"
+
+namespace {
+
+struct Read {
+    waste_status status = WASTE_OK;
+    std::string bytes, code, message;
+};
+
+Read read_source(const std::string& ref, uint32_t flags = 0) {
+    Read out;
+    char* bytes = nullptr;
+    size_t size = 0;
+    char* error_json = nullptr;
+    waste_error error{};
+    out.status = waste_image_source_read(ref.data(), ref.size(), flags, &bytes, &size, &error_json, &error);
+    if (bytes) out.bytes.assign(bytes, size);
+    if (error_json) {
+        const auto parsed = nlohmann::json::parse(error_json);
+        out.code = parsed.value("code", nlohmann::json()).is_string() ? parsed["code"].get<std::string>() : "";
+        EXPECT_EQ(parsed.value("param", ""), "messages");
+        EXPECT_EQ(parsed.value("message", ""), error.message);
+    }
+    out.message = error.message;
+    waste_string_free(bytes);
+    waste_string_free(error_json);
+    return out;
+}
+
+TEST(ImageSource, Base64DataUrlsDecodeToTheirBytes) {
+    // "\x89PNG\r\n\x1a\n\0\xff" in base64
+    const Read r = read_source("data:image/png;base64,iVBORw0KGgoA/w==");
+    ASSERT_EQ(r.status, WASTE_OK) << r.message;
+    EXPECT_EQ(r.bytes, std::string("\x89PNG\r\n\x1a\n\0\xff", 10));
+    EXPECT_EQ(read_source("DATA:;BASE64,AAEC").bytes, std::string("\0\1\2", 3)) << "scheme and ;base64 are case-insensitive";
+}
+
+TEST(ImageSource, RefusalsCarryTheirCode) {
+    const struct {
+        std::string ref, code;
+    } cases[] = {
+        {"data:image/png,rawbytes", "invalid_image_url"},           // not base64
+        {"data:image/png;base64", "invalid_image_url"},             // no comma
+        {"data:image/png;base64,iVBORw0KGgo", "invalid_image_url"},  // length not a multiple of 4
+        {"data:image/png;base64,iV!ORw0K", "invalid_image_url"},     // outside the alphabet
+        {"https://example.com/cat.png", "image_url_not_fetched"},
+        {"HTTP://10.0.0.1/x.png", "image_url_not_fetched"},
+        {"ftp://example.com/x.png", "invalid_image_url"},
+        {"", "invalid_image_url"},
+        {"/etc/hostname", "local_images_disallowed"},
+        {"file:///etc/hostname", "local_images_disallowed"},
+    };
+    for (const auto& c : cases) {
+        const Read r = read_source(c.ref);
+        EXPECT_EQ(r.status, WASTE_ERR_INVALID_ARGUMENT) << c.ref;
+        EXPECT_EQ(r.code, c.code) << c.ref << ": " << r.message;
+        EXPECT_TRUE(r.bytes.empty());
+    }
+    // A long data: URL is quoted, not echoed whole.
+    const Read long_one = read_source("data:image/png;base64," + std::string(100000, '!'));
+    EXPECT_LT(long_one.message.size(), 300u) << long_one.message;
+}
+
+TEST(ImageSource, LocalFilesOnlyWhenAllowedAndBounded) {
+    waste_test::TempDir tmp;
+    const std::string path = (tmp / "img.bin").string();
+    waste_test::write_file(path, std::string("GIF89a\0\1", 8));
+    for (const std::string& ref : {path, "file://" + path}) {
+        const Read r = read_source(ref, WASTE_IMAGE_LOCAL_FILES);
+        ASSERT_EQ(r.status, WASTE_OK) << ref << ": " << r.message;
+        EXPECT_EQ(r.bytes, std::string("GIF89a\0\1", 8));
+    }
+    EXPECT_EQ(read_source((tmp / "missing.png").string(), WASTE_IMAGE_LOCAL_FILES).code, "invalid_image");
+    EXPECT_EQ(read_source(tmp.path().string(), WASTE_IMAGE_LOCAL_FILES).code, "invalid_image") << "a directory";
+    // Over 64 MiB (a sparse file: nothing is written) is refused, not read whole.
+    const std::string big = (tmp / "big.png").string();
+    waste_test::write_file(big, "x");
+    ASSERT_EQ(::truncate(big.c_str(), (off_t{64} << 20) + 1), 0);
+    const Read r = read_source(big, WASTE_IMAGE_LOCAL_FILES);
+    EXPECT_EQ(r.code, "invalid_image");
+    EXPECT_NE(r.message.find("larger than"), std::string::npos) << r.message;
+    waste_error error{};
+    char* bytes = nullptr;
+    size_t size = 0;
+    EXPECT_EQ(waste_image_source_read("x", 1, 2, &bytes, &size, nullptr, &error), WASTE_ERR_INVALID_ARGUMENT) << "unknown flag";
+}
+
+}  // namespace
