@@ -5,7 +5,9 @@
 // hostile vision.json / tensor cases refused with the key or tensor named.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -16,6 +18,7 @@
 #include "format/container.h"
 #include "format/container_writer.h"
 #include "format/vision_config.h"
+#include "kernels/trunk_matmul.h"
 #include "model/vision_tower.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
@@ -258,6 +261,63 @@ TEST_F(VisionTest, HostileVisionTensors) {
         waste::format::derive_trunk_layout(t, t.name);
     }, "vision_tower.encoder.blocks.0.wqkv.weight: shape [120, 40] is not the expected [144, 40]");
     refused([&](auto& m) { m.tensor_prefix = "vision_"; }, "is inside the text tensor_prefix \"vision_\"");
+}
+
+}  // namespace
+
+namespace {
+
+// The tower's time at K3's shape (D 1024, nh 12, Q 1536, I 4096, 27 blocks,
+// TH 7168, Q8G) on 1,024 patches, beside its FLOP count and the trunk
+// matmul kernel's own rate on a tower-sized product. Not part of the suite
+// (it writes a ~470 MB container): WASTE_VISION_BENCH=1 runs it; threads
+// from WASTE_VISION_BENCH_THREADS (default 2).
+TEST(VisionBench, K3ShapeOn1024Patches) {
+    if (!std::getenv("WASTE_VISION_BENCH")) GTEST_SKIP() << "set WASTE_VISION_BENCH=1 to run";
+    const char* threads_text = std::getenv("WASTE_VISION_BENCH_THREADS");
+    const unsigned threads = threads_text ? static_cast<unsigned>(std::atoi(threads_text)) : 2u;
+    waste_test::TempDir dir;
+    const std::string path = (dir / "k3-tower.waste").string();
+    waste::synth::SynthOptions options;
+    options.preset = "tiny-k3";
+    options.overrides = {{"hidden_size", 7168},
+                         {"num_hidden_layers", 1},
+                         {"vision",
+                          {{"vt_hidden_size", 1024}, {"vt_num_attention_heads", 12}, {"qkv_hidden_size", 1536},
+                           {"vt_intermediate_size", 4096}, {"vt_num_hidden_layers", 27}, {"init_pos_emb_height", 64},
+                           {"init_pos_emb_width", 64}, {"max_patches", 1024}}}};
+    waste::synth::write_synthetic_container(path, options);
+    const auto container = Container::open(path, {.want_direct_io = false});
+    const VisionConfig vision = *waste::format::read_vision_config(path, container->config());
+    const auto tower = VisionTower::load(*container, vision);
+    waste::platform::ThreadPool pool(threads);
+
+    // FLOPs (2 per multiply-add) at L = 1024 patches, N = 256 tokens.
+    const double L = 1024, N = 256, D = 1024, Q = 1536, I = 4096, TH = 7168, blocks = 27;
+    const double projections = 2 * L * 588 * D + blocks * 2 * L * (D * 3 * Q + Q * D + 2 * D * I) +
+                               2 * N * (4 * D * 4 * D + 4 * D * TH);
+    const double attention = blocks * 2 * (2 * L * L * Q);
+    std::vector<float> in(static_cast<size_t>(L) * waste::format::vision_patch_values);
+    std::mt19937 random(1);
+    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+    for (float& v : in) v = value(random);
+
+    // The kernel alone: fc0 of block 0 ([4096, 1024] Q8G) over 1024 patches.
+    const waste::format::TensorSet fc0_set = container->load_tensors({"vision_tower.encoder.blocks.0.mlp.fc0.weight"});
+    const waste::format::LoadedTensor& fc0 = fc0_set.tensors.begin()->second;
+    std::vector<float> x(static_cast<size_t>(L * D), 0.5f), y(static_cast<size_t>(L * I));
+    const auto k0 = std::chrono::steady_clock::now();
+    waste::kernels::matmul(pool, fc0, x.data(), static_cast<size_t>(D), static_cast<size_t>(L), y.data(), static_cast<size_t>(I));
+    const double kernel_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - k0).count();
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<float> e = tower->embed(pool, in, 32, 32);
+    const double tower_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(e.size(), static_cast<size_t>(N * TH));
+    std::printf("K3 tower, 1024 patches (32x32), %u threads: %.2f s; %.1f GFLOP (%.1f projections + %.1f attention) = "
+                "%.1f GFLOP/s; trunk matmul alone ([4096,1024] Q8G x 1024 tokens): %.1f GFLOP/s; tower weights %.0f MB\n",
+                threads, tower_s, (projections + attention) / 1e9, projections / 1e9, attention / 1e9,
+                (projections + attention) / 1e9 / tower_s, 2 * L * D * I / 1e9 / kernel_s, tower->weight_bytes() / 1e6);
 }
 
 }  // namespace

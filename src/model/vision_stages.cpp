@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/elementwise.h"
 
 namespace waste::model::vision {
 
@@ -67,28 +66,21 @@ void apply_rope(const RopeTable& table, size_t patch, float* v) {
     }
 }
 
-void attend_head(const float* q, const float* k, const float* v, size_t stride, size_t L, int hd, float* out,
-                 size_t out_stride, float* scores) {
-    const kernels::Isa isa = kernels::active_isa();
+void softmax_rows(float* scores, size_t L, int hd, size_t row_begin, size_t row_end) {
     const float inv_sqrt = 1.0f / std::sqrt(static_cast<float>(hd));
-    for (size_t p = 0; p < L; ++p) {
+    for (size_t p = row_begin; p < row_end; ++p) {
+        float* row = scores + p * L;
         float max_score = -INFINITY;
         for (size_t r = 0; r < L; ++r) {
-            scores[r] = kernels::dot(isa, q + p * stride, k + r * stride, hd) * inv_sqrt;
-            max_score = std::max(max_score, scores[r]);
+            row[r] *= inv_sqrt;
+            max_score = std::max(max_score, row[r]);
         }
         float total = 0;
         for (size_t r = 0; r < L; ++r) {
-            scores[r] = std::exp(scores[r] - max_score);
-            total += scores[r];
+            row[r] = std::exp(row[r] - max_score);
+            total += row[r];
         }
-        float* o = out + p * out_stride;
-        std::fill(o, o + hd, 0.0f);
-        for (size_t r = 0; r < L; ++r) {
-            const float a = scores[r] / total;
-            const float* vr = v + r * stride;
-            for (int d = 0; d < hd; ++d) o[d] += a * vr[d];
-        }
+        for (size_t r = 0; r < L; ++r) row[r] /= total;
     }
 }
 

@@ -1,6 +1,6 @@
 // vision_stages.h — the per-patch arithmetic of the vision tower that is not
 // a matmul (vision.md §3): the position-grid resize, the 2-D RoPE, one head
-// of full attention, the 2×2 merge and the two GELUs. Plain scalar loops in
+// of attention's softmax, the 2×2 merge and the two GELUs. Plain scalar loops in
 // f32, written to be read next to the spec.
 #pragma once
 
@@ -24,11 +24,10 @@ RopeTable rope_table(int gh, int gw, int head_dim);
 // Rotates the pairs of one head vector (hd values) of patch p.
 void apply_rope(const RopeTable& table, size_t patch, float* v);
 
-// §3.3, one head: out[p] = Σ_r softmax_r(q[p]·k[r]/sqrt(hd)) v[r] over all L
-// patches. q, k, v, out rows are `stride` apart (the packed qkv layout);
-// scores: L floats of scratch.
-void attend_head(const float* q, const float* k, const float* v, size_t stride, size_t L, int hd, float* out,
-                 size_t out_stride, float* scores);
+// §3.3, one head's probabilities in place: scores [L][L] (q·k, unscaled)
+// become softmax over each row of score/sqrt(hd), the row max subtracted.
+// Rows [row_begin, row_end).
+void softmax_rows(float* scores, size_t L, int hd, size_t row_begin, size_t row_end);
 
 // §3.4: Z [gh·gw][D] → M [(gh/2)·(gw/2)][4D], each cell top-left,
 // top-right, bottom-left, bottom-right.

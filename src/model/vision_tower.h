@@ -4,9 +4,9 @@
 // Loaded only when asked: a text-only open never reads or counts these
 // tensors (they live outside tensor_prefix). Matrices stay in their stored
 // format and go through the trunk matmul kernel; norms are f32 vectors.
-// Every projection is the trunk kernel (each output row by one thread, in
-// one order) and attention is split over heads, each head by one thread: any
-// thread count gives the same bits.
+// Every product — projections and attention's q·k and A·v — is the trunk
+// matmul kernel, each output element computed whole by one thread in one
+// order: any thread count gives the same bits.
 //
 // Deliberately not here: decoding and resizing pictures (src/image/), the
 // splice into the token stream (the engine), the stage arithmetic
