@@ -19,6 +19,7 @@
 #include "format/container_writer.h"
 #include "format/vision_config.h"
 #include "kernels/trunk_matmul.h"
+#include "model/vision_attention.h"
 #include "model/vision_tower.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
@@ -149,6 +150,25 @@ TEST_F(VisionTest, SameBitsAtAnyThreadCount) {
         if (first.empty()) first = e;
         ASSERT_EQ(0, std::memcmp(e.data(), first.data(), e.size() * sizeof(float))) << threads << " threads";
     }
+}
+
+// Queries in blocks (the score scratch bound, query_block) give what one
+// block of every query gives, within the kernel's rounding.
+TEST(VisionAttention, QueryBlocksAgreeWithOneBlock) {
+    const size_t L = 32, Q = 48;
+    const int heads = 4, hd = 12;
+    std::mt19937 random(3);
+    std::normal_distribution<float> value(0.0f, 1.0f);
+    std::vector<float> qkv(L * 3 * Q);
+    for (float& v : qkv) v = value(random);
+    waste::platform::ThreadPool pool(2);
+    std::vector<float> whole, blocked;
+    waste::model::vision::attend(pool, qkv, L, Q, heads, hd, L, whole);
+    waste::model::vision::attend(pool, qkv, L, Q, heads, hd, 5, blocked);
+    ASSERT_EQ(whole.size(), blocked.size());
+    for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(whole[i], blocked[i], 1e-6f) << i;
+    EXPECT_EQ(waste::model::vision::query_block(1024), 1024u);
+    EXPECT_EQ(waste::model::vision::query_block(size_t{1} << 20), 4u);
 }
 
 TEST_F(VisionTest, TextOnlyOpenNeitherReadsNorCountsTheTower) {

@@ -5,6 +5,7 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/trunk_matmul.h"
+#include "model/vision_attention.h"
 #include "model/vision_stages.h"
 #include "platform/error.h"
 
@@ -22,42 +23,6 @@ void rms_rows(const std::vector<float>& x, const std::vector<float>& w, float ep
     const size_t n = w.size();
     out.resize(rows * n);
     for (size_t r = 0; r < rows; ++r) kernels::rmsnorm(kernels::active_isa(), &x[r * n], w.data(), eps, n, &out[r * n]);
-}
-
-// An f32 array [rows][cols] as a trunk tensor, so that the matmul kernel can
-// take it as its weight (attention's keys and values).
-format::LoadedTensor f32_tensor(const std::vector<float>& values, int64_t rows, int64_t cols, format::TrunkTensor& info) {
-    info = format::TrunkTensor{};
-    info.name = "vision attention operand";
-    info.fmt = format::TrunkFormat::f32;
-    info.shape = {rows, cols};
-    info.bytes = values.size() * sizeof(float);
-    format::derive_trunk_layout(info, info.name);
-    return {&info, {reinterpret_cast<const uint8_t*>(values.data()), info.bytes}, {}};
-}
-
-// §3.3 attention of every head over all L patches, through the matmul
-// kernel: S = q_h K_hᵀ, softmax per row, o_h = S V_h. Heads one after the
-// other, each product's rows split over the pool (each output element whole
-// by one thread: any thread count gives the same bits).
-void attend(platform::ThreadPool& pool, const std::vector<float>& qkv, size_t L, size_t Q, int heads, int hd,
-            std::vector<float>& out) {
-    std::vector<float> keys(L * hd), values_t(hd * L), scores(L * L);
-    format::TrunkTensor key_info, value_info;
-    out.resize(L * Q);
-    for (int h = 0; h < heads; ++h) {
-        const size_t q_at = static_cast<size_t>(h) * hd, k_at = Q + q_at, v_at = 2 * Q + q_at;
-        for (size_t r = 0; r < L; ++r)
-            for (int d = 0; d < hd; ++d) {
-                keys[r * hd + d] = qkv[r * 3 * Q + k_at + d];
-                values_t[d * L + r] = qkv[r * 3 * Q + v_at + d];
-            }
-        const format::LoadedTensor k = f32_tensor(keys, static_cast<int64_t>(L), hd, key_info);
-        const format::LoadedTensor v = f32_tensor(values_t, hd, static_cast<int64_t>(L), value_info);
-        kernels::matmul(pool, k, &qkv[q_at], 3 * Q, L, scores.data(), L);
-        pool.parallel_for(L, [&](size_t begin, size_t end) { vision::softmax_rows(scores.data(), L, hd, begin, end); });
-        kernels::matmul(pool, v, scores.data(), L, L, &out[q_at], Q);
-    }
 }
 
 }  // namespace
@@ -130,7 +95,7 @@ std::vector<float> VisionTower::embed(platform::ThreadPool& pool, std::span<cons
                 vision::apply_rope(rope, p, &qkv[p * 3 * Q + static_cast<size_t>(h) * hd]);
                 vision::apply_rope(rope, p, &qkv[p * 3 * Q + Q + static_cast<size_t>(h) * hd]);
             }
-        attend(pool, qkv, L, Q, c.heads, hd, attended);
+        vision::attend(pool, qkv, L, Q, c.heads, hd, vision::query_block(L), attended);
         project(pool, *w.wo, attended, L, delta);
         for (size_t i = 0; i < x.size(); ++i) x[i] += delta[i];
         // MLP: fc0 → tanh GELU → fc1.

@@ -9,8 +9,8 @@
 // order: any thread count gives the same bits.
 //
 // Deliberately not here: decoding and resizing pictures (src/image/), the
-// splice into the token stream (the engine), the stage arithmetic
-// (vision_stages.h).
+// splice into the token stream (the engine), attention (vision_attention.h)
+// and the other stages' arithmetic (vision_stages.h).
 #pragma once
 
 #include <cstdint>
