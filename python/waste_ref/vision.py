@@ -97,6 +97,12 @@ def rope(v, gh, gw):
     return out
 
 
+def merge_2x2(z):
+    """§3.4 on Z [gh, gw, D]: cell (a, c) = [Z[2a][2c], Z[2a][2c+1], Z[2a+1][2c], Z[2a+1][2c+1]], row-major."""
+    gh, gw, D = z.shape
+    return torch.cat([z[0::2, 0::2], z[0::2, 1::2], z[1::2, 0::2], z[1::2, 1::2]], dim=-1).reshape(gh * gw // 4, 4 * D)
+
+
 def gelu_tanh(z):
     return 0.5 * z * (1 + torch.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ** 3)))
 
@@ -120,9 +126,7 @@ def embed(tower, pixels, gh, gw):
         o = torch.einsum("hpr,rhd->phd", a, v).reshape(L, Q)
         x = x + o @ blk["wo"].T
         x = x + gelu_tanh(rms(x, blk["norm1"], EPS_TOWER) @ blk["fc0"].T) @ blk["fc1"].T
-    z = rms(x, tower["final_norm"], EPS_TOWER).reshape(gh, gw, D)
-    # §3.4: cell (a, c) = [Z[2a][2c], Z[2a][2c+1], Z[2a+1][2c], Z[2a+1][2c+1]]
-    m = torch.cat([z[0::2, 0::2], z[0::2, 1::2], z[1::2, 0::2], z[1::2, 1::2]], dim=-1).reshape(L // 4, 4 * D)
+    m = merge_2x2(rms(x, tower["final_norm"], EPS_TOWER).reshape(gh, gw, D))
     e = gelu_erf(m @ tower["proj0"].T) @ tower["proj2"].T
     return rms(e, tower["post_norm"], EPS_PROJECTOR)
 
