@@ -25,6 +25,14 @@ void rms_rows(const std::vector<float>& x, const std::vector<float>& w, float ep
     for (size_t r = 0; r < rows; ++r) kernels::rmsnorm(kernels::active_isa(), &x[r * n], w.data(), eps, n, &out[r * n]);
 }
 
+// v[i] = f(v[i]), split over the pool (each element on its own: same bits
+// at any thread count). The tanh GELU runs over L × I values per block.
+void map_values(platform::ThreadPool& pool, std::vector<float>& v, float (*f)(float)) {
+    pool.parallel_for(v.size(), [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) v[i] = f(v[i]);
+    }, 1024);
+}
+
 }  // namespace
 
 const format::LoadedTensor* VisionTower::matrix(const format::VisionTensorSpec& spec) {
@@ -101,7 +109,7 @@ std::vector<float> VisionTower::embed(platform::ThreadPool& pool, std::span<cons
         // MLP: fc0 → tanh GELU → fc1.
         rms_rows(x, w.norm1, format::vision_tower_eps, L, y);
         project(pool, *w.fc0, y, L, hidden);
-        for (float& v : hidden) v = vision::gelu_tanh(v);
+        map_values(pool, hidden, vision::gelu_tanh);
         project(pool, *w.fc1, hidden, L, delta);
         for (size_t i = 0; i < x.size(); ++i) x[i] += delta[i];
     }
@@ -111,7 +119,7 @@ std::vector<float> VisionTower::embed(platform::ThreadPool& pool, std::span<cons
     const size_t N = L / 4;
     const std::vector<float> merged = vision::merge_2x2(y, gh, gw, c.hidden);
     project(pool, *proj0_, merged, N, hidden);
-    for (float& v : hidden) v = vision::gelu_erf(v);
+    map_values(pool, hidden, vision::gelu_erf);
     project(pool, *proj2_, hidden, N, delta);
     std::vector<float> e;
     rms_rows(delta, post_norm_, format::vision_projector_eps, N, e);
