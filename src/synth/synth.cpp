@@ -35,6 +35,7 @@ constexpr float q3_code_variance = 3.5f;
 constexpr float q4_code_variance = 17.5f;
 constexpr float q8_code_variance = 5397.5f;
 constexpr uint16_t subnormal_scale = 0x0032;  // 50 * 2^-24 ≈ 3e-6, below f16's smallest normal 6.1e-5
+constexpr uint16_t largest_subnormal_scale = 0x03FF;  // 1023 * 2^-24 ≈ 6.1e-5
 constexpr float expert_gate_gain = 1.0f;
 
 // Reports progress; a false from the callback cancels.
@@ -126,6 +127,8 @@ void write_quantized(format::ContainerWriter& writer, const TensorPlan& plan, ui
         // Group scales vary (0.5x to 1.5x) so that a reader using the wrong group's scale is caught.
         for (uint16_t& scale : scales) scale = format::f32_to_f16(base_scale * (0.5f + random.uniform()));
         if (row == 0 && plan.subnormal_first_scale) scales[0] = subnormal_scale;
+        if (row == 0 && plan.subnormal_first_row)
+            std::fill_n(scales.begin(), t.groups_per_row, largest_subnormal_scale);
         writer.add_trunk_encoded_rows(payload, scales);
         progress.report(writer.bytes_written());
     }

@@ -48,7 +48,7 @@ void plan_vision(const nlohmann::ordered_json& vision, const format::ModelConfig
             t.shape = {spec.rows, spec.cols};
             const bool writes_residual = spec.name.ends_with(".wo.weight") || spec.name.ends_with(".fc1.weight");
             t.std = (writes_residual ? residual : 1.0f) / std::sqrt(static_cast<float>(spec.cols));
-            t.subnormal_first_scale = true;
+            t.subnormal_first_row = true;
         }
         out.push_back(std::move(t));
     }

@@ -8,8 +8,9 @@
 // (588, 160), a non-square position grid (6 rows × 4 columns, even so that
 // an image may use it unresized, taller than wide so that a height/width
 // swap shows; stored F32 as [6, 4, D]: the 3-D form an F32 tensor may
-// keep), Q8G group 128 with a subnormal f16
-// scale in the first group of every matrix, F32 norms, two blocks.
+// keep), Q8G group 128 with subnormal f16 scales on the whole first row of
+// every matrix (a reader flushing them to zero is visibly off), F32 norms,
+// two blocks.
 // Values as synth_tensors.h's: projections ~ N(0, 1/fan_in), the residual
 // writers (wo, fc1) further by 1/sqrt(blocks), norms 1 ± 0.1.
 #pragma once
