@@ -40,14 +40,24 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 ctest --preset tsan -j "$jobs"
 
-echo "== fuzzing (${fuzz_seconds}s per target, asan+ubsan)"
-shopt -s nullglob
-for fuzzer in build/asan/*_fuzz; do
+echo "== fuzzing (${fuzz_seconds}s per target, asan+ubsan, $jobs targets at a time)"
+# Each libFuzzer process is single-threaded: running one per core gives every
+# target its full time in a fraction of the wall clock.
+fuzz_one() {
+  local fuzzer=$1 seconds=$2 name corpus status
   name=$(basename "$fuzzer")
   corpus="build/asan/corpus-$name"
   mkdir -p "$corpus"
   [ -d "fuzz/seeds/$name" ] && cp -n fuzz/seeds/"$name"/* "$corpus"/ 2>/dev/null || true
-  echo "-- $name"
-  "$fuzzer" -max_total_time="$fuzz_seconds" -print_final_stats=1 "$corpus" 2>&1 | tail -n 12
-done
+  status=0
+  "$fuzzer" -max_total_time="$seconds" -print_final_stats=1 "$corpus" > "build/asan/$name.log" 2>&1 || status=$?
+  { echo "-- $name (exit $status)"; tail -n 12 "build/asan/$name.log"; }
+  return $status
+}
+export -f fuzz_one
+shopt -s nullglob
+fuzzers=(build/asan/*_fuzz)
+if [ ${#fuzzers[@]} -gt 0 ]; then
+  printf '%s\n' "${fuzzers[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one "$1" "$2"' _ {} "$fuzz_seconds"
+fi
 echo "== all tests passed"

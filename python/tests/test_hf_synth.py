@@ -100,7 +100,7 @@ class Checkpoints(unittest.TestCase):
         cfg, text = hf_synth.load_config(d)
         self.assertIn("text_config", cfg)
         self.assertEqual(text["num_shared_experts"], 2)
-        self.assertTrue(all(n.startswith("language_model.") or n.startswith("vision_tower.") for n in wm))
+        self.assertTrue(all(n.startswith(("language_model.", "vision_tower.", "mm_projector.")) for n in wm))
         self.assertIn("language_model.model.layers.1.block_sparse_moe.experts.3.w2.weight_packed", wm)
         with open(os.path.join(d, "tokenizer_config.json")) as f:
             tok = json.load(f)

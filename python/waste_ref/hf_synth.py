@@ -117,6 +117,50 @@ def quantization_config(experts_format, trunk_format):
     return None
 
 
+def vision_config(text_hidden):
+    """A tiny K3-style vision_config (vision.md §1.1): Q != D, hd % 4 == 0, a
+    non-square stored position grid, and a patch embedding of 112 x 588 =
+    65,856 values, just past the size the converter quantises (Q8G) — the
+    rest stays F32. `_` keys are the release's own and must not reach
+    vision.json."""
+    return {"vt_hidden_size": 112, "vt_num_attention_heads": 2, "qkv_hidden_size": 48,
+            "vt_intermediate_size": 64, "vt_num_hidden_layers": 2, "init_pos_emb_height": 3,
+            "init_pos_emb_width": 5, "patch_size": 14, "text_hidden_size": text_hidden,
+            "vt_rms_eps": 1.1920928955078125e-07, "_attn_implementation": "sdpa"}
+
+
+# The release's preprocessor_config.json (vision.md §1.1). Not K3's 0.5s, so
+# that a converter copying them can be told from one writing its defaults.
+PREPROCESSOR_CONFIG = {"media_proc_cfg": {"patch_size": 14, "in_patch_limit": 65536, "patch_limit_on_one_side": 512,
+                                          "image_mean": [0.48, 0.5, 0.52], "image_std": [0.25, 0.5, 0.75]}}
+
+
+def vision_tensors(vc, rng):
+    """The tower and projector in the release's shapes (conv kernel 4-D,
+    position grid 3-D), kind "other" (bf16)."""
+    D, Q, I, TH = vc["vt_hidden_size"], vc["qkv_hidden_size"], vc["vt_intermediate_size"], vc["text_hidden_size"]
+    h, w = vc["init_pos_emb_height"], vc["init_pos_emb_width"]
+
+    def mat(*shape):
+        return rng.standard_normal(shape) / np.sqrt(shape[-1] if len(shape) == 2 else np.prod(shape[1:]))
+
+    def norm(n):
+        return 1.0 + 0.1 * rng.standard_normal(n)
+
+    out = [("vision_tower.patch_embed.proj.weight", mat(D, 3, 14, 14), "other"),
+           ("vision_tower.patch_embed.pos_emb.weight", 0.1 * rng.standard_normal((h, w, D)), "other")]
+    for b in range(vc["vt_num_hidden_layers"]):
+        p = f"vision_tower.encoder.blocks.{b}."
+        out += [(p + "norm0.weight", norm(D), "other"), (p + "wqkv.weight", mat(3 * Q, D), "other"),
+                (p + "wo.weight", mat(D, Q), "other"), (p + "norm1.weight", norm(D), "other"),
+                (p + "mlp.fc0.weight", mat(I, D), "other"), (p + "mlp.fc1.weight", mat(D, I), "other")]
+    out += [("vision_tower.encoder.final_layernorm.weight", norm(D), "other"),
+            ("mm_projector.proj.0.weight", mat(4 * D, 4 * D), "other"),
+            ("mm_projector.proj.2.weight", mat(TH, 4 * D), "other"),
+            ("mm_projector.post_norm.weight", norm(TH), "other")]
+    return out
+
+
 def config_json(model, ranks, experts_format="bf16", trunk_format="bf16"):
     """The release's config.json: flat for Kimi-Linear, text_config nested for K3."""
     text = _text_config(model, ranks)
@@ -126,7 +170,7 @@ def config_json(model, ranks, experts_format="bf16", trunk_format="bf16"):
     else:
         out = {"architectures": ["KimiK3ForConditionalGeneration"], "model_type": "kimi_k3",
                "text_config": text, "media_placeholder_token_id": ranks + 8, "torch_dtype": "bfloat16",
-               "vision_config": {"hidden_size": 64, "patch_size": 14, "num_hidden_layers": 1}}
+               "vision_config": vision_config(text["hidden_size"])}
     if q:
         out["quantization_config"] = q
     return out
@@ -341,8 +385,8 @@ def write_checkpoint(out_dir, model="k3", seed=1, shards=3, experts_format="bf16
     rng = np.random.default_rng(seed)
     prefix = "language_model." if model == "k3" else ""
     logical = text_tensors(text, rng, prefix)
-    if model == "k3":  # outside the text prefix: a text converter must skip it
-        logical.append(("vision_tower.patch_embed.proj.weight", rng.standard_normal((64, 3 * 14 * 14)) / 24, "other"))
+    if model == "k3":  # outside the text prefix: the vision tower
+        logical += vision_tensors(cfg["vision_config"], rng)
 
     main, apart = [], []
     for name, arr, kind in logical:
@@ -374,6 +418,9 @@ def write_checkpoint(out_dir, model="k3", seed=1, shards=3, experts_format="bf16
         f.write(rank_text)
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
         json.dump(tok_cfg, f, indent=1)
+    if model == "k3":
+        with open(os.path.join(out_dir, "preprocessor_config.json"), "w") as f:
+            json.dump(PREPROCESSOR_CONFIG, f, indent=1)
     return cfg
 
 

@@ -17,6 +17,7 @@
 #include "convert/checkpoint.h"
 #include "convert/kimi_layout.h"
 #include "convert/tokenizer_files.h"
+#include "convert/vision_layout.h"
 #include "convert/vq_fit.h"
 #include "format/container_writer.h"
 #include "format/expert_record.h"
@@ -25,6 +26,7 @@
 #include "platform/crc32.h"
 #include "platform/error.h"
 #include "platform/output_file.h"
+#include "platform/small_file.h"
 #include "platform/thread_pool.h"
 #include "synth/synth_random.h"
 
@@ -41,28 +43,6 @@ constexpr const char* work_dir_name = ".waste-convert";
 constexpr uint64_t trunk_block_bytes = uint64_t{8} << 20;  // f32 rows read and quantised at a time
 constexpr uint32_t trunk_group = 128;                        // Q*G group of a default conversion (container-v0 §3)
 constexpr size_t part_buffer_bytes = size_t{4} << 20;
-
-std::string read_text_file(const fs::path& path, uint64_t max_bytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(WASTE_ERR_IO, "cannot open {}: {}", path.string(), std::strerror(errno));
-    std::string text;
-    char buffer[65536];
-    for (;;) {
-        const ssize_t got = ::read(fd, buffer, sizeof buffer);
-        if (got < 0) {
-            ::close(fd);
-            fail(WASTE_ERR_IO, "cannot read {}: {}", path.string(), std::strerror(errno));
-        }
-        if (got == 0) break;
-        text.append(buffer, static_cast<size_t>(got));
-        if (text.size() > max_bytes) {
-            ::close(fd);
-            fail(WASTE_ERR_FORMAT, "{}: larger than {} bytes", path.string(), max_bytes);
-        }
-    }
-    ::close(fd);
-    return text;
-}
 
 // Reads a whole (small) file into memory: parts, banks' records one at a time.
 class ReadBack {
@@ -137,7 +117,7 @@ public:
     bool load() {
         std::error_code error;
         if (!fs::exists(path_, error)) return false;
-        const json parsed = json::parse(read_text_file(path_, uint64_t{256} << 20), nullptr, false);
+        const json parsed = json::parse(platform::read_small_file(path_, uint64_t{256} << 20), nullptr, false);
         if (parsed.is_discarded() || !parsed.is_object() || parsed.value("version", 0) != ledger_version ||
             parsed.value("fingerprint", std::string()) != fingerprint_)
             return false;
@@ -309,7 +289,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
         for (uint64_t row = 0; row < t.rows; row += rows_per_block) {
             const uint64_t rows = std::min(rows_per_block, t.rows - row);
             values.resize(rows * t.cols);
-            source.read_rows(item.name, row, rows, values);
+            read_stored_rows(source, item.name, t.cols, row, rows, values);
             for (size_t i = 0; i < values.size(); ++i)
                 if (!std::isfinite(values[i]))
                     fail(WASTE_ERR_FORMAT, "checkpoint: tensor {} has a non-finite value at row {}, column {}",
@@ -595,7 +575,7 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
     const fs::path work = fs::path(out_dir) / work_dir_name, ledger_path = work / "ledger.json";
     std::error_code error;
     if (!fs::exists(ledger_path, error)) return options;
-    const json ledger = json::parse(read_text_file(ledger_path, uint64_t{256} << 20), nullptr, false);
+    const json ledger = json::parse(platform::read_small_file(ledger_path, uint64_t{256} << 20), nullptr, false);
     // Not a ledger of ours: convert_source starts clean and reclaims nothing from it.
     if (ledger.is_discarded() || !ledger.is_object() || !ledger.contains("reclaimed") || !ledger["reclaimed"].is_array())
         return options;
@@ -608,7 +588,7 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
         if (!fs::exists(header_path, error))
             fail(WASTE_ERR_IO, "{}: shard {} is recorded as reclaimed but its saved header {} is missing",
                  ledger_path.string(), shard, header_path.string());
-        const std::string text = read_text_file(header_path, max_header_bytes + 32);
+        const std::string text = platform::read_small_file(header_path, max_header_bytes + 32);
         const size_t newline = text.find('\n');
         ReclaimedShard recorded;
         const std::string size_text = text.substr(0, newline);
@@ -620,7 +600,7 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
         // the kept tiny tensors (absent in a work folder of an older engine)
         const fs::path kept_path = work / reclaimed_kept_name(shard);
         if (fs::exists(kept_path, error)) {
-            const json kept = json::parse(read_text_file(kept_path, uint64_t{16} << 20), nullptr, false);
+            const json kept = json::parse(platform::read_small_file(kept_path, uint64_t{16} << 20), nullptr, false);
             if (kept.is_discarded() || !kept.is_object())
                 fail(WASTE_ERR_FORMAT, "{}: not a JSON object of kept tensors", kept_path.string());
             for (const auto& [name, hex] : kept.items()) {
@@ -637,13 +617,37 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
     return options;
 }
 
+namespace {
+
+// The tower joins the plan as one more unit; its tensors leave the skipped
+// list, and a tower or projector tensor it does not know (a bias, another
+// block) is refused rather than dropped: the tower would run without it.
+void add_vision_unit(ConvertPlan& plan, const VisionPlan& vision) {
+    if (!vision.present) return;
+    std::set<std::string> used;
+    for (const TrunkItem& item : vision.unit.trunk) used.insert(item.name);
+    std::vector<std::string> skipped;
+    for (const std::string& name : plan.skipped) {
+        if (used.count(name)) continue;
+        if (name.starts_with("vision_tower.") || name.starts_with("mm_projector."))
+            fail(WASTE_ERR_FORMAT, "checkpoint: tensor {} is not part of the vision tower vision_config describes", name);
+        skipped.push_back(name);
+    }
+    plan.skipped = std::move(skipped);
+    plan.units.push_back(vision.unit);
+}
+
+}  // namespace
+
 json convert_source(const WeightSource& source, const ordered_json& release_config, const std::string& source_dir,
                     const std::string& out_dir, const ConvertOptions& options) {
     const auto started = Clock::now();
     // ---- everything is read and checked before a byte is written.
     const ordered_json config = container_config(release_config);
-    const ConvertPlan plan = plan_kimi_conversion(json::parse(config.dump()), source);
+    ConvertPlan plan = plan_kimi_conversion(json::parse(config.dump()), source);
     const format::ModelConfig& model = plan.model;
+    const VisionPlan vision = plan_vision_conversion(release_config, model.hidden, source, source_dir);
+    add_vision_unit(plan, vision);
     const bool has_moe = model.first_dense < model.layers;
     const format::ExpertQuant quant = resolve_quant(options);
     const format::ExpertLayout layout = has_moe ? format::expert_layout(model, quant) : format::ExpertLayout{};
@@ -669,6 +673,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     // Only when there is one, so that the fingerprints of conversions without
     // it (every one before tokenizer.json was stored) stay what they were.
     if (tokenizer.tokenizer_json) fingerprint["tokenizer"].push_back(fnv1a(*tokenizer.tokenizer_json));
+    if (vision.present) fingerprint["vision"] = vision.vision_json.dump();  // likewise only with a tower
     const std::string fingerprint_text = fmt::format("{:016x}", fnv1a(fingerprint.dump()));
 
     const fs::path out(out_dir), work = fs::path(out_dir) / work_dir_name;
@@ -821,7 +826,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         std::string books;
         for (int layer = model.first_dense; layer < model.layers; ++layer) {
             const json& experts = ledger.unit(fmt::format("layer {}", layer)).at("experts");
-            books += read_text_file(work / experts.at("codebooks").get<std::string>(), uint64_t{1} << 30);
+            books += platform::read_small_file(work / experts.at("codebooks").get<std::string>(), uint64_t{1} << 30);
             bank_index[std::to_string(layer)] = ordered_json{{"file", experts.at("bank")},
                                                              {"experts", model.experts},
                                                              {"bytes", layout.record_bytes * model.experts},
@@ -836,6 +841,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     if (tokenizer.specials_json) platform::write_small_file((out / "specials.json").string(), *tokenizer.specials_json);
     if (tokenizer.chat_json) platform::write_small_file((out / "chat.json").string(), *tokenizer.chat_json);
     if (tokenizer.chat_template) platform::write_small_file((out / "chat_template.jinja").string(), *tokenizer.chat_template);
+    if (vision.present) platform::write_small_file((out / "vision.json").string(), vision.vision_json.dump(1) + "\n");
 
     ordered_json manifest;
     manifest["format_version"] = 0;
@@ -873,6 +879,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                     {"max_error", 0.0},
                     {"mean_seconds_per_expert", layers.empty() ? 0.0 : seconds_per_expert_sum / static_cast<double>(layers.size())},
                     {"skipped", plan.skipped},
+                    {"vision", vision.present},
+                    {"warnings", vision.warnings},
                     {"tokenizer", tokenizer.rank_file.has_value() || tokenizer.tokenizer_json.has_value()},
                     {"chat", tokenizer.chat_source},
                     {"resumed_units", resumed_units},

@@ -102,7 +102,7 @@ json verify_against_source(const std::string& model_dir, const std::string& sour
         for (uint64_t row = 0; row < t.rows; row += rows_per_block) {
             const uint64_t rows = std::min(rows_per_block, t.rows - row);
             want.resize(rows * t.cols);
-            source->read_rows(t.name, row, rows, want);
+            read_stored_rows(*source, t.name, t.cols, row, rows, want);
             for (uint64_t r = 0; r < rows; ++r) {
                 format::dequantize_row(t, payload, scales, row + r, got);
                 for (uint64_t i = 0; i < t.cols; ++i) {

@@ -41,4 +41,12 @@ public:
     virtual bool shard_reclaimed(const std::string& shard) const { (void)shard; return false; }
 };
 
+// Rows [first, first + count) of a tensor stored with `stored_cols` columns
+// where the release has fewer (a conv kernel [out, in, kh, kw] stored as
+// [out, in·kh·kw], vision.md §1.2): the same values in the same order, read
+// as stored_cols / shape[-1] of the source's rows per stored row. Throws
+// WASTE_ERR_FORMAT when stored_cols is not a multiple of shape[-1].
+void read_stored_rows(const WeightSource& source, const std::string& name, uint64_t stored_cols, uint64_t first,
+                      uint64_t count, std::span<float> out);
+
 }  // namespace waste::convert

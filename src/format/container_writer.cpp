@@ -102,6 +102,7 @@ TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_
     const bool small_exempt = !(quantize_small_matrices && shape.size() == 2);
     if (shape.size() <= 1 || (elements < quantize_min_elements && small_exempt)) return TrunkFormat::f32;
     if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) return TrunkFormat::q8g;
+    if (name.starts_with("vision_tower.") || name.starts_with("mm_projector.")) return TrunkFormat::q8g;
     return TrunkFormat::q4g;
 }
 

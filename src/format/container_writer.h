@@ -49,7 +49,10 @@ class OutputFile;
 namespace waste::format {
 
 // The converter convention (container-v0 §3): F32 for 1-D tensors and tensors
-// under 65,536 elements; Q8G for embed_tokens and lm_head; Q4G otherwise.
+// under 65,536 elements; Q8G for embed_tokens and lm_head; Q4G otherwise —
+// except the vision tower and projector (vision_tower.*, mm_projector.*),
+// which are Q8G: at 4 bits the tower loses 12–18% of its weights (vision.md
+// §1.2), at 8 bits 0.64%.
 // quantize_small_matrices: 2-D tensors under 65,536 elements are quantised
 // too (convolutions and vectors stay F32), so a small model stores its trunk
 // the way a large one does — to measure what Q4G costs on a small model.

@@ -136,8 +136,14 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
         fail(WASTE_ERR_CONTEXT_FULL, "the session holds {} of {} tokens; reset it or open with a larger --ctx", state.position,
              state.context_length);
     float* x = ws.x.data();  // [T][H]
-    for (size_t t = 0; t < count; ++t)
+    EmbeddingSplice* splice = ctx.splice;
+    for (size_t t = 0; t < count; ++t) {
+        if (splice && tokens[t] == splice->pad && splice->next < splice->count) {
+            std::memcpy(x + t * hidden, splice->rows + splice->next++ * hidden, sizeof(float) * hidden);
+            continue;
+        }
         ctx.weights.embed->row(static_cast<uint64_t>(tokens[t]), std::span<float>(x + t * hidden, hidden));
+    }
     if (ctx.routes) ctx.routes->assign(count, std::vector<RouteChoice>(c.layers));
     auto dump = [&](int slot, const float* values) {
         if (ctx.hidden) std::memcpy(ctx.hidden + static_cast<size_t>(slot) * count * hidden, values, sizeof(float) * count * hidden);

@@ -83,6 +83,18 @@ struct Workspace {
     void enable_int8_tables(const format::Container& container);
 };
 
+// Image rows in place of pad tokens (vision.md §4): at each position whose
+// token is `pad`, while rows remain, the layers' input is rows[next++]
+// ([count][hidden]) instead of the embedding table's row — no scaling, no
+// norm. `next` carries over from chunk to chunk of one evaluation, so the
+// prefill and the single-token step splice alike.
+struct EmbeddingSplice {
+    int32_t pad = -1;
+    const float* rows = nullptr;
+    size_t count = 0;
+    size_t next = 0;
+};
+
 struct ForwardContext {
     const format::Container& container;
     const format::ModelConfig& config;
@@ -107,6 +119,7 @@ struct ForwardContext {
     // How decode's expert matvecs read their tables (the int8 mode needs
     // ws.enable_int8_tables()). Prefill chunks run matrix products either way.
     kernels::VqLutMode lut = kernels::VqLutMode::exact;
+    EmbeddingSplice* splice = nullptr;  // queued image rows, when any
 };
 
 // Y = X Wᵀ over the chunk (kernels::matmul), timed as trunk_matvec.

@@ -150,6 +150,15 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
                                                      static_cast<float>(c.situ_linear_beta)},
                               want_routes ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
     ctx.lut = engine_.lut_mode();
+    // Queued image rows are spliced at pad positions; the queue is cleared
+    // after an evaluation that used a row, finished or failed.
+    ctx.splice = images_ ? images_->begin_eval() : nullptr;
+    struct FinishImages {
+        ImageQueue* queue;
+        ~FinishImages() {
+            if (queue) queue->finish_eval();
+        }
+    } finish_images{images()};
     for (size_t done = 0; done < count;) {
         const size_t n = std::min(chunk_tokens_, count - done);
         if (hidden) {
@@ -195,6 +204,7 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
 
 void Session::reset() {
     state_.reset();
+    if (images_) images_->clear();
 }
 
 }  // namespace waste::runtime

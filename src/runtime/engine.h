@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "model/weights.h"
 #include "platform/thread_pool.h"
 #include "runtime/expert_cache.h"
+#include "runtime/image_queue.h"
 #include "runtime/memory_plan.h"
 #include "runtime/route_log.h"
 #include "runtime/session_snapshot.h"
@@ -119,6 +121,10 @@ public:
     // session as it was; restore allocates nothing, so it cannot fail half-way.
     SessionSnapshot snapshot() const;
     void restore(const SessionSnapshot& snapshot);
+    // Images (vision.md §4, runtime/image_queue.h): off until enabled; then
+    // eval splices the queued rows at pad positions and reset clears them.
+    void enable_images(int32_t pad, size_t max_rows) { images_.emplace(engine_.config().hidden, pad, max_rows); }
+    ImageQueue* images() { return images_ ? &*images_ : nullptr; }
 
 private:
     Engine& engine_;
@@ -131,6 +137,7 @@ private:
     model::Profile profile_;
     std::vector<std::vector<model::RouteChoice>>* route_sink_ = nullptr;
     std::unique_ptr<RouteLog> route_log_;
+    std::optional<ImageQueue> images_;
 };
 
 }  // namespace waste::runtime
