@@ -2,12 +2,11 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "platform/error.h"
+#include "platform/small_file.h"
 
 namespace waste::format {
 namespace {
@@ -79,16 +78,11 @@ VisionConfig parse_vision_config(const json& object, const ModelConfig& text, co
 }
 
 std::optional<VisionConfig> read_vision_config(const std::string& directory, const ModelConfig& text) {
-    const std::string path = directory + "/vision.json";
+    const std::filesystem::path path = std::filesystem::path(directory) / "vision.json";
     std::error_code error;
     if (!std::filesystem::exists(path, error)) return std::nullopt;
-    if (std::filesystem::file_size(path, error) > (1u << 20))
-        fail_format("vision.json: larger than 1 MiB (a config is a few hundred bytes)");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(WASTE_ERR_IO, "vision.json: cannot read {}", path);
-    std::stringstream text_stream;
-    text_stream << in.rdbuf();
-    const json object = json::parse(text_stream.str(), nullptr, /*allow_exceptions=*/false);
+    // A config is a few hundred bytes; 1 MiB bounds what a hostile file costs.
+    const json object = json::parse(platform::read_small_file(path, 1u << 20), nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded()) fail_format("vision.json: not valid JSON");
     return parse_vision_config(object, text, "vision.json");
 }
