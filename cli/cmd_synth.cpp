@@ -97,7 +97,7 @@ void add_synth_command(CLI::App& app) {
     synth->add_option("--seed", args->seed, "Seed; the same preset, seed and overrides give identical bytes")->capture_default_str();
     synth->add_option("--set", args->sets,
                       "Override a config key, e.g. --set num_hidden_layers=8; also tensor_prefix=, "
-                      "expert_quant=VQ4P, trunk_quant=Q3G, tokenizer=false")
+                      "expert_quant=VQ4P, trunk_quant=Q3G, tokenizer=false, vision=true (a tiny vision tower)")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->default_str("none");
     synth->add_option("--overrides", args->overrides, "A JSON object of config keys (merged before --set)")->default_str("none");

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "format/vision_config.h"
 #include "platform/error.h"
 #include "platform/small_file.h"
 
@@ -114,22 +115,24 @@ VisionPlan plan_vision_conversion(const ordered_json& release_config, int64_t te
     plan.present = true;
     plan.unit.id = "vision";
     TensorCheck t(source, plan.unit);
-    const int64_t patch_values = 3 * patch * patch;
-    t.need("vision_tower.patch_embed.proj.weight", {{D, 3, patch, patch}, {D, patch_values}}, {D, patch_values});
-    t.need("vision_tower.patch_embed.pos_emb.weight", {{pos_h, pos_w, D}, {pos_h * pos_w, D}}, {pos_h * pos_w, D});
-    for (int64_t b = 0; b < blocks; ++b) {
-        const std::string p = fmt::format("vision_tower.encoder.blocks.{}.", b);
-        t.need(p + "norm0.weight", {{D}}, {D});
-        t.need(p + "wqkv.weight", {{3 * Q, D}}, {3 * Q, D});
-        t.need(p + "wo.weight", {{D, Q}}, {D, Q});
-        t.need(p + "norm1.weight", {{D}}, {D});
-        t.need(p + "mlp.fc0.weight", {{I, D}}, {I, D});
-        t.need(p + "mlp.fc1.weight", {{D, I}}, {D, I});
+    // The tensors and their shapes as the engine uses them: format's one
+    // table. The release keeps the conv kernel 4-D and the grid 3-D; both
+    // are stored flattened by use.
+    format::VisionConfig shapes;
+    shapes.hidden = static_cast<int>(D);
+    shapes.heads = static_cast<int>(heads);
+    shapes.qkv = static_cast<int>(Q);
+    shapes.intermediate = static_cast<int>(I);
+    shapes.blocks = static_cast<int>(blocks);
+    shapes.pos_h = static_cast<int>(pos_h);
+    shapes.pos_w = static_cast<int>(pos_w);
+    shapes.text_hidden = static_cast<int>(TH);
+    for (const format::VisionTensorSpec& spec : format::vision_tensor_specs(shapes)) {
+        const Shape stored = spec.norm ? Shape{spec.rows} : Shape{spec.rows, spec.cols};
+        if (spec.name == "vision_tower.patch_embed.proj.weight") t.need(spec.name, {{D, 3, patch, patch}, stored}, stored);
+        else if (spec.name == "vision_tower.patch_embed.pos_emb.weight") t.need(spec.name, {{pos_h, pos_w, D}, stored}, stored);
+        else t.need(spec.name, {stored}, stored);
     }
-    t.need("vision_tower.encoder.final_layernorm.weight", {{D}}, {D});
-    t.need("mm_projector.proj.0.weight", {{4 * D, 4 * D}}, {4 * D, 4 * D});
-    t.need("mm_projector.proj.2.weight", {{TH, 4 * D}}, {TH, 4 * D});
-    t.need("mm_projector.post_norm.weight", {{TH}}, {TH});
 
     // vision.json: the release's vision_config without its `_` keys, plus
     // what the engine needs from elsewhere (vision.md §1.1).

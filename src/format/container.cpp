@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "format/f16.h"
 #include "format/trunk_codec.h"
@@ -155,20 +156,25 @@ uint64_t Container::resident_trunk_bytes() const {
     return total;
 }
 
-void Container::load_trunk() {
-    if (trunk_loaded_) return;
-    trunk_storage_ = platform::AlignedBuffer(resident_trunk_bytes());
+// Reads `tensors` into `storage` (sized by slot_bytes), each payload and
+// scale block in its own aligned slot, checking every f16 scale and F32 value
+// is finite; `bind` receives each loaded tensor.
+void Container::read_tensors(const std::vector<const TrunkTensor*>& tensors, platform::AlignedBuffer& storage,
+                             const std::function<void(const LoadedTensor&)>& bind) const {
+    uint64_t total = 0;
+    for (const TrunkTensor* t : tensors) total += aligned_slot(t->payload_bytes) + aligned_slot(t->scale_bytes);
+    storage = platform::AlignedBuffer(total);
     platform::DirectFile file(directory_ + "/trunk.bin", options_.want_direct_io);
     if (file.size() != trunk_file_bytes_) fail(WASTE_ERR_IO, "trunk.bin changed size while opening");
     uint64_t cursor = 0;
-    for (const TrunkTensor& t : manifest_.trunk) {
-        if (!is_text_tensor(t)) continue;
+    for (const TrunkTensor* tp : tensors) {
+        const TrunkTensor& t = *tp;
         LoadedTensor loaded;
         loaded.info = &t;
-        std::span<uint8_t> payload(trunk_storage_.data() + cursor, t.payload_bytes);
+        std::span<uint8_t> payload(storage.data() + cursor, t.payload_bytes);
         file.read_any(t.offset, payload);
         cursor += aligned_slot(t.payload_bytes);
-        std::span<uint8_t> scales(trunk_storage_.data() + cursor, t.scale_bytes);
+        std::span<uint8_t> scales(storage.data() + cursor, t.scale_bytes);
         if (t.scale_bytes) file.read_any(t.scale_offset, scales);
         cursor += aligned_slot(t.scale_bytes);
         for (uint64_t i = 0; i < t.scale_bytes; i += 2) {
@@ -186,9 +192,39 @@ void Container::load_trunk() {
             }
         loaded.payload = payload;
         loaded.scales = scales;
-        tensors_[t.name.substr(manifest_.tensor_prefix.size())] = loaded;
+        bind(loaded);
     }
+}
+
+void Container::load_trunk() {
+    if (trunk_loaded_) return;
+    std::vector<const TrunkTensor*> text;
+    for (const TrunkTensor& t : manifest_.trunk)
+        if (is_text_tensor(t)) text.push_back(&t);
+    read_tensors(text, trunk_storage_, [&](const LoadedTensor& loaded) {
+        tensors_[loaded.info->name.substr(manifest_.tensor_prefix.size())] = loaded;
+    });
     trunk_loaded_ = true;
+}
+
+TensorSet Container::load_tensors(const std::vector<std::string>& names) const {
+    std::vector<const TrunkTensor*> wanted;
+    for (const std::string& name : names) {
+        const TrunkTensor* found = nullptr;
+        for (const TrunkTensor& t : manifest_.trunk)
+            if (t.name == name) found = &t;
+        if (!found) fail_format("trunk: tensor {} is missing", name);
+        wanted.push_back(found);
+    }
+    TensorSet set;
+    read_tensors(wanted, set.storage, [&](const LoadedTensor& loaded) { set.tensors[loaded.info->name] = loaded; });
+    return set;
+}
+
+const TrunkTensor* Container::trunk_tensor(const std::string& name) const {
+    for (const TrunkTensor& t : manifest_.trunk)
+        if (t.name == name) return &t;
+    return nullptr;
 }
 
 const LoadedTensor* Container::tensor(const std::string& name) const {

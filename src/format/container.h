@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -38,6 +39,13 @@ struct LoadedTensor {
     // Dequantises a row into out (out.size() == cols).
     void row(uint64_t r, std::span<float> out) const;
     std::vector<float> dequantize() const;  // whole tensor, rows*cols
+};
+
+// Tensors read into storage of their own, by full name (the vision tower's,
+// which live outside tensor_prefix and are read only when asked for).
+struct TensorSet {
+    platform::AlignedBuffer storage;
+    std::map<std::string, LoadedTensor> tensors;
 };
 
 class Container {
@@ -67,6 +75,11 @@ public:
     // Reads the text tensors into RAM; checks every f16 scale is finite.
     void load_trunk();
     bool trunk_loaded() const { return trunk_loaded_; }
+    // Reads these trunk tensors (full names, any prefix) with load_trunk's
+    // checks; throws WASTE_ERR_FORMAT naming a missing one.
+    TensorSet load_tensors(const std::vector<std::string>& names) const;
+    // A trunk index entry by full name; nullptr when absent.
+    const TrunkTensor* trunk_tensor(const std::string& full_name) const;
     // The loaded trunk's storage (for mlock).
     std::span<const uint8_t> trunk_storage() const { return trunk_storage_.span(); }
     // A loaded text tensor by its name without the prefix ("model.norm.weight");
@@ -93,6 +106,8 @@ public:
 
 private:
     Container() = default;
+    void read_tensors(const std::vector<const TrunkTensor*>& tensors, platform::AlignedBuffer& storage,
+                      const std::function<void(const LoadedTensor&)>& bind) const;
     std::string directory_;
     ContainerOptions options_;
     Manifest manifest_;

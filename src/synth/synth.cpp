@@ -35,6 +35,7 @@ constexpr float q3_code_variance = 3.5f;
 constexpr float q4_code_variance = 17.5f;
 constexpr float q8_code_variance = 5397.5f;
 constexpr uint16_t subnormal_scale = 0x0032;  // 50 * 2^-24 ≈ 3e-6, below f16's smallest normal 6.1e-5
+constexpr uint16_t largest_subnormal_scale = 0x03FF;  // 1023 * 2^-24 ≈ 6.1e-5
 constexpr float expert_gate_gain = 1.0f;
 
 // Reports progress; a false from the callback cancels.
@@ -126,6 +127,8 @@ void write_quantized(format::ContainerWriter& writer, const TensorPlan& plan, ui
         // Group scales vary (0.5x to 1.5x) so that a reader using the wrong group's scale is caught.
         for (uint16_t& scale : scales) scale = format::f32_to_f16(base_scale * (0.5f + random.uniform()));
         if (row == 0 && plan.subnormal_first_scale) scales[0] = subnormal_scale;
+        if (row == 0 && plan.subnormal_first_row)
+            std::fill_n(scales.begin(), t.groups_per_row, largest_subnormal_scale);
         writer.add_trunk_encoded_rows(payload, scales);
         progress.report(writer.bytes_written());
     }
@@ -233,6 +236,7 @@ Plan make_plan(const SynthOptions& options) {
     }
     if (plan.tokenizer)
         total += plan.tokenizer->rank_file.size() + plan.tokenizer->specials_json.size() + plan.tokenizer->chat_json.size();
+    if (plan.preset.vision) total += plan.preset.vision->dump(2).size() + 1;
     plan.total_bytes = total;
     return plan;
 }
@@ -258,6 +262,7 @@ void write_synthetic_container(const std::string& out_dir, const SynthOptions& o
         writer.add_file("specials.json", plan.tokenizer->specials_json);
         writer.add_file("chat.json", plan.tokenizer->chat_json);
     }
+    if (preset.vision) writer.add_file("vision.json", preset.vision->dump(2) + "\n");
     for (const TensorPlan& t : plan.trunk) {
         if (t.fmt == TrunkFormat::f32) write_f32(writer, t, options.seed);
         else write_quantized(writer, t, options.seed, progress);

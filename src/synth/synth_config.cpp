@@ -5,6 +5,7 @@
 #include "format/container_writer.h"
 #include "platform/error.h"
 #include "synth/synth_keys.h"
+#include "synth/synth_vision.h"
 
 namespace waste::synth {
 namespace {
@@ -240,6 +241,11 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
         r.reserved_tokens = value.get<int64_t>();
         patch.erase("reserved_tokens");
     }
+    std::optional<json> vision_request;
+    if (patch.contains("vision")) {
+        if (!(patch["vision"].is_boolean() && !patch["vision"].get<bool>())) vision_request = patch["vision"];
+        patch.erase("vision");
+    }
     r.quant = format::standard_expert_quant(quant_name);
 
     ordered_json config = definition.config();
@@ -302,6 +308,16 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
                            (*linear)["use_full_rank_gate"].is_boolean() && (*linear)["use_full_rank_gate"].get<bool>();
     r.latent_norm = m.latent > 0 && config.contains("latent_moe_use_norm") && config["latent_moe_use_norm"].is_boolean() &&
                     config["latent_moe_use_norm"].get<bool>();
+    if (vision_request) {
+        const auto outer = r.config.find("_outer");
+        int64_t placeholder = -1;
+        if (outer != r.config.end() && outer->is_object() && outer->contains("media_placeholder_token_id") &&
+            (*outer)["media_placeholder_token_id"].is_number_integer())
+            placeholder = (*outer)["media_placeholder_token_id"].get<int64_t>();
+        if (r.tensor_prefix.empty())
+            fail(WASTE_ERR_INVALID_ARGUMENT, "synth: vision needs a non-empty tensor_prefix (the tower lives outside it)");
+        r.vision = synth_vision_json(*vision_request, m, placeholder);
+    }
     r.config = std::move(config);
     return r;
 }

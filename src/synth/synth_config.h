@@ -17,6 +17,9 @@
 //   "reserved_tokens": int    — the last N ids of the vocabulary get neither
 //                               a rank nor a special (a reserved tail, as real
 //                               releases have); the tokenizer covers the rest
+//   "vision":          bool or object — a vision tower and vision.json
+//                               (synth_vision.h); an object's keys replace
+//                               the tiny tower's vision.json keys
 //
 // Deliberately not here: tensors and values (synth_tensors.h, synth.cpp).
 #pragma once
@@ -44,6 +47,7 @@ struct ResolvedPreset {
     bool tokenizer = true;
     int special_slots = 0;           // ids after the ranks reserved for specials
     int64_t reserved_tokens = 0;     // ids after the specials that no token has
+    std::optional<nlohmann::ordered_json> vision;  // vision.json when the container has a tower
     bool k3_like = false;            // K3 conventions: A_log padded to head_dim, a vision tensor outside the prefix
     // Config flags the reader settles from the tensors; the synth decides them here.
     bool kda_full_rank_gate = false;  // linear_attn_config.use_full_rank_gate

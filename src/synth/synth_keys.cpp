@@ -16,7 +16,7 @@ namespace {
 // would set a second copy of a key the preset already has.
 const char* const accepted_keys[] = {
     // Container options (synth_config.h), not config keys.
-    "tensor_prefix", "expert_quant", "trunk_quant", "tokenizer", "reserved_tokens",
+    "tensor_prefix", "expert_quant", "trunk_quant", "tokenizer", "reserved_tokens", "vision",
     // The shape.
     "hidden_size", "num_hidden_layers", "first_k_dense_replace", "intermediate_size", "vocab_size",
     "tie_word_embeddings", "bos_token_id", "eos_token_id", "rms_norm_eps",

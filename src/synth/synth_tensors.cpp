@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "synth/synth_vision.h"
+
 namespace waste::synth {
 namespace {
 
@@ -152,7 +154,9 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
     }
     p.norm("model.norm.weight", H);
     if (!c.tie_embeddings) p.linear("lm_head.weight", c.vocab, H, lm_head_gain);
-    if (preset.k3_like && !preset.tensor_prefix.empty()) {
+    if (preset.vision) {
+        plan_vision(*preset.vision, c, p.out);
+    } else if (preset.k3_like && !preset.tensor_prefix.empty()) {
         // One vision-tower tensor outside the prefix: a text loader must skip it.
         p.prefix.clear();
         p.linear("vision_tower.patch_embed.proj.weight", 64, 3 * 14 * 14);

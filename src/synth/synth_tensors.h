@@ -41,6 +41,10 @@ struct TensorPlan {
     // Row 0's first group scale is an f16 subnormal (upstream once flushed
     // 1.08% of K3's scales to zero; a reader must not).
     bool subnormal_first_scale = false;
+    // Every group of row 0 has the largest f16 subnormal scale (1023·2^-24):
+    // a whole row of weights that a reader flushing subnormals zeroes, large
+    // enough to show in the output (the vision tower's matrices).
+    bool subnormal_first_row = false;
 };
 
 std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset);
