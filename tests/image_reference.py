@@ -14,8 +14,8 @@ decode to (or that it must be refused):
     big-endian) and lossy WebP: expected pixels from Pillow's decoder (an
     independent decoder over the same codec library), EXIF applied with
     ImageOps.exif_transpose.
-  - hostile files: empty, random, CMYK JPEG, animated WebP, headers that
-    declare huge or zero sizes.
+  - hostile files: empty, random, CMYK JPEG, animated WebP, a JPEG with 600
+    progressive scans, headers that declare huge or zero sizes.
 
 `patches IN OUT` reads cases (see image_test.cpp) and writes, per case, the
 patch tensor computed from vision.md §2.2–2.4 in float64, and again with
@@ -265,6 +265,12 @@ def make(directory):
             name = f"exif{orientation}{'_mm' if big_endian else ''}.jpg"
             expect_pixels(name, data, pillow_upright(data), 1,
                           "EXIF orientation applied as Pillow's exif_transpose does; 1 level for IDCT rounding")
+    # A progressive JPEG whose last scan repeats 600 times: past the 500-scan limit.
+    progressive = jpeg(Image.fromarray(smooth), quality=85, progressive=True)
+    last_scan = progressive.rindex(b"\xff\xda")
+    end = progressive.rindex(b"\xff\xd9")
+    expect_refusal("many_scans.jpg", progressive[:end] + progressive[last_scan:end] * 600 + progressive[end:], "format",
+                   "more than 500 progressive scans", probe="ok")
     expect_refusal("cmyk.jpg", jpeg(Image.fromarray(smooth).convert("CMYK"), quality=90), "unsupported",
                    "colour is not supported", probe="refuse")
 

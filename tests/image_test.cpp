@@ -37,6 +37,13 @@ const char* python = "/usr/bin/python3";
 
 std::string reference_script() { return (source_dir() / "tests" / "image_reference.py").string(); }
 
+// Runs `image_reference.py MODE ARGS...`; its exit status, its output into *output.
+int run_reference(const std::string& mode, const std::vector<std::filesystem::path>& args, std::string* output) {
+    std::string command = fmt::format("{} '{}' {}", python, reference_script(), mode);
+    for (const auto& arg : args) command += fmt::format(" '{}'", arg.string());
+    return run_command(command, output);
+}
+
 bool reference_installed() {
     std::string output;
     return run_command(fmt::format("{} -c 'import PIL, numpy'", python), &output) == 0;
@@ -59,8 +66,7 @@ protected:
         if (!reference_installed()) return;
         dir_ = new TempDir;
         std::string output;
-        const int rc = run_command(fmt::format("{} '{}' make '{}'", python, reference_script(), dir_->path().string()), &output);
-        if (rc != 0) {
+        if (run_reference("make", {dir_->path()}, &output) != 0) {
             made_error_ = "image_reference.py make failed: " + output;
             return;
         }
@@ -249,11 +255,7 @@ TEST(PatchGrid, FollowsUpstreamsRule) {
     }
     write_file(dir / "grids.txt", cases);
     std::string output;
-    ASSERT_EQ(run_command(fmt::format("{} '{}' grids '{}' '{}'", python, reference_script(), (dir / "grids.txt").string(),
-                                      (dir / "expected.txt").string()),
-                          &output),
-              0)
-        << output;
+    ASSERT_EQ(run_reference("grids", {dir / "grids.txt", dir / "expected.txt"}, &output), 0) << output;
     std::ifstream expected(dir / "expected.txt");
     for (const auto& [sw, sh, budget] : sizes) {
         uint32_t gw = 0, gh = 0;
@@ -293,7 +295,7 @@ TEST(Patches, ResizeNormaliseAndLayoutMatchAnIndependentTranscription) {
         {5, 3, 1024, clip},     // tiny, upscaled to the 2x2 minimum
         {1, 1, 16, k3},         // one pixel
         {1000, 1, 16, clip},    // one row: every y clamps
-        {29, 57, 1024, k3},     // no resize along... near 1:1 sampling
+        {29, 57, 1024, k3},     // near 1:1 sampling (s = 1)
         {201, 97, 256, clip},
     };
     TempDir dir;
@@ -319,11 +321,7 @@ TEST(Patches, ResizeNormaliseAndLayoutMatchAnIndependentTranscription) {
     }
     write_file(dir / "cases.jsonl", case_lines);
     std::string output;
-    ASSERT_EQ(run_command(fmt::format("{} '{}' patches '{}' '{}'", python, reference_script(), (dir / "cases.jsonl").string(),
-                                      (dir / "reference.bin").string()),
-                          &output),
-              0)
-        << output;
+    ASSERT_EQ(run_reference("patches", {dir / "cases.jsonl", dir / "reference.bin"}, &output), 0) << output;
     const std::string reference = read_file(dir / "reference.bin");
     size_t at = 0;
     for (size_t n = 0; n < cases.size(); ++n) {

@@ -16,6 +16,14 @@
 
 namespace waste::image::detail {
 
+// A file's bytes handed out front to back by a library's read callback.
+struct ByteCursor {
+    std::string_view bytes;
+    size_t offset = 0;
+    // Copies up to `count` bytes to `out`; returns how many (fewer at the end).
+    size_t read(void* out, size_t count);
+};
+
 // Refuses w·h outside [1, max_pixels], naming the image, format and values.
 void check_pixel_count(const std::string& name, const char* format, uint64_t width, uint64_t height);
 // An RgbImage of w×h, its buffer allocated after check_pixel_count.

@@ -9,8 +9,6 @@
 // screen (stb refuses such a file too).
 #include <gif_lib.h>
 
-#include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "image/codecs.h"
@@ -21,21 +19,12 @@ namespace {
 
 constexpr const char* format = "GIF";
 
-struct GifInput {
-    std::string_view bytes;
-    size_t offset = 0;
-};
-
 int on_read(GifFileType* gif, GifByteType* out, int count) {
-    auto* input = static_cast<GifInput*>(gif->UserData);
-    const size_t n = std::min(static_cast<size_t>(count < 0 ? 0 : count), input->bytes.size() - input->offset);
-    std::memcpy(out, input->bytes.data() + input->offset, n);
-    input->offset += n;
-    return static_cast<int>(n);
+    return static_cast<int>(static_cast<ByteCursor*>(gif->UserData)->read(out, count < 0 ? 0 : static_cast<size_t>(count)));
 }
 
 struct GifReader {
-    GifInput input;
+    ByteCursor input;
     GifFileType* gif = nullptr;
     const std::string& name;
     GifReader(std::string_view bytes, const std::string& name_) : name(name_) {

@@ -2,6 +2,9 @@
 // the file helpers; the decoding itself is in the per-format files.
 #include "image/image.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "image/codecs.h"
 #include "platform/direct_file.h"
 #include "platform/error.h"
@@ -37,6 +40,13 @@ const char* format_name(ImageFormat format) {
 }
 
 namespace detail {
+
+size_t ByteCursor::read(void* out, size_t count) {
+    const size_t n = std::min(count, bytes.size() - offset);
+    std::memcpy(out, bytes.data() + offset, n);
+    offset += n;
+    return n;
+}
 
 void check_pixel_count(const std::string& name, const char* format, uint64_t width, uint64_t height) {
     // Each side fits 32 bits in every supported format, so the product cannot overflow.

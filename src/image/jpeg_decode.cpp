@@ -8,6 +8,7 @@
 // libjpeg (it pads with grey); here it is an error, so a truncated file is
 // refused rather than half-invented. CMYK and YCCK (Adobe) JPEGs are refused
 // by name: their inverted-ink conventions are not something we convert.
+// Progressive scans and libjpeg's working memory are bounded (below).
 // The reported size is the upright one: orientations 5..8 swap W and H
 // (upstream reports and uses the stored size; docs/IMAGES.md).
 // jpeglib.h uses size_t and FILE without including their headers.
@@ -45,14 +46,36 @@ void on_message(j_common_ptr info, int level) {
     if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF) on_error_exit(info);
 }
 
+// A progressive JPEG may hold any number of scans, each re-reading the whole
+// coefficient buffer: a small hostile file can take minutes. Refuse past the
+// limit TurboJPEG itself uses for untrusted input (tjDecompress's -limitscans).
+constexpr int max_scans = 500;
+
+void on_progress(j_common_ptr info) {
+    auto* decompress = reinterpret_cast<j_decompress_ptr>(info);
+    if (decompress->input_scan_number > max_scans) {
+        auto* errors = reinterpret_cast<JpegErrors*>(info->err);
+        std::snprintf(errors->message, sizeof errors->message, "more than %d progressive scans", max_scans);
+        std::longjmp(errors->jump, 1);
+    }
+}
+
+// libjpeg's working memory (a progressive image holds every coefficient,
+// 2 bytes per sample): 3 full-size components at the pixel bound, plus
+// 64 MiB for its tables and row buffers; above it libjpeg refuses (it has no
+// backing store) rather than allocating.
+constexpr long max_working_bytes = static_cast<long>(max_pixels * 3 * sizeof(JCOEF) + (uint64_t{64} << 20));
+
 struct JpegReader {
     jpeg_decompress_struct info{};
     JpegErrors errors;
+    jpeg_progress_mgr progress{};
     JpegReader() {
         info.err = jpeg_std_error(&errors.manager);
         errors.manager.error_exit = on_error_exit;
         errors.manager.emit_message = on_message;
         errors.manager.output_message = [](j_common_ptr) {};   // the library never prints
+        progress.progress_monitor = on_progress;
     }
     ~JpegReader() { jpeg_destroy_decompress(&info); }
     JpegReader(const JpegReader&) = delete;
@@ -63,6 +86,8 @@ struct JpegReader {
 bool read_header(JpegReader* reader, std::string_view bytes) {
     if (setjmp(reader->errors.jump)) return false;
     jpeg_create_decompress(&reader->info);
+    reader->info.progress = &reader->progress;
+    reader->info.mem->max_memory_to_use = max_working_bytes;
     jpeg_mem_src(&reader->info, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
     jpeg_save_markers(&reader->info, JPEG_APP0 + 1, 0xffff);
     jpeg_read_header(&reader->info, TRUE);

@@ -20,8 +20,7 @@ namespace {
 constexpr const char* format = "PNG";
 
 struct PngInput {
-    std::string_view bytes;
-    size_t offset = 0;
+    ByteCursor cursor;
     char message[256] = {};   // libpng's error text, copied before the longjmp
 };
 
@@ -34,9 +33,7 @@ void on_warning(png_structp, png_const_charp) {}   // the library never prints
 
 void on_read(png_structp png, png_bytep out, size_t count) {
     auto* input = static_cast<PngInput*>(png_get_io_ptr(png));
-    if (count > input->bytes.size() - input->offset) png_error(png, "truncated file (read past the end)");
-    std::memcpy(out, input->bytes.data() + input->offset, count);
-    input->offset += count;
+    if (input->cursor.read(out, count) != count) png_error(png, "truncated file (read past the end)");
 }
 
 // Owns the read and info structs.
@@ -45,7 +42,7 @@ struct PngReader {
     png_structp png = nullptr;
     png_infop info = nullptr;
     PngReader(std::string_view bytes, const std::string& name) {
-        input.bytes = bytes;
+        input.cursor.bytes = bytes;
         png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &input, on_error, on_warning);
         if (png) info = png_create_info_struct(png);
         if (!png || !info) fail(WASTE_ERR_OUT_OF_MEMORY, "{}: PNG: cannot create the decoder", name);
