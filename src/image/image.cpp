@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "image/codecs.h"
 #include "platform/direct_file.h"
@@ -26,18 +27,21 @@ ImageFormat detect_format(std::string_view bytes, const std::string& name) {
     fail(WASTE_ERR_UNSUPPORTED, "{}: not a PNG, JPEG, GIF, WebP or BMP image (first bytes {})", name, head);
 }
 
-}  // namespace
+// Each format's probe and decoder, indexed by ImageFormat.
+struct Codec {
+    ImageSize (*dimensions)(std::string_view bytes, const std::string& name);
+    RgbImage (*decode)(std::string_view bytes, const std::string& name);
+};
+constexpr Codec codecs[] = {
+    {detail::png_dimensions, detail::png_decode},
+    {detail::jpeg_dimensions, detail::jpeg_decode},
+    {detail::gif_dimensions, detail::gif_decode},
+    {detail::webp_dimensions, detail::webp_decode},
+    {detail::bmp_dimensions, detail::bmp_decode},
+};
+static_assert(static_cast<size_t>(ImageFormat::bmp) + 1 == std::size(codecs));
 
-const char* format_name(ImageFormat format) {
-    switch (format) {
-        case ImageFormat::png: return "PNG";
-        case ImageFormat::jpeg: return "JPEG";
-        case ImageFormat::gif: return "GIF";
-        case ImageFormat::webp: return "WebP";
-        case ImageFormat::bmp: return "BMP";
-    }
-    return "unknown";
-}
+}  // namespace
 
 namespace detail {
 
@@ -68,25 +72,11 @@ RgbImage allocate_rgb(const std::string& name, const char* format, uint64_t widt
 }  // namespace detail
 
 ImageSize image_dimensions(std::string_view bytes, const std::string& name) {
-    switch (detect_format(bytes, name)) {
-        case ImageFormat::png: return detail::png_dimensions(bytes, name);
-        case ImageFormat::jpeg: return detail::jpeg_dimensions(bytes, name);
-        case ImageFormat::gif: return detail::gif_dimensions(bytes, name);
-        case ImageFormat::webp: return detail::webp_dimensions(bytes, name);
-        case ImageFormat::bmp: return detail::bmp_dimensions(bytes, name);
-    }
-    WASTE_CHECK(false);
+    return codecs[static_cast<size_t>(detect_format(bytes, name))].dimensions(bytes, name);
 }
 
 RgbImage decode_image(std::string_view bytes, const std::string& name) {
-    switch (detect_format(bytes, name)) {
-        case ImageFormat::png: return detail::png_decode(bytes, name);
-        case ImageFormat::jpeg: return detail::jpeg_decode(bytes, name);
-        case ImageFormat::gif: return detail::gif_decode(bytes, name);
-        case ImageFormat::webp: return detail::webp_decode(bytes, name);
-        case ImageFormat::bmp: return detail::bmp_decode(bytes, name);
-    }
-    WASTE_CHECK(false);
+    return codecs[static_cast<size_t>(detect_format(bytes, name))].decode(bytes, name);
 }
 
 ImageSize image_dimensions_file(const std::string& path) { return image_dimensions(platform::read_small_file(path, max_file_bytes), path); }

@@ -24,7 +24,6 @@ inline constexpr uint64_t max_pixels = uint64_t{64} << 20;
 inline constexpr uint64_t max_file_bytes = uint64_t{320} << 20;
 
 enum class ImageFormat { png, jpeg, gif, webp, bmp };
-const char* format_name(ImageFormat format);
 
 struct ImageSize {
     uint32_t width = 0, height = 0;   // as the pixels will be delivered (after EXIF rotation)
