@@ -224,6 +224,17 @@ def make(directory):
     small.save(buffer, "GIF", optimize=False, interlace=False)
     expect_pixels("small.gif", buffer.getvalue(), palette[np.asarray(small)], 0, "still GIF, not interlaced")
 
+    # A screen larger than the frame, background index 2: stb fills the
+    # uncovered pixels with the global table's colour 2.
+    gif = bytearray(buffer.getvalue())
+    assert gif[10] & 0x80 and gif[0x19] == 0x2c, "Pillow wrote no global table or moved the image descriptor"
+    gif[6:10] = struct.pack("<HH", 12, 7)
+    gif[11] = 2
+    expected = np.empty((7, 12, 3), dtype=np.int64)
+    expected[:] = palette[2]
+    expected[:5, :9] = palette[np.asarray(small)]
+    expect_pixels("background.gif", bytes(gif), expected, 0, "uncovered screen takes background colour 2")
+
     # WebP: lossless with alpha (exact pixels), lossy against Pillow's decode.
     rgba = pattern(9, 13, 4, 255, 100).astype(np.uint8)
     rgba[0, :, 3] = 0

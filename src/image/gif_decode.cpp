@@ -1,7 +1,8 @@
 // gif_decode.cpp — a GIF's first frame through giflib, as stb_image
-// delivers it: a canvas of the logical screen's size, black where the first
-// frame does not cover it or is transparent, the frame's colour table
-// (local, else global) expanded to RGB. Later frames are never read.
+// delivers it: a canvas of the logical screen's size, the frame's colour
+// table (local, else global) expanded to RGB, black where the frame is
+// transparent, and the background colour (or black) where it does not cover
+// the screen. Later frames are never read.
 //
 // giflib reports errors as status codes; every call is checked and the code
 // named with GifErrorString. The screen size is checked against the pixel
@@ -45,6 +46,26 @@ struct GifReader {
     }
     [[noreturn]] void refuse() const { fail(WASTE_ERR_FORMAT, "{}: GIF: {}", name, describe(gif->Error)); }
 };
+
+// stb_image, on the first frame: screen pixels the frame does not cover take
+// the global table's background colour when its index is above 0 (index 0,
+// or no global table, leaves them black); the frame's own transparent pixels
+// stay black either way.
+void fill_background(const GifFileType* gif, const GifImageDesc& frame, RgbImage* image) {
+    const ColorMapObject* map = gif->SColorMap;
+    const int index = gif->SBackGroundColor;
+    if (index <= 0 || !map || !map->Colors || index >= map->ColorCount) return;
+    const GifColorType colour = map->Colors[index];
+    for (int y = 0; y < gif->SHeight; ++y) {
+        for (int x = 0; x < gif->SWidth; ++x) {
+            if (y >= frame.Top && y < frame.Top + frame.Height && x >= frame.Left && x < frame.Left + frame.Width) continue;
+            uint8_t* out = image->rgb.data() + (size_t(y) * gif->SWidth + size_t(x)) * 3;
+            out[0] = colour.Red;
+            out[1] = colour.Green;
+            out[2] = colour.Blue;
+        }
+    }
+}
 
 }  // namespace
 
@@ -102,6 +123,7 @@ RgbImage gif_decode(std::string_view bytes, const std::string& name) {
                 }
             }
         }
+        fill_background(gif, frame, &image);
         return image;
     }
 }
