@@ -9,6 +9,7 @@ packages=(
   libgtest-dev googletest libpcre2-dev libsimde-dev libicu-dev
   python3-torch python3-numpy python3-regex python3-jinja2
   libcpp-httplib-dev haproxy
+  libpng-dev libjpeg62-turbo-dev libgif-dev libwebp-dev libstb-dev python3-pil
 )
 
 missing=()

@@ -365,6 +365,17 @@ WASTE_API waste_status waste_diskbench_json(const char* directory, const char* o
  * outputs (the CLI's --dump-hidden), so that they need no second mechanism. */
 WASTE_API waste_status waste_file_write(const char* path, const void* bytes, size_t size, waste_error* error);
 
+/* The size of the image at PATH, from its header alone (no pixels decoded,
+ * no model needed): for building an image's media block before adding it.
+ * PNG, JPEG, GIF (first frame: the logical screen), WebP (still) and BMP.
+ * A JPEG's size is the upright one: EXIF orientations 5..8 swap width and
+ * height (docs/IMAGES.md). WASTE_ERR_IO when the file cannot be read;
+ * WASTE_ERR_FORMAT for a corrupt or truncated header, or a width x height
+ * outside [1, 64 x 2^20] pixels; WASTE_ERR_UNSUPPORTED for another format
+ * (or a CMYK JPEG, an animated WebP). Each message names PATH. */
+WASTE_API waste_status waste_image_dimensions(const char* path, uint32_t* out_width, uint32_t* out_height,
+                                              waste_error* error);
+
 /* The name of a cache policy ("reuse", "lru", "lfru"; DEFAULT names the
  * policy it stands for); NULL for a value that is none of them. */
 WASTE_API const char* waste_cache_policy_name(uint32_t policy);
