@@ -51,6 +51,7 @@ void print_plan(const json& plan) {
         fmt::print("{:<22}{} ({} grammar slot{} and the vocabulary's trie)\n", "grammar reserve",
                    format_bytes(plan["grammar_bytes"].get<uint64_t>()), plan["grammars"].get<uint64_t>(),
                    plan["grammars"].get<uint64_t>() == 1 ? "" : "s");
+    if (plan.value("vision_bytes", uint64_t{0}) > 0) line("vision", "vision_bytes");
     line("minimum expert cache", "min_expert_cache");
     line("floor", "floor_bytes");
     line("one token's experts", "working_set_bytes");

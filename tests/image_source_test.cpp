@@ -91,7 +91,7 @@ TEST(ImageSource, LocalFilesOnlyWhenAllowedAndBounded) {
     ASSERT_EQ(::truncate(big.c_str(), (off_t{64} << 20) + 1), 0);
     const Read r = read_source(big, WASTE_IMAGE_LOCAL_FILES);
     EXPECT_EQ(r.code, "invalid_image");
-    EXPECT_NE(r.message.find("larger than"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("more than"), std::string::npos) << r.message;
     waste_error error{};
     char* bytes = nullptr;
     size_t size = 0;

@@ -143,6 +143,14 @@ typedef struct waste_open_options {
      * a compile on this model's tokenizer is refused with WASTE_ERR_BUDGET,
      * as is any beyond the N-th alive. At most 4096. */
     uint32_t grammars;
+    /* 1 = load the container's vision tower (K3; vision.md): the plan adds
+     * its tensors, one image's decode or tower pass, and each planned
+     * session's image queue (waste_model_plan_json's "vision_bytes"), and
+     * the waste_session_image_* calls work. A container without vision.json
+     * is then WASTE_ERR_UNSUPPORTED, one whose vision.json or tower tensors
+     * are wrong WASTE_ERR_FORMAT naming the key or tensor. 0 = text only:
+     * the tower is never read. */
+    uint32_t vision;
 } waste_open_options;
 
 /* How the decode step's expert matvecs read their lookup tables. */
@@ -375,6 +383,38 @@ WASTE_API waste_status waste_file_write(const char* path, const void* bytes, siz
  * (or a CMYK JPEG, an animated WebP). Each message names PATH. */
 WASTE_API waste_status waste_image_dimensions(const char* path, uint32_t* out_width, uint32_t* out_height,
                                               waste_error* error);
+
+/* Images in a session (vision.md §4-§5), on a model opened with
+ * waste_open_options.vision (else WASTE_ERR_UNSUPPORTED). Adding decodes the
+ * image (any format waste_image_dimensions reads), resizes it to its patch
+ * grid within vision.json's max_patches, runs the tower and the projector at
+ * once, and queues the image's rows; *out_tokens (when not NULL) is how many
+ * positions it takes. At most 32 images are queued (WASTE_ERR_INVALID_ARGUMENT
+ * beyond); a bad image is refused here, naming it, never mid-prompt. The
+ * prompt then carries one <|media_pad|> (vision.json's
+ * media_placeholder_token_id) per queued image, in queue order, inside the
+ * block K3 was trained on:
+ *   <|media_begin|>image WxH<|media_content|><|media_pad|><|media_end|>
+ * (W x H the file's own size, waste_image_dimensions; markup mode);
+ * waste_session_image_expand turns each pad into as many as its image has
+ * rows. Evaluating (waste_session_eval, _generate ...) puts the rows in
+ * place of the pads' embeddings, in the prefill and in single-token steps;
+ * the call that used a row clears the queue; one that met no pad leaves it;
+ * waste_session_reset and waste_session_image_clear clear it. name names the
+ * image in errors (NULL: "image"). */
+WASTE_API waste_status waste_session_image_add(waste_session* session, const void* bytes, size_t size, const char* name,
+                                               size_t* out_tokens, waste_error* error);
+/* The same, reading the file at path (at most 320 MiB). */
+WASTE_API waste_status waste_session_image_add_file(waste_session* session, const char* path, size_t* out_tokens,
+                                                    waste_error* error);
+/* tokens with each pad replaced by its image's count of pads, into a new
+ * array (waste_tokens_free). The pads must be as many as the queued images
+ * (WASTE_ERR_INVALID_ARGUMENT otherwise: a prompt-assembly bug). */
+WASTE_API waste_status waste_session_image_expand(const waste_session* session, const int32_t* tokens, size_t count,
+                                                  int32_t** out_tokens, size_t* out_count, waste_error* error);
+WASTE_API waste_status waste_session_image_clear(waste_session* session, waste_error* error);
+/* Images queued and their rows (0 and 0 without vision). */
+WASTE_API void waste_session_image_queue(const waste_session* session, size_t* out_images, size_t* out_rows);
 
 /* The name of a cache policy ("reuse", "lru", "lfru"; DEFAULT names the
  * policy it stands for); NULL for a value that is none of them. */

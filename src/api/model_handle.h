@@ -10,6 +10,7 @@
 #include "api/grammar_slots.h"
 #include "chat/chat_format.h"
 #include "format/container.h"
+#include "model/vision_tower.h"
 #include "runtime/engine.h"
 #include "runtime/memory_plan.h"
 #include "runtime/memory_reserve.h"
@@ -20,6 +21,7 @@ struct waste_model {
     waste_open_options options{};
     waste::runtime::MemoryPlan plan;
     std::unique_ptr<waste::runtime::Engine> engine;  // null when opened metadata-only
+    std::unique_ptr<waste::model::VisionTower> vision;  // options.vision, with an engine
     std::string usage_path;                  // the learned hotlist's file
     std::vector<uint64_t> usage_at_open;     // its counts when read at open (else empty)
     std::string hotlist_note;                // what happened to it, for info

@@ -28,6 +28,10 @@ waste_status waste_session_create(waste_model* model, waste_session** out_sessio
                         model->session_slots->used(), model->session_slots->capacity());
         session->model = model;  // from here its destructor gives the slot back
         session->session = std::make_unique<waste::runtime::Session>(*model->engine, model->plan.context_length);
+        if (model->vision) {
+            const waste::format::VisionConfig& vision = model->vision->config();
+            session->session->enable_images(static_cast<int32_t>(vision.placeholder), waste::runtime::image_queue_rows(vision));
+        }
         *out_session = session.release();
     });
 }

@@ -84,6 +84,9 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         request.sessions = model->options.sessions;
         request.snapshot_bytes = model->options.snapshot_bytes;
         request.grammars = model->options.grammars;
+        if (model->options.vision > 1)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: vision {} is not 0 or 1", model->options.vision);
+        request.vision = model->options.vision != 0;
         model->plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
         model->grammar_slots = std::make_shared<waste::api::GrammarSlots>(model->options.grammars);
         model->snapshot_reserve = std::make_shared<waste::runtime::MemoryReserve>(model->options.snapshot_bytes);
@@ -107,6 +110,9 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
             engine_options.io = static_cast<waste::runtime::ExpertIo>(model->options.io_backend);
             engine_options.lut = int8_tables ? waste::kernels::VqLutMode::int8 : waste::kernels::VqLutMode::exact;
             model->engine = std::make_unique<waste::runtime::Engine>(*model->container, model->plan, engine_options);
+            if (request.vision)  // the plan read vision.json already: it exists
+                model->vision = waste::model::VisionTower::load(
+                    *model->container, *waste::format::read_vision_config(model->container->directory(), model->container->config()));
             if (model->container->has_experts()) {
                 auto usage = waste::runtime::read_usage_file(model->usage_path, model->container->config());
                 model->hotlist_note = usage.note;
@@ -185,6 +191,7 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         request.sessions = model->options.sessions;
         request.snapshot_bytes = model->options.snapshot_bytes;
         request.grammars = model->options.grammars;
+        request.vision = model->options.vision != 0;
         const auto plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
         json out;
         out["ctx"] = plan.context_length;
@@ -197,6 +204,7 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         out["snapshot_bytes"] = plan.snapshot_bytes;
         out["grammars"] = plan.grammars;
         out["grammar_bytes"] = plan.grammar_bytes;
+        out["vision_bytes"] = plan.vision_bytes;
         out["compute_threads"] = plan.compute_threads;
         out["io_bytes"] = plan.io_bytes;
         out["runtime_bytes"] = plan.runtime_bytes;

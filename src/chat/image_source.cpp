@@ -7,7 +7,7 @@
 
 #include "chat/chat_request.h"
 #include "platform/error.h"
-#include "platform/small_file.h"
+#include "platform/direct_file.h"
 #include "text/base64.h"
 
 namespace waste::chat {

@@ -26,7 +26,7 @@
 #include "platform/crc32.h"
 #include "platform/error.h"
 #include "platform/output_file.h"
-#include "platform/small_file.h"
+#include "platform/direct_file.h"
 #include "platform/thread_pool.h"
 #include "synth/synth_random.h"
 
@@ -117,7 +117,7 @@ public:
     bool load() {
         std::error_code error;
         if (!fs::exists(path_, error)) return false;
-        const json parsed = json::parse(platform::read_small_file(path_, uint64_t{256} << 20), nullptr, false);
+        const json parsed = json::parse(platform::read_small_file(path_.string(), uint64_t{256} << 20), nullptr, false);
         if (parsed.is_discarded() || !parsed.is_object() || parsed.value("version", 0) != ledger_version ||
             parsed.value("fingerprint", std::string()) != fingerprint_)
             return false;
@@ -575,7 +575,7 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
     const fs::path work = fs::path(out_dir) / work_dir_name, ledger_path = work / "ledger.json";
     std::error_code error;
     if (!fs::exists(ledger_path, error)) return options;
-    const json ledger = json::parse(platform::read_small_file(ledger_path, uint64_t{256} << 20), nullptr, false);
+    const json ledger = json::parse(platform::read_small_file(ledger_path.string(), uint64_t{256} << 20), nullptr, false);
     // Not a ledger of ours: convert_source starts clean and reclaims nothing from it.
     if (ledger.is_discarded() || !ledger.is_object() || !ledger.contains("reclaimed") || !ledger["reclaimed"].is_array())
         return options;
@@ -588,7 +588,7 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
         if (!fs::exists(header_path, error))
             fail(WASTE_ERR_IO, "{}: shard {} is recorded as reclaimed but its saved header {} is missing",
                  ledger_path.string(), shard, header_path.string());
-        const std::string text = platform::read_small_file(header_path, max_header_bytes + 32);
+        const std::string text = platform::read_small_file(header_path.string(), max_header_bytes + 32);
         const size_t newline = text.find('\n');
         ReclaimedShard recorded;
         const std::string size_text = text.substr(0, newline);
@@ -600,7 +600,7 @@ CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
         // the kept tiny tensors (absent in a work folder of an older engine)
         const fs::path kept_path = work / reclaimed_kept_name(shard);
         if (fs::exists(kept_path, error)) {
-            const json kept = json::parse(platform::read_small_file(kept_path, uint64_t{16} << 20), nullptr, false);
+            const json kept = json::parse(platform::read_small_file(kept_path.string(), uint64_t{16} << 20), nullptr, false);
             if (kept.is_discarded() || !kept.is_object())
                 fail(WASTE_ERR_FORMAT, "{}: not a JSON object of kept tensors", kept_path.string());
             for (const auto& [name, hex] : kept.items()) {
@@ -826,7 +826,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         std::string books;
         for (int layer = model.first_dense; layer < model.layers; ++layer) {
             const json& experts = ledger.unit(fmt::format("layer {}", layer)).at("experts");
-            books += platform::read_small_file(work / experts.at("codebooks").get<std::string>(), uint64_t{1} << 30);
+            books += platform::read_small_file((work / experts.at("codebooks").get<std::string>()).string(), uint64_t{1} << 30);
             bank_index[std::to_string(layer)] = ordered_json{{"file", experts.at("bank")},
                                                              {"experts", model.experts},
                                                              {"bytes", layout.record_bytes * model.experts},

@@ -8,7 +8,7 @@
 
 #include "format/vision_config.h"
 #include "platform/error.h"
-#include "platform/small_file.h"
+#include "platform/direct_file.h"
 
 namespace waste::convert {
 namespace {
@@ -43,7 +43,7 @@ void add_preprocessor(ordered_json& vision, const std::string& source_dir, std::
                                        path.string()));
         return;
     }
-    const ordered_json file = ordered_json::parse(platform::read_small_file(path, max_preprocessor_bytes), nullptr, false);
+    const ordered_json file = ordered_json::parse(platform::read_small_file(path.string(), max_preprocessor_bytes), nullptr, false);
     if (file.is_discarded() || !file.is_object()) fail(WASTE_ERR_FORMAT, "{}: not a JSON object", path.string());
     const ordered_json& cfg = file.contains("media_proc_cfg") && file["media_proc_cfg"].is_object() ? file["media_proc_cfg"] : file;
     for (const char* key : {"patch_size", "in_patch_limit", "patch_limit_on_one_side"})

@@ -221,6 +221,13 @@ TensorSet Container::load_tensors(const std::vector<std::string>& names) const {
     return set;
 }
 
+uint64_t Container::tensors_bytes(const std::vector<std::string>& names) const {
+    uint64_t total = 0;
+    for (const std::string& name : names)
+        if (const TrunkTensor* t = trunk_tensor(name)) total += aligned_slot(t->payload_bytes) + aligned_slot(t->scale_bytes);
+    return total;
+}
+
 const TrunkTensor* Container::trunk_tensor(const std::string& name) const {
     for (const TrunkTensor& t : manifest_.trunk)
         if (t.name == name) return &t;

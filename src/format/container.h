@@ -78,6 +78,8 @@ public:
     // Reads these trunk tensors (full names, any prefix) with load_trunk's
     // checks; throws WASTE_ERR_FORMAT naming a missing one.
     TensorSet load_tensors(const std::vector<std::string>& names) const;
+    // Bytes load_tensors allocates for these (absent names count 0).
+    uint64_t tensors_bytes(const std::vector<std::string>& names) const;
     // A trunk index entry by full name; nullptr when absent.
     const TrunkTensor* trunk_tensor(const std::string& full_name) const;
     // The loaded trunk's storage (for mlock).

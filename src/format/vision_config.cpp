@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "platform/error.h"
-#include "platform/small_file.h"
+#include "platform/direct_file.h"
 
 namespace waste::format {
 namespace {

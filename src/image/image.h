@@ -23,6 +23,15 @@ inline constexpr uint64_t max_pixels = uint64_t{64} << 20;
 // metadata (a bound, not a promise that any such file decodes).
 inline constexpr uint64_t max_file_bytes = uint64_t{320} << 20;
 
+// libjpeg's working memory cap (jpeg_decode.cpp): a progressive image holds
+// every coefficient, 2 bytes per sample, 3 full-size components at the pixel
+// bound, plus 64 MiB for its tables and row buffers.
+inline constexpr uint64_t max_codec_working_bytes = max_pixels * 3 * 2 + (uint64_t{64} << 20);
+// The most one decode holds at once — the file's bytes, the RGB pixels and
+// their EXIF-rotated copy, a codec's working memory — the memory plan's
+// decode reserve (1,152 MiB).
+inline constexpr uint64_t decode_reserve_bytes = max_file_bytes + 2 * max_pixels * 3 + max_codec_working_bytes;
+
 enum class ImageFormat { png, jpeg, gif, webp, bmp };
 
 struct ImageSize {

@@ -64,7 +64,8 @@ void on_progress(j_common_ptr info) {
 // 2 bytes per sample): 3 full-size components at the pixel bound, plus
 // 64 MiB for its tables and row buffers; above it libjpeg refuses (it has no
 // backing store) rather than allocating.
-constexpr long max_working_bytes = static_cast<long>(max_pixels * 3 * sizeof(JCOEF) + (uint64_t{64} << 20));
+static_assert(sizeof(JCOEF) == 2);
+constexpr long max_working_bytes = static_cast<long>(max_codec_working_bytes);
 
 struct JpegReader {
     jpeg_decompress_struct info{};

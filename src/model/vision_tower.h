@@ -38,6 +38,11 @@ public:
     // Checks the tensors against the config (vision.md §1.2) and reads them.
     static std::unique_ptr<VisionTower> load(const format::Container& container, const format::VisionConfig& config);
 
+    // What load() and one embed() at max_patches hold at most: the tensors
+    // as stored, their f32 copies (norms, position grid), the patch tensor
+    // and every activation (vision_attention's score scratch included).
+    static uint64_t planned_bytes(const format::Container& container, const format::VisionConfig& config);
+
     const format::VisionConfig& config() const { return config_; }
     // Bytes the tower's tensors occupy in RAM.
     uint64_t weight_bytes() const { return tensors_.storage.size(); }

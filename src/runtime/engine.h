@@ -125,6 +125,8 @@ public:
     // eval splices the queued rows at pad positions and reset clears them.
     void enable_images(int32_t pad, size_t max_rows) { images_.emplace(engine_.config().hidden, pad, max_rows); }
     ImageQueue* images() { return images_ ? &*images_ : nullptr; }
+    const ImageQueue* images() const { return images_ ? &*images_ : nullptr; }
+    platform::ThreadPool& pool() { return engine_.pool(); }
 
 private:
     Engine& engine_;

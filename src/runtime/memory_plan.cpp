@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "grammar/grammar_memory.h"
+#include "image/image.h"
+#include "model/vision_tower.h"
+#include "runtime/image_queue.h"
 #include "model/session_file.h"
 #include "platform/error.h"
 #include "runtime/expert_cache.h"
@@ -121,6 +124,7 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     if (plan.grammars > 0)
         plan.grammar_bytes = grammar::vocabulary_trie_bound_bytes(static_cast<uint64_t>(c.vocab), text::container_tokenizer_file_bytes(container)) +
                              grammar::grammar_compile_scratch_bytes(static_cast<uint64_t>(c.vocab)) + plan.grammars * grammar::grammar_slot_bytes(static_cast<uint64_t>(c.vocab));
+    if (request.vision) plan.vision_bytes = vision_bytes(container, plan.sessions);
     uint64_t record = 0, moe_layers = 0;
     for (const auto& [layer, bank] : container.manifest().banks) {
         record = bank.record_bytes;
@@ -142,7 +146,7 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
                      compute_thread_stack_bytes;
     plan.runtime_bytes = process_allowance_bytes + container.codebooks().size() * sizeof(float);
     plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.io_bytes + plan.runtime_bytes +
-                       plan.snapshot_bytes + plan.grammar_bytes + plan.min_cache_bytes;
+                       plan.snapshot_bytes + plan.grammar_bytes + plan.vision_bytes + plan.min_cache_bytes;
 
     const uint64_t ceiling = memory.usable_bytes / 8 * 7;
     plan.recommended_bytes = plan.floor_bytes;
@@ -169,10 +173,29 @@ void require_budget(const MemoryPlan& plan) {
         fail(WASTE_ERR_BUDGET,
              "memory budget {} bytes is below this model's floor of {} bytes at context {} with {} session{} "
              "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + snapshot reserve {} + grammar reserve {} + "
-             "minimum expert cache {}); run `waste plan MODEL` to see the plan",
+             "vision {} + minimum expert cache {}); run `waste plan MODEL` to see the plan",
              plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.sessions, plan.sessions == 1 ? "" : "s",
              plan.trunk_bytes, plan.state_bytes, plan.scratch_bytes, plan.io_bytes, plan.runtime_bytes,
-             plan.snapshot_bytes, plan.grammar_bytes, plan.min_cache_bytes);
+             plan.snapshot_bytes, plan.grammar_bytes, plan.vision_bytes, plan.min_cache_bytes);
+}
+
+uint64_t image_queue_rows(const format::VisionConfig& config) {
+    return max_queued_images * static_cast<uint64_t>(config.max_patches / 4);
+}
+
+uint64_t vision_bytes(const format::Container& container, uint32_t sessions) {
+    const std::optional<format::VisionConfig> config = format::read_vision_config(container.directory(), container.config());
+    if (!config)
+        fail(WASTE_ERR_UNSUPPORTED, "{} has no vision tower (no vision.json): images cannot be read", container.directory());
+    const uint64_t queue = 2 * image_queue_rows(*config) * static_cast<uint64_t>(config->text_hidden) * sizeof(float);
+    const uint64_t pass = model::VisionTower::planned_bytes(container, *config);
+    const uint64_t weights = container.tensors_bytes([&] {
+        std::vector<std::string> names;
+        for (const auto& spec : format::vision_tensor_specs(*config)) names.push_back(spec.name);
+        return names;
+    }());
+    // planned_bytes holds the weights and one pass; a decode instead of the pass.
+    return std::max(pass, weights + image::decode_reserve_bytes) + std::max<uint32_t>(sessions, 1) * queue;
 }
 
 }  // namespace waste::runtime

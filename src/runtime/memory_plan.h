@@ -30,6 +30,7 @@
 #include <string>
 
 #include "format/container.h"
+#include "format/vision_config.h"
 #include "platform/memory_info.h"
 
 namespace waste::runtime {
@@ -45,6 +46,7 @@ struct MemoryPlan {
     uint64_t snapshot_bytes = 0;        // the snapshot reserve
     uint32_t grammars = 0;              // grammar slots planned (constrained decoding)
     uint64_t grammar_bytes = 0;         // their reserve: the vocabulary trie + grammars x a slot
+    uint64_t vision_bytes = 0;          // the vision tower, one image's decode or tower pass, the image queue
     unsigned compute_threads = 0;     // the pool the scratch was planned for
     uint64_t io_bytes = 0;            // reader + usage counters + state-file writer
     uint64_t runtime_bytes = 0;       // codebooks + process allowance
@@ -96,7 +98,18 @@ struct PlanRequest {
     uint32_t sessions = 1;         // 0 counts as 1; at most max_planned_sessions
     uint64_t snapshot_bytes = 0;   // at most max_snapshot_reserve_bytes
     uint32_t grammars = 0;         // grammar slots (grammar/grammar_memory.h); at most grammar::max_planned_grammars
+    bool vision = false;           // images: the container's vision tower (vision_bytes)
 };
+
+// Images (vision.md §5): the tower's tensors, then the larger of one decode
+// (image::decode_reserve_bytes) and one tower pass at max_patches (they never
+// overlap: the pixels are freed before the tower runs), and two copies of a
+// full image queue per session (appending may copy it). Throws
+// WASTE_ERR_UNSUPPORTED when the container has no vision.json, and what
+// format::read_vision_config throws for a bad one.
+uint64_t vision_bytes(const format::Container& container, uint32_t sessions);
+// Rows one session's image queue may hold: max_queued_images at max_patches.
+uint64_t image_queue_rows(const format::VisionConfig& config);
 
 // Throws WASTE_ERR_INVALID_ARGUMENT for sessions or a snapshot reserve
 // beyond their bounds.

@@ -1,0 +1,212 @@
+// image_session_test.cpp — images through the public C API (vision.md §4–§5):
+// a model opened with its vision tower, an image file added to a session,
+// its pads expanded and spliced, the plan and the refusals. On tiny-k3 with
+// the synth's tiny tower (synth_vision.h).
+//
+// Tolerance 0 (bit-exact): the API's logits are compared with the same steps
+// done by hand through the internal layers (decode, patches with vision.json's
+// mean/std and max_patches, the tower, the queue, the splice); the tower and
+// the splice are each checked against their own references in vision_test
+// and image_splice_test.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/container.h"
+#include "format/vision_config.h"
+#include "image/image.h"
+#include "image/patches.h"
+#include "model/vision_tower.h"
+#include "platform/memory_info.h"
+#include "platform/thread_pool.h"
+#include "runtime/engine.h"
+#include "runtime/memory_plan.h"
+#include "test_support.h"
+#include "waste/waste.h"
+
+namespace {
+
+struct Containers {
+    waste_test::TempDir dir;
+    std::string vision, text;
+    Containers() {
+        vision = (dir / "vision").string();
+        text = (dir / "text").string();
+        waste_error error{};
+        EXPECT_EQ(waste_synth(vision.c_str(), "tiny-k3", 3, R"({"vision": true})", nullptr, nullptr, &error), WASTE_OK) << error.message;
+        EXPECT_EQ(waste_synth(text.c_str(), "tiny-k3", 3, nullptr, nullptr, nullptr, &error), WASTE_OK) << error.message;
+    }
+};
+
+const Containers& containers() {
+    static const Containers made;
+    return made;
+}
+
+// A 24-bit BMP of random pixels (bottom-up rows padded to 4 bytes).
+std::string bmp(uint32_t width, uint32_t height, uint32_t seed) {
+    std::mt19937 random(seed);
+    const uint32_t stride = (width * 3 + 3) / 4 * 4, size = 54 + stride * height;
+    std::string out(size, '\0');
+    auto put32 = [&](size_t at, uint32_t v) {
+        for (int i = 0; i < 4; ++i) out[at + i] = static_cast<char>(v >> (8 * i));
+    };
+    out[0] = 'B';
+    out[1] = 'M';
+    put32(2, size);
+    put32(10, 54);
+    put32(14, 40);
+    put32(18, width);
+    put32(22, height);
+    out[26] = 1;
+    out[28] = 24;
+    put32(34, stride * height);
+    for (uint32_t y = 0; y < height; ++y)
+        for (uint32_t x = 0; x < width * 3; ++x) out[54 + y * stride + x] = static_cast<char>(random() & 0xff);
+    return out;
+}
+
+struct Opened {
+    waste_model* model = nullptr;
+    waste_session* session = nullptr;
+    waste_status status = WASTE_OK;
+    std::string message;
+    Opened(const std::string& path, uint32_t vision, uint64_t budget = 0) {
+        waste_open_options options;
+        waste_open_options_init(&options);
+        options.vision = vision;
+        options.budget_bytes = budget;
+        options.context_length = 256;
+        options.threads = 2;
+        waste_error error{};
+        status = waste_model_open(path.c_str(), &options, &model, &error);
+        if (status == WASTE_OK) status = waste_session_create(model, &session, &error);
+        message = error.message;
+    }
+    ~Opened() {
+        waste_session_free(session);
+        waste_model_close(model);
+    }
+    nlohmann::json plan() const {
+        char* text = nullptr;
+        waste_error error{};
+        waste_plan_options options{256, 0};
+        EXPECT_EQ(waste_model_plan_json(model, &options, &text, &error), WASTE_OK) << error.message;
+        const auto out = nlohmann::json::parse(text);
+        waste_string_free(text);
+        return out;
+    }
+};
+
+TEST(ImageSession, AnImageFileIsDecodedEmbeddedExpandedAndSplicedAsTheLayersWouldDoIt) {
+    const std::string path = containers().vision;
+    Opened opened(path, 1);
+    ASSERT_EQ(opened.status, WASTE_OK) << opened.message;
+    waste_test::TempDir tmp;
+    const std::string image_path = (tmp / "photo.bmp").string();
+    const std::string image = bmp(45, 31, 9);
+    waste_test::write_file(image_path, image);
+
+    size_t tokens = 0;
+    waste_error error{};
+    ASSERT_EQ(waste_session_image_add_file(opened.session, image_path.c_str(), &tokens, &error), WASTE_OK) << error.message;
+    const auto container = waste::format::Container::open(path, {});
+    const waste::format::VisionConfig config = *waste::format::read_vision_config(path, container->config());
+    const waste::image::PatchGrid grid = waste::image::patch_grid(45, 31, static_cast<uint32_t>(config.max_patches));
+    EXPECT_EQ(tokens, grid.width * grid.height / 4);
+    size_t images = 0, rows = 0;
+    waste_session_image_queue(opened.session, &images, &rows);
+    EXPECT_EQ(images, 1u);
+    EXPECT_EQ(rows, tokens);
+
+    const int32_t pad = static_cast<int32_t>(config.placeholder);
+    const std::vector<int32_t> prompt = {5, 17, pad, 40, 41};
+    int32_t* expanded = nullptr;
+    size_t expanded_count = 0;
+    ASSERT_EQ(waste_session_image_expand(opened.session, prompt.data(), prompt.size(), &expanded, &expanded_count, &error), WASTE_OK)
+        << error.message;
+    const std::vector<int32_t> ids(expanded, expanded + expanded_count);
+    waste_tokens_free(expanded);
+    ASSERT_EQ(ids.size(), prompt.size() - 1 + tokens);
+    ASSERT_EQ(waste_session_eval(opened.session, ids.data(), ids.size(), &error), WASTE_OK) << error.message;
+    waste_session_image_queue(opened.session, &images, &rows);
+    EXPECT_EQ(images, 0u) << "the evaluation that used the rows cleared the queue";
+    const float* logits = nullptr;
+    size_t vocab = 0;
+    ASSERT_EQ(waste_session_logits(opened.session, &logits, &vocab, &error), WASTE_OK);
+    const std::vector<float> got(logits, logits + vocab);
+
+    // By hand: vision.json's normalisation and budget, the tower, the queue.
+    container->load_trunk();
+    const auto plan = waste::runtime::plan_memory(*container, 256, 0, waste::platform::query_memory_info(), 2);
+    waste::runtime::EngineOptions engine_options;
+    engine_options.threads = 2;
+    waste::runtime::Engine engine(*container, plan, engine_options);
+    const auto tower = waste::model::VisionTower::load(*container, config);
+    waste::image::Normalisation normalisation{config.mean, config.std};
+    const auto patches = waste::image::image_to_patches(waste::image::decode_image(image, "photo.bmp"),
+                                                        static_cast<uint32_t>(config.max_patches), normalisation);
+    waste::runtime::Session session(engine, 256);
+    session.enable_images(pad, 64);
+    session.images()->add(tower->embed(engine.pool(), patches.pixels, static_cast<int>(grid.height), static_cast<int>(grid.width)));
+    session.eval(ids.data(), ids.size());
+    EXPECT_EQ(got, session.logits());
+
+    // The image matters: the pads' own table rows give other logits.
+    waste::runtime::Session text_only(engine, 256);
+    text_only.eval(ids.data(), ids.size());
+    EXPECT_NE(got, text_only.logits());
+}
+
+TEST(ImageSession, ThePlanHoldsTheTowerAndTheQueue) {
+    Opened with(containers().vision, 1), without(containers().vision, 0);
+    ASSERT_EQ(with.status, WASTE_OK) << with.message;
+    ASSERT_EQ(without.status, WASTE_OK) << without.message;
+    const uint64_t vision = with.plan().at("vision_bytes");
+    EXPECT_GE(vision, waste::image::decode_reserve_bytes) << "one decode's reserve at least";
+    EXPECT_EQ(without.plan().at("vision_bytes"), 0u);
+    EXPECT_EQ(with.plan().at("floor_bytes").get<uint64_t>(), without.plan().at("floor_bytes").get<uint64_t>() + vision);
+    // A budget that holds the text model but not the tower is refused, naming it.
+    const uint64_t floor_without = without.plan().at("floor_bytes");
+    Opened short_budget(containers().vision, 1, floor_without + vision / 2);
+    EXPECT_EQ(short_budget.status, WASTE_ERR_BUDGET);
+    EXPECT_NE(short_budget.message.find("vision"), std::string::npos) << short_budget.message;
+}
+
+TEST(ImageSession, RefusalsNameTheImageAndLoseNothing) {
+    Opened no_tower(containers().text, 1);
+    EXPECT_EQ(no_tower.status, WASTE_ERR_UNSUPPORTED) << no_tower.message;
+    EXPECT_NE(no_tower.message.find("vision.json"), std::string::npos) << no_tower.message;
+
+    Opened text_only(containers().vision, 0);
+    ASSERT_EQ(text_only.status, WASTE_OK);
+    waste_error error{};
+    const std::string image = bmp(8, 8, 1);
+    EXPECT_EQ(waste_session_image_add(text_only.session, image.data(), image.size(), "a.bmp", nullptr, &error), WASTE_ERR_UNSUPPORTED);
+
+    Opened opened(containers().vision, 1);
+    ASSERT_EQ(opened.status, WASTE_OK);
+    const std::string corrupt = image.substr(0, 40);
+    EXPECT_NE(waste_session_image_add(opened.session, corrupt.data(), corrupt.size(), "cut.bmp", nullptr, &error), WASTE_OK);
+    EXPECT_NE(std::string(error.message).find("cut.bmp"), std::string::npos) << error.message;
+    size_t images = 0;
+    waste_session_image_queue(opened.session, &images, nullptr);
+    EXPECT_EQ(images, 0u);
+    for (int i = 0; i < 32; ++i)
+        ASSERT_EQ(waste_session_image_add(opened.session, image.data(), image.size(), "a.bmp", nullptr, &error), WASTE_OK) << error.message;
+    EXPECT_EQ(waste_session_image_add(opened.session, image.data(), image.size(), "a.bmp", nullptr, &error), WASTE_ERR_INVALID_ARGUMENT);
+    const int32_t one[] = {1};
+    int32_t* out = nullptr;
+    size_t count = 0;
+    EXPECT_EQ(waste_session_image_expand(opened.session, one, 1, &out, &count, &error), WASTE_ERR_INVALID_ARGUMENT)
+        << "32 images, no pad";
+    EXPECT_EQ(waste_session_image_clear(opened.session, &error), WASTE_OK);
+    waste_session_image_queue(opened.session, &images, nullptr);
+    EXPECT_EQ(images, 0u);
+}
+
+}  // namespace
