@@ -77,6 +77,7 @@ struct ModelArgs {
     uint32_t sessions = 1;
     std::string snapshot_reserve;
     uint32_t grammars = 0;
+    bool vision = false;
 };
 
 }  // namespace
@@ -117,6 +118,9 @@ void add_model_commands(CLI::App& app) {
                      "(run/chat with --grammar or --json-*: 1; serve: 2 x --parallel)")
         ->default_val(0)
         ->check(CLI::Range(0, 4096));
+    plan->add_flag("--vision", plan_args->vision,
+                   "Plan the vision tower too: its tensors, one image's decode or tower pass, each session's image queue "
+                   "(what --image needs)");
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
     plan->callback([plan_args] {
         waste_open_options options;
@@ -126,6 +130,7 @@ void add_model_commands(CLI::App& app) {
         options.sessions = plan_args->sessions;
         options.snapshot_bytes = plan_args->snapshot_reserve.empty() ? 0 : parse_size(plan_args->snapshot_reserve);
         options.grammars = plan_args->grammars;
+        options.vision = plan_args->vision ? 1 : 0;
         ModelHandle model = open_model(plan_args->model, options);
         waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
         char* text = nullptr;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "image_prompt.h"
 #include "stream_options.h"
 
 namespace waste_cli {
@@ -34,6 +35,7 @@ struct RunArgs {
     std::string decode_ids;  // evaluated one at a time after the prompt: decode steps
     int top = 10;
     bool full = false;
+    std::vector<std::string> images;  // --image, in order
 };
 
 void add_common(CLI::App* command, RunArgs& args) {
@@ -56,8 +58,8 @@ struct Loaded {
 };
 
 Loaded load(const RunArgs& args) {
-    const waste_open_options options =
-        model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
+    waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
+    options.vision = args.images.empty() ? 0 : 1;
     Loaded loaded{open_model(args.model, options), nullptr};
     report_open(args.stream, loaded.model.get());
     waste_session* session = nullptr;
@@ -93,9 +95,13 @@ void write_hidden_dump(Loaded& loaded, const std::vector<int32_t>& ids, const st
 }
 
 void run_eval(const RunArgs& args) {
-    const std::vector<int32_t> ids = parse_token_ids(args.ids);
+    const std::vector<int32_t> given_ids = parse_token_ids(args.ids);
     const std::vector<int32_t> decode_ids = args.decode_ids.empty() ? std::vector<int32_t>{} : parse_token_ids(args.decode_ids);
     Loaded loaded = load(args);
+    // --image: each image's media block before the given ids, its pad expanded.
+    std::vector<int32_t> ids = add_prompt_images(loaded.model.get(), loaded.session.get(), args.images);
+    ids.insert(ids.end(), given_ids.begin(), given_ids.end());
+    ids = expand_image_pads(loaded.session.get(), ids);
     if (args.dump_hidden.empty()) evaluate(loaded.session.get(), ids);
     else write_hidden_dump(loaded, ids, args.dump_hidden);
     const float* logits = nullptr;
@@ -148,6 +154,9 @@ void add_run_commands(CLI::App& app) {
     add_common(eval, *eval_args);
     eval->add_option("--top", eval_args->top, "How many of the most likely tokens to list")->default_val(10)->check(CLI::Range(0, 1 << 24));
     eval->add_flag("--full", eval_args->full, "Also print every logit");
+    eval->add_option("--image", eval_args->images,
+                     "An image (PNG, JPEG, GIF, WebP, BMP) whose media block goes before the ids; repeatable, at most 32 "
+                     "(needs a container with a vision tower)");
     eval->add_option("--decode-ids", eval_args->decode_ids,
                      "Ids evaluated one at a time after the prompt (decode steps); with --full --json, "
                      "\"step_logits\" lists the logits after the prompt and after each")

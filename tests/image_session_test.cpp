@@ -162,6 +162,51 @@ TEST(ImageSession, AnImageFileIsDecodedEmbeddedExpandedAndSplicedAsTheLayersWoul
     EXPECT_NE(got, text_only.logits());
 }
 
+// `waste eval MODEL --image F --ids ... --full --json`: each image's media
+// block (tokenized in markup mode, with the file's own size) before the ids,
+// as a library caller would build it.
+TEST(ImageSession, EvalWithAnImagePutsItsMediaBlockBeforeTheIds) {
+    const std::string path = containers().vision;
+    waste_test::TempDir tmp;
+    const std::string image_path = (tmp / "wide.bmp").string();
+    waste_test::write_file(image_path, bmp(60, 20, 4));
+    std::string output;
+    const std::string command = "(" + waste_test::cli_path().string() + " eval '" + path + "' --image '" + image_path +
+                                "' --ids '5 6 7' --full --json --threads 2 --ctx 256 2>/dev/null)";
+    ASSERT_EQ(waste_test::run_command(command, &output), 0) << output;
+    const auto printed = nlohmann::json::parse(output);
+
+    Opened opened(path, 1);
+    ASSERT_EQ(opened.status, WASTE_OK) << opened.message;
+    waste_error error{};
+    waste_tokenizer* tokenizer = nullptr;
+    ASSERT_EQ(waste_model_tokenizer(opened.model, nullptr, &tokenizer, &error), WASTE_OK) << error.message;
+    const std::string block = "<|media_begin|>image 60x20<|media_content|><|media_pad|><|media_end|>";
+    int32_t* ids = nullptr;
+    size_t count = 0;
+    ASSERT_EQ(waste_tokenizer_tokenize(tokenizer, block.data(), block.size(), WASTE_TOKENIZE_MARKUP, &ids, &count, &error), WASTE_OK);
+    std::vector<int32_t> prompt(ids, ids + count);
+    waste_tokens_free(ids);
+    waste_tokenizer_free(tokenizer);
+    prompt.insert(prompt.end(), {5, 6, 7});
+    ASSERT_EQ(waste_session_image_add_file(opened.session, image_path.c_str(), nullptr, &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_session_image_expand(opened.session, prompt.data(), prompt.size(), &ids, &count, &error), WASTE_OK);
+    const std::vector<int32_t> expanded(ids, ids + count);
+    waste_tokens_free(ids);
+    ASSERT_EQ(waste_session_eval(opened.session, expanded.data(), expanded.size(), &error), WASTE_OK) << error.message;
+    const float* logits = nullptr;
+    size_t vocab = 0;
+    ASSERT_EQ(waste_session_logits(opened.session, &logits, &vocab, &error), WASTE_OK);
+    EXPECT_EQ(printed.at("prompt_tokens"), expanded.size());
+    EXPECT_EQ(printed.at("logits").get<std::vector<float>>(), std::vector<float>(logits, logits + vocab));
+
+    // A container without a tower says so; exit 1.
+    const std::string text_command = waste_test::cli_path().string() + " eval '" + containers().text + "' --image '" +
+                                     image_path + "' --ids 5 2>&1";
+    EXPECT_EQ(waste_test::run_command(text_command, &output), 1) << output;
+    EXPECT_NE(output.find("no vision tower"), std::string::npos) << output;
+}
+
 TEST(ImageSession, ThePlanHoldsTheTowerAndTheQueue) {
     Opened with(containers().vision, 1), without(containers().vision, 0);
     ASSERT_EQ(with.status, WASTE_OK) << with.message;

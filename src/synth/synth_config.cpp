@@ -1,4 +1,5 @@
 #include "synth/synth_config.h"
+#include "synth/synth_tokenizer.h"
 
 #include <algorithm>
 
@@ -310,7 +311,8 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
                     config["latent_moe_use_norm"].get<bool>();
     if (vision_request) {
         const auto outer = r.config.find("_outer");
-        int64_t placeholder = -1;
+        // The synth tokenizer's <|media_pad|>, unless the config names another.
+        int64_t placeholder = m.vocab - r.reserved_tokens - r.special_slots + media_pad_special_slot;
         if (outer != r.config.end() && outer->is_object() && outer->contains("media_placeholder_token_id") &&
             (*outer)["media_placeholder_token_id"].is_number_integer())
             placeholder = (*outer)["media_placeholder_token_id"].get<int64_t>();

@@ -21,10 +21,11 @@ constexpr std::string_view curated_merges[] = {
     " on", " it", "as", "se", "ut", " I", " l", " n", " e", " g", "ers", " that", "th", " y", " you", "ment", " wh",
 };
 
-const char* const named_specials[] = {"[BOS]",         "[EOS]",           "<|end_of_msg|>", "<|open|>",
+constexpr const char* named_specials[] = {"[BOS]",         "[EOS]",           "<|end_of_msg|>", "<|open|>",
                                       "<|close|>",     "<|sep|>",         "<|media_begin|>", "<|media_content|>",
                                       "<|media_pad|>", "<|media_end|>"};
 constexpr int named_special_count = sizeof(named_specials) / sizeof(named_specials[0]);
+static_assert(std::string_view("<|media_pad|>") == named_specials[media_pad_special_slot]);
 // The vocabulary of generated merges does not depend on the container seed.
 constexpr uint64_t merge_stream_seed = 0x746F6B656E73ull;  // "tokens"
 constexpr size_t max_generated_token_bytes = 16;

@@ -25,6 +25,10 @@ struct SyntheticTokenizer {
 };
 
 // vocab = ranks + special_slots; needs ranks >= 256 and special_slots >= 10.
+// The named specials come first after the ranks, in a fixed order;
+// <|media_pad|> (the image placeholder, vision.md §4) is the ninth.
+constexpr int media_pad_special_slot = 8;
+
 SyntheticTokenizer build_tokenizer(int64_t vocab, int special_slots);
 
 }  // namespace waste::synth
