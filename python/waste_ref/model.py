@@ -370,8 +370,13 @@ class KimiModel:
             head = self.w("model.embed_tokens.weight")
         return head
 
-    def forward(self, ids):
+    def forward(self, ids, image_rows=None, pad=None):
+        """image_rows: [N][H] rows spliced at the first N positions whose id is
+        `pad`, in place of the table's row (vision.md §4)."""
         x = self.embed(list(ids))
+        if image_rows is not None:
+            at = [i for i, t in enumerate(ids) if t == pad][:image_rows.shape[0]]
+            x[at] = image_rows[:len(at)].to(x.dtype)
         hidden = [x.clone()]
         B = self.attn_res_block
         ln_in = lambda L: self.lw(L, "input_layernorm.weight")
