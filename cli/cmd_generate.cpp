@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "generate_support.h"
+#include "image_prompt.h"
 #include "input_file.h"
 
 namespace waste_cli {
@@ -45,12 +46,34 @@ std::string prompt_text(const RunArgs& args) {
     return args.prompt;
 }
 
+// The user turn's tokens when images come with it: the template's user
+// markup around the images' media blocks (markup) and the text (plain) —
+// what waste_chat_tokenize gives for the text alone, with the blocks in front
+// of it, as upstream's CLI puts them (vision.md §4).
+std::vector<int32_t> user_turn_with_images(const Generator& g, const std::vector<int32_t>& blocks, const std::string& text) {
+    const char *prefix = nullptr, *suffix = nullptr;
+    waste_error error{};
+    if (waste_chat_template_role(g.chat.get(), "user", &prefix, &suffix, &error) != WASTE_OK) fail_with(error, "the chat template");
+    std::vector<int32_t> out = tokenize(g, prefix, WASTE_TOKENIZE_MARKUP);
+    out.insert(out.end(), blocks.begin(), blocks.end());
+    for (const auto& part : {tokenize(g, text, 0), tokenize(g, suffix, WASTE_TOKENIZE_MARKUP),
+                             tokenize(g, waste_chat_template_open(g.chat.get()), WASTE_TOKENIZE_MARKUP)})
+        out.insert(out.end(), part.begin(), part.end());
+    return out;
+}
+
 std::vector<int32_t> prompt_tokens(const RunArgs& args, const Generator& g, bool& templated) {
     templated = false;
+    // --image: each image through the tower now; its media block goes first
+    // (into the user turn with a template), its pads expanded at the end.
+    const std::vector<int32_t> blocks = add_prompt_images(g.model.get(), g.session.get(), args.gen.images);
     if (!args.ids.empty()) {
         if (!args.prompt.empty() || !args.file.empty())
             throw CLI::ValidationError("prompt", "give one of PROMPT, --file, --ids (or - for stdin)");
-        return parse_token_ids(args.ids);
+        std::vector<int32_t> ids = blocks;
+        const std::vector<int32_t> given = parse_token_ids(args.ids);
+        ids.insert(ids.end(), given.begin(), given.end());
+        return expand_image_pads(g.session.get(), ids);
     }
     const std::string text = prompt_text(args);
     if (!g.tokenizer)
@@ -58,20 +81,28 @@ std::vector<int32_t> prompt_tokens(const RunArgs& args, const Generator& g, bool
     if (!g.chat) {
         if (!args.gen.system.empty())
             throw RuntimeFailure{"--system needs a chat template, and " + (g.chat_missing.empty() ? std::string("--raw skips it") : g.chat_missing)};
-        return tokenize(g, text, 0);  // plain: a prompt's "<|open|>" is text, not a control token
+        std::vector<int32_t> ids = blocks;
+        const std::vector<int32_t> plain = tokenize(g, text, 0);  // plain: a prompt's "<|open|>" is text, not a control token
+        ids.insert(ids.end(), plain.begin(), plain.end());
+        return expand_image_pads(g.session.get(), ids);
     }
     templated = true;
     std::vector<waste_chat_message> messages;
     if (!args.gen.system.empty()) messages.push_back({"system", args.gen.system.data(), args.gen.system.size()});
-    messages.push_back({"user", text.data(), text.size()});
+    if (blocks.empty()) messages.push_back({"user", text.data(), text.size()});
     int32_t* ids = nullptr;
     size_t count = 0;
     waste_error error{};
-    if (waste_chat_tokenize(g.chat.get(), g.tokenizer.get(), messages.data(), messages.size(), 1, &ids, &count, &error) != WASTE_OK)
+    if (!messages.empty() &&
+        waste_chat_tokenize(g.chat.get(), g.tokenizer.get(), messages.data(), messages.size(), blocks.empty() ? 1 : 0, &ids, &count,
+                            &error) != WASTE_OK)
         fail_with(error, "cannot build the prompt from the chat template");
     std::vector<int32_t> out(ids, ids + count);
     waste_tokens_free(ids);
-    return out;
+    if (blocks.empty()) return out;
+    const std::vector<int32_t> user = user_turn_with_images(g, blocks, text);
+    out.insert(out.end(), user.begin(), user.end());
+    return expand_image_pads(g.session.get(), out);
 }
 
 // In chat form, the assistant's closing markup also ends the answer when it is one token.
@@ -156,6 +187,9 @@ void add_generate_commands(CLI::App& app) {
     run->add_option("PROMPT", args->prompt, "The prompt text; - reads stdin (also read when piped and no prompt is given)");
     run->add_option("--file", args->file, "Read the prompt from this file")->default_str("none");
     run->add_option("--ids", args->ids, "The prompt as token ids, e.g. \"1 2 3\" (no template)")->default_str("none");
+    run->add_option("--image", args->gen.images,
+                    "An image (PNG, JPEG, GIF, WebP, BMP) for the prompt: its media block goes first (in the user turn "
+                    "with a template); repeatable, at most 32 (needs a container with a vision tower)");
     run->add_flag("--json", args->json_output, "One JSON object at the end instead of streamed text (docs/CLI.md)");
     run->callback([args] { run_generate(*args); });
     add_chat_command(app);

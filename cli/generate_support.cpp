@@ -75,6 +75,7 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
     const bool constrained = !args.grammar_file.empty() || !args.schema_file.empty() || args.json_value;
     options.grammars = constrained ? 1 : 0;  // one grammar and its generation, in the memory plan
+    options.vision = args.images.empty() ? 0 : 1;
     g.model = open_model(args.model, options);
     report_open(args.stream, g.model.get());
     waste_session* session = nullptr;

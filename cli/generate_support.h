@@ -45,6 +45,7 @@ struct GenerateArgs {
     std::string grammar_file;  // --grammar FILE.gbnf
     std::string schema_file;   // --json-schema FILE.json
     bool json_value = false;   // --json-value: any JSON value
+    std::vector<std::string> images;  // --image FILE (run): opens the vision tower
 };
 
 // The options both commands take (each lists its own default in --help).

@@ -207,6 +207,41 @@ TEST(ImageSession, EvalWithAnImagePutsItsMediaBlockBeforeTheIds) {
     EXPECT_NE(output.find("no vision tower"), std::string::npos) << output;
 }
 
+// `waste run --image`: with --ids the blocks come first (as eval); with a
+// chat template they open the user turn — the prompt is the text's own
+// templated prompt plus the media block and the pads the image adds.
+TEST(ImageSession, RunWithAnImage) {
+    const std::string path = containers().vision;
+    waste_test::TempDir tmp;
+    const std::string image_path = (tmp / "wide.bmp").string();
+    waste_test::write_file(image_path, bmp(60, 20, 4));
+    const auto run = [&](const std::string& args) {
+        std::string output;
+        const std::string command = "(" + waste_test::cli_path().string() + " run '" + path + "' " + args +
+                                    " -n 4 --temp 0 --json --threads 2 --ctx 256 2>/dev/null)";
+        EXPECT_EQ(waste_test::run_command(command, &output), 0) << command << "\n" << output;
+        return nlohmann::json::parse(output);
+    };
+    const auto eval = [&](const std::string& args) {
+        std::string output;
+        const std::string command = "(" + waste_test::cli_path().string() + " eval '" + path + "' " + args +
+                                    " --json --threads 2 --ctx 256 --top 1 2>/dev/null)";
+        EXPECT_EQ(waste_test::run_command(command, &output), 0) << command << "\n" << output;
+        return nlohmann::json::parse(output);
+    };
+    const auto with_ids = run("--ids '5 6 7' --image '" + image_path + "'");
+    const auto evaluated = eval("--ids '5 6 7' --image '" + image_path + "'");
+    EXPECT_EQ(with_ids.at("prompt_tokens"), evaluated.at("prompt_tokens"));
+    EXPECT_EQ(with_ids.at("tokens")[0], evaluated.at("top")[0].at("id")) << "greedy: the first token is eval's argmax";
+
+    const auto text_only = run("'a cat'");
+    const auto with_image = run("'a cat' --image '" + image_path + "'");
+    ASSERT_TRUE(with_image.at("chat_template").get<bool>());
+    const size_t block_and_pads = evaluated.at("prompt_tokens").get<size_t>() - 3;  // eval: blocks then the 3 ids
+    EXPECT_EQ(with_image.at("prompt_tokens").get<size_t>(), text_only.at("prompt_tokens").get<size_t>() + block_and_pads);
+    EXPECT_NE(with_image.at("tokens"), text_only.at("tokens"));
+}
+
 TEST(ImageSession, ThePlanHoldsTheTowerAndTheQueue) {
     Opened with(containers().vision, 1), without(containers().vision, 0);
     ASSERT_EQ(with.status, WASTE_OK) << with.message;
