@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "generate_support.h"
+#include "image_prompt.h"
 
 namespace waste_cli {
 namespace {
@@ -100,6 +101,7 @@ const char* help_text =
     "  /reset     forget the conversation (the system prompt is kept)\n"
     "  /save F    save the conversation state to file F\n"
     "  /load F    continue from a state saved with /save (same model)\n"
+    "  /image F   attach image file F to your next message (needs --vision or --image)\n"
     "  /stats     tokens held, expert cache hit rate, bytes read\n"
     "  /help      this text\n"
     "  /quit      leave (or Ctrl-D)\n"
@@ -189,6 +191,17 @@ private:
                     fmt::print("[loaded {} tokens from {}]\n", waste_session_position(g_.session.get()), argument);
                 }
             }
+        } else if (name == "/image") {
+            if (argument.empty()) {
+                fmt::print("usage: /image FILE\n");
+            } else if (!args_.vision && args_.images.empty()) {
+                fmt::print("error: images need the vision tower: restart with --vision\n");
+            } else if (images_.size() >= max_prompt_images) {
+                fmt::print("error: {} images are attached already, the most one message takes\n", images_.size());
+            } else {
+                images_.push_back(argument);
+                fmt::print("[{} attached to your next message]\n", argument);
+            }
         } else if (name == "/stats") {
             waste_session_stats stats{};
             waste_session_stats_get(g_.session.get(), &stats, &error);
@@ -204,10 +217,43 @@ private:
         return true;
     }
 
+    // The attached images' media blocks (each image through the tower now);
+    // false when one failed (said, and the attachments dropped).
+    bool image_blocks(std::vector<int32_t>& blocks) {
+        if (images_.empty()) return true;
+        const std::vector<std::string> files = std::move(images_);
+        images_.clear();
+        try {
+            blocks = add_prompt_images(g_.model.get(), g_.session.get(), files);
+            return true;
+        } catch (const RuntimeFailure& failure) {
+            waste_error error{};
+            waste_session_image_clear(g_.session.get(), &error);
+            fmt::print("error: {}\n[the attached images were dropped]\n", failure.message);
+            return false;
+        }
+    }
+
     void answer(const std::string& text) {
         std::vector<int32_t> turn = pending_;
         waste_error error{};
-        if (g_.chat) {
+        std::vector<int32_t> blocks;
+        if (!image_blocks(blocks)) return;
+        if (g_.chat && !blocks.empty()) {
+            if (!system_sent_ && !args_.system.empty()) {
+                const waste_chat_message system{"system", args_.system.data(), args_.system.size()};
+                int32_t* ids = nullptr;
+                size_t count = 0;
+                if (waste_chat_tokenize(g_.chat.get(), g_.tokenizer.get(), &system, 1, 0, &ids, &count, &error) != WASTE_OK) {
+                    fmt::print("error: {}\n", error.message);
+                    return;
+                }
+                turn.insert(turn.end(), ids, ids + count);
+                waste_tokens_free(ids);
+            }
+            const std::vector<int32_t> user = user_turn_with_images(g_, blocks, text);
+            turn.insert(turn.end(), user.begin(), user.end());
+        } else if (g_.chat) {
             std::vector<waste_chat_message> messages;
             if (!system_sent_ && !args_.system.empty()) messages.push_back({"system", args_.system.data(), args_.system.size()});
             messages.push_back({"user", text.data(), text.size()});
@@ -226,9 +272,11 @@ private:
                 fmt::print("error: {}\n", error.message);
                 return;
             }
+            turn.insert(turn.end(), blocks.begin(), blocks.end());  // raw: the blocks before the text
             turn.insert(turn.end(), ids, ids + count);
             waste_tokens_free(ids);
         }
+        if (!blocks.empty()) turn = expand_image_pads(g_.session.get(), turn);
         clear_interrupt();
         if (waste_session_eval(g_.session.get(), turn.data(), turn.size(), &error) != WASTE_OK) {
             fmt::print("error: {}\n", error.message);
@@ -261,6 +309,7 @@ private:
     std::vector<int32_t> pending_;  // markup to evaluate before the next turn
     bool system_sent_ = false;
     bool interactive_ = false;
+    std::vector<std::string> images_ = args_.images;  // attached to the next message (--image, /image)
 };
 
 }  // namespace
@@ -269,6 +318,9 @@ void add_chat_command(CLI::App& app) {
     auto args = std::make_shared<GenerateArgs>();
     CLI::App* chat = app.add_subcommand("chat", "Talk with a model: a line in, an answer out (/help inside)");
     add_generate_options(chat, *args, 512);
+    chat->add_option("--image", args->images,
+                     "An image for the first message (repeatable, at most 32); /image FILE attaches one to the next");
+    chat->add_flag("--vision", args->vision, "Open the vision tower so that /image works (implied by --image)");
     chat->callback([args] { ChatLoop(*args).run(); });
 }
 

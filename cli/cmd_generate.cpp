@@ -46,22 +46,6 @@ std::string prompt_text(const RunArgs& args) {
     return args.prompt;
 }
 
-// The user turn's tokens when images come with it: the template's user
-// markup around the images' media blocks (markup) and the text (plain) —
-// what waste_chat_tokenize gives for the text alone, with the blocks in front
-// of it, as upstream's CLI puts them (vision.md §4).
-std::vector<int32_t> user_turn_with_images(const Generator& g, const std::vector<int32_t>& blocks, const std::string& text) {
-    const char *prefix = nullptr, *suffix = nullptr;
-    waste_error error{};
-    if (waste_chat_template_role(g.chat.get(), "user", &prefix, &suffix, &error) != WASTE_OK) fail_with(error, "the chat template");
-    std::vector<int32_t> out = tokenize(g, prefix, WASTE_TOKENIZE_MARKUP);
-    out.insert(out.end(), blocks.begin(), blocks.end());
-    for (const auto& part : {tokenize(g, text, 0), tokenize(g, suffix, WASTE_TOKENIZE_MARKUP),
-                             tokenize(g, waste_chat_template_open(g.chat.get()), WASTE_TOKENIZE_MARKUP)})
-        out.insert(out.end(), part.begin(), part.end());
-    return out;
-}
-
 std::vector<int32_t> prompt_tokens(const RunArgs& args, const Generator& g, bool& templated) {
     templated = false;
     // --image: each image through the tower now; its media block goes first

@@ -55,6 +55,22 @@ constexpr uint64_t max_grammar_file_bytes = 1u << 20;
 
 }  // namespace
 
+// The user turn's tokens when images come with it: the template's user
+// markup around the images' media blocks (markup) and the text (plain) —
+// what waste_chat_tokenize gives for the text alone, with the blocks in front
+// of it, as upstream's CLI puts them (vision.md §4).
+std::vector<int32_t> user_turn_with_images(const Generator& g, const std::vector<int32_t>& blocks, const std::string& text) {
+    const char *prefix = nullptr, *suffix = nullptr;
+    waste_error error{};
+    if (waste_chat_template_role(g.chat.get(), "user", &prefix, &suffix, &error) != WASTE_OK) fail_with(error, "the chat template");
+    std::vector<int32_t> out = tokenize(g, prefix, WASTE_TOKENIZE_MARKUP);
+    out.insert(out.end(), blocks.begin(), blocks.end());
+    for (const auto& part : {tokenize(g, text, 0), tokenize(g, suffix, WASTE_TOKENIZE_MARKUP),
+                             tokenize(g, waste_chat_template_open(g.chat.get()), WASTE_TOKENIZE_MARKUP)})
+        out.insert(out.end(), part.begin(), part.end());
+    return out;
+}
+
 Generator open_generator(const GenerateArgs& args, bool want_chat) {
     waste_sampler_options sampler_options;
     waste_sampler_options_init(&sampler_options);
@@ -75,7 +91,7 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
     const bool constrained = !args.grammar_file.empty() || !args.schema_file.empty() || args.json_value;
     options.grammars = constrained ? 1 : 0;  // one grammar and its generation, in the memory plan
-    options.vision = args.images.empty() ? 0 : 1;
+    options.vision = args.images.empty() && !args.vision ? 0 : 1;
     g.model = open_model(args.model, options);
     report_open(args.stream, g.model.get());
     waste_session* session = nullptr;

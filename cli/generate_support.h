@@ -45,7 +45,8 @@ struct GenerateArgs {
     std::string grammar_file;  // --grammar FILE.gbnf
     std::string schema_file;   // --json-schema FILE.json
     bool json_value = false;   // --json-value: any JSON value
-    std::vector<std::string> images;  // --image FILE (run): opens the vision tower
+    std::vector<std::string> images;  // --image FILE (run; chat: with the first message): opens the vision tower
+    bool vision = false;              // --vision (chat): open the tower for /image
 };
 
 // The options both commands take (each lists its own default in --help).
@@ -76,6 +77,13 @@ struct Generator {
 Generator open_generator(const GenerateArgs& args, bool want_chat);
 
 std::vector<int32_t> tokenize(const Generator& g, const std::string& text, uint32_t flags);
+
+// The user turn with images (g.chat required): the template's user prefix,
+// the images' media blocks (markup, image_prompt.h), the text (plain), the
+// user suffix and the answer opener — what waste_chat_tokenize gives for the
+// text alone, with the blocks in front of it, where upstream's CLI puts them
+// (vision.md §4). The pads are not expanded yet.
+std::vector<int32_t> user_turn_with_images(const Generator& g, const std::vector<int32_t>& blocks, const std::string& text);
 
 // Prints a generation as it streams: text (or ids when there is no
 // tokenizer) on stdout; on a terminal, a status line on stderr.

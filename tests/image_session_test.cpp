@@ -240,6 +240,27 @@ TEST(ImageSession, RunWithAnImage) {
     const size_t block_and_pads = evaluated.at("prompt_tokens").get<size_t>() - 3;  // eval: blocks then the 3 ids
     EXPECT_EQ(with_image.at("prompt_tokens").get<size_t>(), text_only.at("prompt_tokens").get<size_t>() + block_and_pads);
     EXPECT_NE(with_image.at("tokens"), text_only.at("tokens"));
+
+    // chat: --image goes with the first message, /image FILE with the next;
+    // the first answer is run's (the same prompt, greedy).
+    const auto chat = [&](const std::string& args, const std::string& input) {
+        std::string output;
+        const std::string command = "(printf '" + input + "' | " + waste_test::cli_path().string() + " chat '" + path + "' " + args +
+                                    " -n 4 --temp 0 -q --threads 2 --ctx 256 2>&1)";
+        EXPECT_EQ(waste_test::run_command(command, &output), 0) << command << "\n" << output;
+        return output;
+    };
+    std::string answer;  // run's text as printed (bytes; the JSON's "text" is its UTF-8 repair)
+    ASSERT_EQ(waste_test::run_command("(" + waste_test::cli_path().string() + " run '" + path + "' 'a cat' --image '" + image_path +
+                                          "' -n 4 --temp 0 -q --threads 2 --ctx 256 2>/dev/null)",
+                                      &answer),
+              0);
+    ASSERT_GE(answer.size(), 2u) << "4 tokens of text";
+    const std::string first = chat("--image '" + image_path + "'", "a cat\\n");
+    EXPECT_NE(first.find(answer), std::string::npos) << first;
+    const std::string later = chat("--vision", "/image " + image_path + "\\na cat\\n");
+    EXPECT_NE(later.find(answer), std::string::npos) << later;
+    EXPECT_NE(chat("", "/image " + image_path + "\\n").find("restart with --vision"), std::string::npos);
 }
 
 TEST(ImageSession, ThePlanHoldsTheTowerAndTheQueue) {
