@@ -1,9 +1,12 @@
 #include "engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <mutex>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "api_error.h"
 #include "stop_strings.h"
@@ -45,6 +48,44 @@ uint32_t completion_budget(const Engine& engine, const GenerationJob& job) {
     return std::min<uint32_t>(asked, engine.context_length - static_cast<uint32_t>(prompt));
 }
 
+namespace {
+
+// A prompt with images: the images through the tower into the session's
+// queue, then the whole prompt in one evaluation — an image's rows are
+// consumed by the call that meets its pads, so its pads cannot be split over
+// prefill turns (vision.md §4). No prompt reuse either way: two different
+// images of one size give the same token ids, so a stored prefix could
+// resume a conversation about another picture.
+void prefill_with_images(Engine& engine, waste_session* session, const GenerationJob& job) {
+    std::lock_guard lock(engine.turn);
+    waste_error error{};
+    if (waste_session_reset(session, &error) != WASTE_OK) engine_failure(session, error, "resetting a session");
+    for (size_t i = 0; i < job.images.size(); ++i) {
+        const std::string name = fmt::format("messages image {}", i + 1);
+        if (waste_session_image_add(session, job.images[i].data(), job.images[i].size(), name.c_str(), nullptr, &error) != WASTE_OK) {
+            waste_session_image_clear(session, nullptr);
+            if (error.status == WASTE_ERR_BUDGET || error.status == WASTE_ERR_INTERNAL) engine_failure(session, error, "reading an image");
+            throw ApiError{400, std::string("an image cannot be read: ") + error.message, "invalid_request_error", "messages", "invalid_image"};
+        }
+    }
+    int32_t* expanded = nullptr;
+    size_t count = 0;
+    if (waste_session_image_expand(session, job.rendered_prompt.data(), job.rendered_prompt.size(), &expanded, &count, &error) != WASTE_OK)
+        engine_failure(session, error, "expanding the image pads");
+    const bool same = count == job.prompt.size() && std::equal(job.prompt.begin(), job.prompt.end(), expanded);
+    waste_tokens_free(expanded);
+    if (!same) {
+        waste_session_image_clear(session, nullptr);
+        error.status = WASTE_ERR_INTERNAL;
+        std::snprintf(error.message, sizeof error.message, "the image pads expanded differently from the request's count");
+        engine_failure(session, error, "expanding the image pads");
+    }
+    if (waste_session_eval(session, job.prompt.data(), job.prompt.size(), &error) != WASTE_OK)
+        engine_failure(session, error, "evaluating the prompt");
+}
+
+}  // namespace
+
 Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink& sink) {
     const auto started = std::chrono::steady_clock::now();
     waste_session* session = engine.sessions.at(slot);
@@ -58,6 +99,9 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
     waste_session_stats before{};
     waste_session_stats_get(session, &before, nullptr);
 
+    if (!job.images.empty()) {
+        prefill_with_images(engine, session, job);
+    } else {
     // Prefill: resume from the longest stored prefix, then the rest in turns.
     {
         std::lock_guard lock(engine.turn);
@@ -74,6 +118,7 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
     if (engine.prompt_cache) {
         std::lock_guard lock(engine.turn);
         engine.prompt_cache->remember(session, job.prompt);
+    }
     }
     if (outcome.reused_tokens) {
         ++engine.metrics->prompt_cache_hits;

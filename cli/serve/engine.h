@@ -35,6 +35,7 @@ struct Engine {
     int32_t eos = -1;
     bool direct_io = false;
     bool thinking = true;
+    bool vision = false;                    // --vision: the model's tower is loaded
     std::string model_id;
     nlohmann::json model_info;              // waste_model_info_json
     TurnLock turn;
@@ -45,7 +46,12 @@ struct Engine {
 };
 
 struct GenerationJob {
-    std::vector<int32_t> prompt;
+    std::vector<int32_t> prompt;            // with images: each pad already expanded to its image's positions
+    // Images (k3-chat.md §10), in pad order: their bytes, and the prompt as
+    // rendered (one pad each), which the library's expansion must turn into
+    // `prompt` once the images are queued.
+    std::vector<std::string> images;
+    std::vector<int32_t> rendered_prompt;
     SamplingParams params;
     std::vector<int32_t> stop_ids;          // end the reply (not part of it)
     std::unique_ptr<ReplyReader> reader;

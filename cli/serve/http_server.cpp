@@ -18,6 +18,7 @@
 #include "api_error.h"
 #include "auth.h"
 #include "json_body.h"
+#include "request_images.h"
 #include "response_format.h"
 #include "tool_call_plan.h"
 #include "server_context.h"
@@ -210,14 +211,13 @@ std::unique_ptr<ConstrainedReply> constraint_for(ServerContext& ctx, const json&
     return constrain_answer(std::move(answer_grammar), ctx.engine.tokenizer, format, channel, std::move(end_ids));
 }
 
-void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-    const json request = parse_body(req.body);
-    const SamplingParams params = read_sampling_params(request, Endpoint::chat);
-    const json options = {{"thinking", ctx.engine.thinking}};
+// waste_chat_render_json for a request body; a refusal becomes its 400
+// (OpenAI's error object, as the library wrote it), anything else a 500.
+json render_chat(ServerContext& ctx, const std::string& body, const json& options) {
     char* rendered_text = nullptr;
     waste_error error{};
-    const waste_status status = waste_chat_render_json(ctx.engine.model, req.body.data(), req.body.size(),
-                                                       dump(options).c_str(), &rendered_text, &error);
+    const waste_status status =
+        waste_chat_render_json(ctx.engine.model, body.data(), body.size(), dump(options).c_str(), &rendered_text, &error);
     std::string rendered_string = rendered_text ? rendered_text : "";
     waste_string_free(rendered_text);
     if (status != WASTE_OK) {
@@ -235,12 +235,30 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
         }
         throw refusal;
     }
-    const json rendered = json::parse(rendered_string);
-    if (rendered.contains("images") && !rendered["images"].empty())
-        throw bad_request("this server has no vision tower: images cannot be read", "messages", "vision_disabled");
+    return json::parse(rendered_string);
+}
 
+void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const json request = parse_body(req.body);
+    const SamplingParams params = read_sampling_params(request, Endpoint::chat);
+    json options = {{"thinking", ctx.engine.thinking}, {"list_images", ctx.engine.vision}};
+    json rendered = render_chat(ctx, req.body, options);
     auto job = std::make_shared<GenerationJob>();
-    job->prompt = rendered.at("ids").get<std::vector<int32_t>>();
+    if (rendered.contains("images") && !rendered["images"].empty()) {
+        if (!ctx.engine.vision)
+            throw bad_request("this server was started without --vision: images cannot be read", "messages", "vision_disabled");
+        // Read and measure every image, then render again with their sizes:
+        // each image part becomes its media block (k3-chat.md §10).
+        RequestImages images = read_request_images(ctx.engine, rendered["images"], ctx.settings.allow_local_images);
+        options.erase("list_images");
+        options["image_sizes"] = images.sizes;
+        rendered = render_chat(ctx, req.body, options);
+        job->rendered_prompt = rendered.at("ids").get<std::vector<int32_t>>();
+        job->prompt = expand_image_pads(ctx.engine, job->rendered_prompt, images.positions);
+        job->images = std::move(images.bytes);
+    } else {
+        job->prompt = rendered.at("ids").get<std::vector<int32_t>>();
+    }
     job->params = params;
     if (rendered.contains("stop_ids")) job->stop_ids = rendered["stop_ids"].get<std::vector<int32_t>>();
     const std::string channel = rendered.contains("channel") && rendered["channel"].is_string() ? rendered["channel"].get<std::string>() : "";

@@ -46,6 +46,7 @@ struct ServeArgs {
     uint32_t max_tokens = 4096;
     bool no_thinking = false;
     bool allow_local_images = false;
+    bool vision = false;
     uint32_t parallel = 1;
     uint32_t queue = 64;
     std::string prompt_cache = "64M";
@@ -131,6 +132,7 @@ int serve(const ServeArgs& args) {
         // and as many cached (grammar_cache.h).
         options.grammars = 2 * args.parallel;
         options.snapshot_bytes = parse_size(args.prompt_cache);
+        options.vision = args.vision ? 1 : 0;  // each slot's session gets its image queue
         model = open_model(args.model, options);
         report_open(args.stream, model.get());
         waste_error error{};
@@ -153,6 +155,7 @@ int serve(const ServeArgs& args) {
         ctx.engine.model = model.get();
         ctx.engine.tokenizer = tokenizer.get();
         ctx.engine.eos = waste_tokenizer_eos(tokenizer.get());
+        ctx.engine.vision = args.vision;
         ctx.engine.grammars = std::make_unique<waste_serve::GrammarCache>(tokenizer.get(), args.parallel);
         ctx.engine.context_length = waste_session_context_length(sessions.front().get());
         if (options.snapshot_bytes > 0)
@@ -211,6 +214,7 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--max-tokens", args->max_tokens, "Reply length when a request names none")->default_val(4096)->check(CLI::Range(1, 1 << 24));
     cmd->add_flag("--no-thinking", args->no_thinking, "Answer without a reasoning phase unless a request asks for one");
     cmd->add_flag("--allow-local-images", args->allow_local_images, "Let requests name image files on this machine (never URLs)");
+    cmd->add_flag("--vision", args->vision, "Load the vision tower: image_url parts are read (base64 data: URLs; files with --allow-local-images)");
     cmd->add_option("--parallel", args->parallel, "Requests generating at once (one session each)")->default_val(1)->check(CLI::Range(1, 256));
     cmd->add_option("--queue", args->queue, "Requests that may wait for a slot; more are refused with 503")->default_val(64)->check(CLI::Range(0, 4096));
     cmd->add_option("--prompt-cache", args->prompt_cache, "RAM for stored prompts (prompt reuse; 0 = off)")->default_val("64M");

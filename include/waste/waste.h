@@ -384,6 +384,17 @@ WASTE_API waste_status waste_file_write(const char* path, const void* bytes, siz
 WASTE_API waste_status waste_image_dimensions(const char* path, uint32_t* out_width, uint32_t* out_height,
                                               waste_error* error);
 
+/* The same for an image in memory; name names it in errors (NULL: "image"). */
+WASTE_API waste_status waste_image_dimensions_bytes(const void* bytes, size_t size, const char* name, uint32_t* out_width,
+                                                    uint32_t* out_height, waste_error* error);
+
+/* How many positions an image of width x height pixels takes on this model
+ * (its patch grid within vision.json's max_patches, four patches a
+ * position; vision.md §2.2), without decoding it: for sizing a prompt before
+ * the tower runs. WASTE_ERR_UNSUPPORTED unless opened with vision. */
+WASTE_API waste_status waste_model_image_tokens(const waste_model* model, uint32_t width, uint32_t height, size_t* out_tokens,
+                                                waste_error* error);
+
 /* Images in a session (vision.md §4-§5), on a model opened with
  * waste_open_options.vision (else WASTE_ERR_UNSUPPORTED). Adding decodes the
  * image (any format waste_image_dimensions reads), resizes it to its patch
@@ -941,6 +952,19 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
  *   {"image_sizes": false}        true: honour the request's render-only
  *                                 "image_sizes" and "add_generation_prompt"
  *                                 (waste render); the server leaves it false
+ *   {"image_sizes": [[W, H], ...]} the sizes of the request's image parts as
+ *                                 the caller read them from the images (a
+ *                                 server with the vision tower), in order:
+ *                                 each part renders as its media block; a
+ *                                 <|kimi_image_placeholder|> typed in a text
+ *                                 then counts too, so the counts disagree and
+ *                                 the request is refused (k3-chat.md §10)
+ *   {"list_images": false}        true: a request with images renders (each
+ *                                 part a bare <|kimi_image_placeholder|>) so
+ *                                 that "images" lists them, for a caller that
+ *                                 reads them and renders again with their
+ *                                 "image_sizes"; without either, an image is
+ *                                 refused (code "vision_disabled")
  * Only the fields a prompt depends on are validated (messages, tools,
  * tool_choice, response_format, reasoning_effort and its aliases,
  * thinking); sampling fields and unknown keys are the caller's.

@@ -79,11 +79,25 @@ waste::chat::RenderOptions read_options(const char* options_json) {
     if (!waste::chat::parse_json_bounded(std::string_view(options_json, length), parsed, &why) || !parsed.is_object())
         waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: options_json is not a JSON object{}{}", why.empty() ? "" : ": ", why);
     for (auto it = parsed.begin(); it != parsed.end(); ++it) {
+        if (it.key() == "image_sizes" && it->is_array()) {  // sizes the caller measured, one per image part
+            std::vector<std::pair<uint64_t, uint64_t>> sizes;
+            for (const Json& size : *it) {
+                if (!size.is_array() || size.size() != 2 || !size[0].is_number_unsigned() || !size[1].is_number_unsigned() ||
+                    size[0].get<uint64_t>() < 1 || size[1].get<uint64_t>() < 1 || size[0].get<uint64_t>() > waste::chat::max_image_side ||
+                    size[1].get<uint64_t>() > waste::chat::max_image_side)
+                    waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: option image_sizes must hold [width, height] pairs of "
+                                "1 to {}", waste::chat::max_image_side);
+                sizes.emplace_back(size[0].get<uint64_t>(), size[1].get<uint64_t>());
+            }
+            options.measured_image_sizes = std::move(sizes);
+            continue;
+        }
         if (!it->is_boolean())
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: option \"{}\" must be true or false", it.key());
         if (it.key() == "thinking") options.thinking_default = it->get<bool>();
         else if (it.key() == "image_sizes") options.render_only_keys = it->get<bool>();
-        else waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: unknown option \"{}\" (known: thinking, image_sizes)", it.key());
+        else if (it.key() == "list_images") options.list_images = it->get<bool>();
+        else waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: unknown option \"{}\" (known: thinking, image_sizes, list_images)", it.key());
     }
     return options;
 }
@@ -92,7 +106,7 @@ waste::chat::RenderedPrompt render(const waste::chat::ChatFormat& format, const 
     const waste::chat::ChatRequest request = waste::chat::read_chat_request(body, options);
     // The engine has no vision tower: an image can only be rendered for
     // inspection, with render-only sizes standing in for the files (§10).
-    if (request.image_parts > 0 && !(options.render_only_keys && format.xtml))
+    if (request.image_parts > 0 && !((options.render_only_keys || options.measured_image_sizes || options.list_images) && format.xtml))
         throw waste::chat::RequestError("this model has no vision tower loaded: images cannot be read", "messages", "vision_disabled");
     if (format.xtml) return waste::chat::render_xtml(request);
     if (!format.chat_template)

@@ -18,4 +18,19 @@ waste_status waste_image_dimensions(const char* path, uint32_t* out_width, uint3
     });
 }
 
+waste_status waste_image_dimensions_bytes(const void* bytes, size_t size, const char* name, uint32_t* out_width,
+                                          uint32_t* out_height, waste_error* error) {
+    return guarded(error, [&] {
+        if ((!bytes && size) || !out_width || !out_height)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_image_dimensions_bytes: bytes, out_width and out_height are required");
+        if (size > waste::image::max_file_bytes)
+            waste::fail(WASTE_ERR_FORMAT, "{}: {} bytes, more than an image may hold ({})", name ? name : "image", size,
+                        waste::image::max_file_bytes);
+        const waste::image::ImageSize found =
+            waste::image::image_dimensions(std::string_view(static_cast<const char*>(bytes), size), name ? name : "image");
+        *out_width = found.width;
+        *out_height = found.height;
+    });
+}
+
 }  // extern "C"

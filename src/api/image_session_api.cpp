@@ -50,6 +50,20 @@ size_t add_image(waste_session* session, const std::string& bytes, const std::st
 
 extern "C" {
 
+waste_status waste_model_image_tokens(const waste_model* model, uint32_t width, uint32_t height, size_t* out_tokens, waste_error* error) {
+    return guarded(error, [&] {
+        if (out_tokens) *out_tokens = 0;
+        if (!model || !out_tokens) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_image_tokens: model and out_tokens are required");
+        if (!model->vision)
+            waste::fail(WASTE_ERR_UNSUPPORTED, "waste_model_image_tokens: the model was opened without its vision tower");
+        if (width < 1 || height < 1 || static_cast<uint64_t>(width) * height > waste::image::max_pixels)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_image_tokens: {}x{} is outside 1 to {} pixels", width, height,
+                        waste::image::max_pixels);
+        const auto grid = waste::image::patch_grid(width, height, static_cast<uint32_t>(model->vision->config().max_patches));
+        *out_tokens = static_cast<size_t>(grid.width) * grid.height / 4;
+    });
+}
+
 waste_status waste_session_image_add(waste_session* session, const void* bytes, size_t size, const char* name,
                                      size_t* out_tokens, waste_error* error) {
     return guarded(error, [&] {

@@ -335,7 +335,12 @@ ChatRequest read_chat_request(const Json& body, const RenderOptions& options) {
         }
     }
     read_effort(body, request, options);
-    if (options.render_only_keys) read_render_only_keys(body, request);
+    if (options.measured_image_sizes) {
+        request.has_image_sizes = true;
+        request.image_sizes = *options.measured_image_sizes;
+    } else if (options.render_only_keys) {
+        read_render_only_keys(body, request);
+    }
     return request;
 }
 

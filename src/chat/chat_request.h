@@ -69,6 +69,12 @@ enum class ResponseFormatNote { nothing, json_object, json_schema };
 struct RenderOptions {
     bool thinking_default = true;  // the server's default (--no-thinking flips it)
     bool render_only_keys = false; // honour "image_sizes" and "add_generation_prompt"
+    // A server that read the images itself: their sizes, one per image part in
+    // order (k3-chat.md §10); the request's own image_sizes is not read then.
+    std::optional<std::vector<std::pair<uint64_t, uint64_t>>> measured_image_sizes;
+    // Render image parts as bare placeholders only to list them ("images"),
+    // for a caller that reads them and renders again with their sizes.
+    bool list_images = false;
 };
 
 struct ChatRequest {

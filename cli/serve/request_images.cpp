@@ -1,0 +1,62 @@
+// request_images.cpp — see request_images.h.
+#include "request_images.h"
+
+#include <fmt/format.h>
+
+#include "api_error.h"
+
+namespace waste_serve {
+
+using nlohmann::json;
+
+RequestImages read_request_images(const Engine& engine, const json& refs, bool allow_local_files) {
+    RequestImages out;
+    out.sizes = json::array();
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const std::string ref = refs[i].is_string() ? refs[i].get<std::string>() : std::string();
+        char* bytes = nullptr;
+        size_t size = 0;
+        char* refusal = nullptr;
+        waste_error error{};
+        if (waste_image_source_read(ref.data(), ref.size(), allow_local_files ? WASTE_IMAGE_LOCAL_FILES : 0, &bytes, &size, &refusal,
+                                    &error) != WASTE_OK) {
+            const json e = json::parse(refusal ? refusal : "{}", nullptr, false);
+            waste_string_free(refusal);
+            const std::string code = e.is_object() && e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>()
+                                                                                                   : "invalid_image_url";
+            throw bad_request(fmt::format("image {}: {}", i + 1, error.message), "messages", code);
+        }
+        std::string image(bytes, size);
+        waste_string_free(bytes);
+        const std::string name = fmt::format("image {}", i + 1);
+        uint32_t width = 0, height = 0;
+        size_t positions = 0;
+        if (waste_image_dimensions_bytes(image.data(), image.size(), name.c_str(), &width, &height, &error) != WASTE_OK ||
+            waste_model_image_tokens(engine.model, width, height, &positions, &error) != WASTE_OK)
+            throw bad_request(std::string("an image cannot be read: ") + error.message, "messages", "invalid_image");
+        out.bytes.push_back(std::move(image));
+        out.sizes.push_back({width, height});
+        out.positions.push_back(positions);
+    }
+    return out;
+}
+
+std::vector<int32_t> expand_image_pads(const Engine& engine, const std::vector<int32_t>& ids, const std::vector<size_t>& positions) {
+    const int32_t pad = waste_tokenizer_special_id(engine.tokenizer, "<|media_pad|>");
+    std::vector<int32_t> out;
+    size_t image = 0;
+    for (const int32_t id : ids) {
+        if (id != pad || pad < 0) {
+            out.push_back(id);
+            continue;
+        }
+        if (image >= positions.size())
+            throw ApiError{500, "the rendered prompt holds more image pads than the request has images", "engine_error", "", "engine_error"};
+        out.insert(out.end(), positions[image++], pad);
+    }
+    if (image != positions.size())
+        throw ApiError{500, "the rendered prompt holds fewer image pads than the request has images", "engine_error", "", "engine_error"};
+    return out;
+}
+
+}  // namespace waste_serve
