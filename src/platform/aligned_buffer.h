@@ -1,4 +1,11 @@
 // aligned_buffer.h — a heap buffer aligned for direct I/O (4096 bytes).
+//
+// Large buffers (from large_buffer_bytes) are mapped directly (mmap) and
+// unmapped when freed, so their pages go back to the system at once: from
+// malloc's heap, a freed 2 MiB write buffer left a hole that the many small
+// allocations of a generation split, and the next one extended the heap —
+// the 5-minute soak's RSS grew 2 MiB per session save (a chat's /save) until
+// it passed the budget. Small ones come from the heap (aligned_alloc).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +19,7 @@ namespace waste::platform {
 class AlignedBuffer {
 public:
     static constexpr size_t alignment = 4096;
+    static constexpr size_t large_buffer_bytes = size_t{256} << 10;
     AlignedBuffer() = default;
     explicit AlignedBuffer(size_t bytes);  // throws WASTE_ERR_OUT_OF_MEMORY; zero-filled
     uint8_t* data() { return data_.get(); }
@@ -22,7 +30,8 @@ public:
 
 private:
     struct Free {
-        void operator()(uint8_t* p) const { std::free(p); }
+        size_t mapped;  // bytes mapped; 0: from the heap (value-initialised by default)
+        void operator()(uint8_t* p) const;
     };
     std::unique_ptr<uint8_t, Free> data_;
     size_t size_ = 0;
