@@ -1,6 +1,6 @@
 // cmd_synth.cpp — `waste synth`: write a seeded synthetic container.
 //
-//   waste synth OUT --preset tiny|tiny-k3|mid|k3 [--seed N] [--set key=value ...] [--overrides JSON]
+//   waste synth OUT --preset tiny|tiny-k3|mid|k3 [--seed N] [--set key=value ...] [--overrides JSON] [--vision]
 //
 // --set values are JSON when they parse as JSON (8, 2.5, true, [1,2]) and
 // strings otherwise; a dotted key sets a nested one
@@ -30,6 +30,7 @@ struct SynthArgs {
     uint64_t seed = 1;
     std::vector<std::string> sets;
     std::string overrides;
+    bool vision = false;
     bool list = false;
 };
 
@@ -101,6 +102,9 @@ void add_synth_command(CLI::App& app) {
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->default_str("none");
     synth->add_option("--overrides", args->overrides, "A JSON object of config keys (merged before --set)")->default_str("none");
+    synth->add_flag("--vision", args->vision,
+                    "Add a small random K3 vision tower and vision.json (the same as --set vision=true; needs a tensor_prefix, "
+                    "as tiny-k3 and k3 have)");
     synth->add_flag("--list", args->list, "List the presets and exit");
     synth->callback([args] {
         waste_error error{};
@@ -118,6 +122,7 @@ void add_synth_command(CLI::App& app) {
             if (overrides.is_discarded() || !overrides.is_object())
                 throw CLI::ValidationError("--overrides", "'" + args->overrides + "' is not a JSON object");
         }
+        if (args->vision && !overrides.contains("vision")) overrides["vision"] = true;
         for (const std::string& assignment : args->sets) merge_into(overrides, parse_set(assignment));
 
         ProgressLine line;

@@ -142,6 +142,36 @@ TEST(ConvertVision, TowerStoredFlattenedAtEightBitsWithItsVisionJson) {
     EXPECT_EQ(m.find("vision_tower.patch_embed.pos_emb.weight")->shape, (std::vector<int64_t>{15, 112}));
 }
 
+// The converted checkpoint runs end to end: `waste run --image` opens its
+// tower, reads an image and answers.
+TEST(ConvertVision, TheConvertedTowerRunsThroughWasteRunWithAnImage) {
+    const auto& synth = k3_checkpoint();
+    waste_test::TempDir tmp;
+    waste::convert::convert_checkpoint(synth.dir.string(), (tmp / "out").string(), quick_options());
+    // A 16 x 8 24-bit BMP (bottom-up rows of 48 bytes, no padding needed).
+    std::string bmp(54 + 48 * 8, '\0');
+    const auto put32 = [&](size_t at, uint32_t v) {
+        for (int i = 0; i < 4; ++i) bmp[at + i] = static_cast<char>(v >> (8 * i));
+    };
+    bmp[0] = 'B';
+    bmp[1] = 'M';
+    put32(2, static_cast<uint32_t>(bmp.size()));
+    put32(10, 54);
+    put32(14, 40);
+    put32(18, 16);
+    put32(22, 8);
+    bmp[26] = 1;
+    bmp[28] = 24;
+    for (size_t i = 54; i < bmp.size(); ++i) bmp[i] = static_cast<char>(i * 37);
+    waste_test::write_file(tmp / "small.bmp", bmp);
+    std::string output;
+    const std::string command = waste_test::cli_path().string() + " run '" + (tmp / "out").string() + "' --ids '1 2 3' --image '" +
+                                (tmp / "small.bmp").string() + "' -n 2 --temp 0 --json --ctx 256";
+    ASSERT_EQ(waste_test::run_command(command, &output), 0) << output;
+    EXPECT_NE(output.find("small.bmp: 1 image tokens]"), std::string::npos) << output << "(16 x 8 is the 2 x 2 minimum grid: one token)";
+    EXPECT_NE(output.find("\"stop_reason\""), std::string::npos) << output;
+}
+
 TEST(ConvertVision, MissingPreprocessorConfigIsAWarningNamingTheValuesUsed) {
     const auto& synth = k3_checkpoint();
     waste_test::TempDir tmp;
