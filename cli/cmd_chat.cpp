@@ -319,7 +319,8 @@ void add_chat_command(CLI::App& app) {
     CLI::App* chat = app.add_subcommand("chat", "Talk with a model: a line in, an answer out (/help inside)");
     add_generate_options(chat, *args, 512);
     chat->add_option("--image", args->images,
-                     "An image for the first message (repeatable, at most 32); /image FILE attaches one to the next");
+                     "An image for the first message (repeatable, at most 32); /image FILE attaches one to the next")
+        ->default_str("none");
     chat->add_flag("--vision", args->vision, "Open the vision tower so that /image works (implied by --image)");
     chat->callback([args] { ChatLoop(*args).run(); });
 }

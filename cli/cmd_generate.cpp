@@ -173,7 +173,8 @@ void add_generate_commands(CLI::App& app) {
     run->add_option("--ids", args->ids, "The prompt as token ids, e.g. \"1 2 3\" (no template)")->default_str("none");
     run->add_option("--image", args->gen.images,
                     "An image (PNG, JPEG, GIF, WebP, BMP) for the prompt: its media block goes first (in the user turn "
-                    "with a template); repeatable, at most 32 (needs a container with a vision tower)");
+                    "with a template); repeatable, at most 32 (needs a container with a vision tower)")
+        ->default_str("none");
     run->add_flag("--json", args->json_output, "One JSON object at the end instead of streamed text (docs/CLI.md)");
     run->callback([args] { run_generate(*args); });
     add_chat_command(app);

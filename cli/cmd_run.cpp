@@ -156,7 +156,8 @@ void add_run_commands(CLI::App& app) {
     eval->add_flag("--full", eval_args->full, "Also print every logit");
     eval->add_option("--image", eval_args->images,
                      "An image (PNG, JPEG, GIF, WebP, BMP) whose media block goes before the ids; repeatable, at most 32 "
-                     "(needs a container with a vision tower)");
+                     "(needs a container with a vision tower)")
+        ->default_str("none");
     eval->add_option("--decode-ids", eval_args->decode_ids,
                      "Ids evaluated one at a time after the prompt (decode steps); with --full --json, "
                      "\"step_logits\" lists the logits after the prompt and after each")
