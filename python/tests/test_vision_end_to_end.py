@@ -15,6 +15,7 @@ step) and decode steps after the image are checked. The image is 45 x 31
 The `waste` binary comes from WASTE_CLI, else build/release/waste.
 """
 
+import ctypes
 import importlib.util
 import json
 import os
@@ -104,6 +105,59 @@ class VisionEndToEnd(unittest.TestCase):
         logits, _ = self.model.forward(self.ids)
         engine, reference = np.asarray(out["logits"]), logits[-1].numpy()
         self.assertGreater(np.abs(engine - reference).max() / np.abs(reference).max(), 1e-3)
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+
+
+class _OpenOptions(ctypes.Structure):  # waste_open_options, field for field
+    _fields_ = [("flags", ctypes.c_uint32), ("budget_bytes", ctypes.c_uint64), ("context_length", ctypes.c_uint32),
+                ("threads", ctypes.c_uint32), ("cache_policy", ctypes.c_uint32), ("io_backend", ctypes.c_uint32),
+                ("usage_path", ctypes.c_char_p), ("lut_mode", ctypes.c_uint32), ("sessions", ctypes.c_uint32),
+                ("snapshot_bytes", ctypes.c_uint64), ("grammars", ctypes.c_uint32), ("vision", ctypes.c_uint32)]
+
+
+class PadLastThroughTheCApi(VisionEndToEnd):
+    """An image whose pad is the prompt's very last token, the prompt 65
+    tokens long: its last chunk is that one pad, so the single-token step
+    must splice the row (vision.md §4, pitfall 6). Through the C API
+    (libwaste.so, ctypes), since the CLI always closes the block after the pad.
+    Same references and bound as above."""
+
+    def test_pad_as_the_last_of_65_tokens(self):
+        lib = ctypes.CDLL(os.environ.get("WASTE_LIB", os.path.join(os.path.dirname(CLI), "libwaste.so")))
+        err = _Error()
+        options = _OpenOptions()
+        lib.waste_open_options_init(ctypes.byref(options))
+        options.vision, options.context_length, options.threads = 1, 256, 2
+        model, session = ctypes.c_void_p(), ctypes.c_void_p()
+        check = lambda status: self.assertEqual(status, 0, err.message.decode())
+        check(lib.waste_model_open(self.path.encode(), ctypes.byref(options), ctypes.byref(model), ctypes.byref(err)))
+        try:
+            check(lib.waste_session_create(model, ctypes.byref(session), ctypes.byref(err)))
+            positions = ctypes.c_size_t()
+            check(lib.waste_session_image_add_file(session, self.image.encode(), ctypes.byref(positions), ctypes.byref(err)))
+            self.assertEqual(positions.value, self.rows.shape[0])
+            block = self.ids[:self.ids.index(self.pad)]  # <|media_begin|>image 45x31<|media_content|>
+            lead = 65 - len(block) - positions.value
+            self.assertGreater(lead, 0)
+            ids = [5 + i % 200 for i in range(lead)] + block + [self.pad] * positions.value
+            self.assertEqual(len(ids), 65)
+            array = (ctypes.c_int32 * len(ids))(*ids)
+            check(lib.waste_session_eval(session, array, ctypes.c_size_t(len(ids)), ctypes.byref(err)))
+            logits, vocab = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+            check(lib.waste_session_logits(session, ctypes.byref(logits), ctypes.byref(vocab), ctypes.byref(err)))
+            engine = np.ctypeslib.as_array(logits, shape=(vocab.value,)).copy()
+            reference, _ = self.model.forward(ids, image_rows=self.rows, pad=self.pad)
+            self.assert_close(engine, reference[-1], "pad last, 65 tokens")
+        finally:
+            lib.waste_session_free(session)
+            lib.waste_model_close(model)
+
+    # The parent's tests run once, in VisionEndToEnd.
+    test_logits_with_an_image_match_the_references = None
+    test_the_image_is_what_the_model_sees = None
 
 
 if __name__ == "__main__":
