@@ -75,13 +75,16 @@ std::unique_ptr<VisionTower> VisionTower::load(const format::Container& containe
     return tower;
 }
 
-uint64_t VisionTower::planned_bytes(const format::Container& container, const format::VisionConfig& c) {
+uint64_t VisionTower::weight_bytes(const format::Container& container, const format::VisionConfig& c) {
     std::vector<std::string> names;
+    for (const format::VisionTensorSpec& spec : format::vision_tensor_specs(c)) names.push_back(spec.name);
+    return container.tensors_bytes(names);
+}
+
+uint64_t VisionTower::planned_bytes(const format::Container& container, const format::VisionConfig& c) {
     uint64_t f32_copies = static_cast<uint64_t>(c.pos_h) * c.pos_w * c.hidden;  // the position grid
-    for (const format::VisionTensorSpec& spec : format::vision_tensor_specs(c)) {
-        names.push_back(spec.name);
+    for (const format::VisionTensorSpec& spec : format::vision_tensor_specs(c))
         if (spec.norm) f32_copies += static_cast<uint64_t>(spec.rows);
-    }
     const uint64_t L = static_cast<uint64_t>(c.max_patches), N = L / 4, D = c.hidden, Q = c.qkv, I = c.intermediate,
                    TH = c.text_hidden, hd = static_cast<uint64_t>(c.head_dim());
     // embed()'s vectors at L = max_patches: pixels, x, pos, y, qkv, attended,
@@ -90,7 +93,7 @@ uint64_t VisionTower::planned_bytes(const format::Container& container, const fo
     const uint64_t floats = L * format::vision_patch_values + 3 * L * D + 3 * L * Q + L * Q + std::max(L * D, N * TH) +
                             std::max(L * I, N * 4 * D) + N * 4 * D + N * TH + L * hd + 4 * L * hd +
                             vision::query_block(L) * L + vision::query_block(L) * hd;
-    return container.tensors_bytes(names) + 4 * (f32_copies + floats);
+    return weight_bytes(container, c) + 4 * (f32_copies + floats);
 }
 
 std::vector<float> VisionTower::embed(platform::ThreadPool& pool, std::span<const float> pixels, int gh, int gw) const {

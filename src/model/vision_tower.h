@@ -42,6 +42,8 @@ public:
     // as stored, their f32 copies (norms, position grid), the patch tensor
     // and every activation (vision_attention's score scratch included).
     static uint64_t planned_bytes(const format::Container& container, const format::VisionConfig& config);
+    // Of those, the tensors as stored (what load() reads).
+    static uint64_t weight_bytes(const format::Container& container, const format::VisionConfig& config);
 
     const format::VisionConfig& config() const { return config_; }
     // Bytes the tower's tensors occupy in RAM.

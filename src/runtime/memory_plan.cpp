@@ -189,11 +189,7 @@ uint64_t vision_bytes(const format::Container& container, uint32_t sessions) {
         fail(WASTE_ERR_UNSUPPORTED, "{} has no vision tower (no vision.json): images cannot be read", container.directory());
     const uint64_t queue = 2 * image_queue_rows(*config) * static_cast<uint64_t>(config->text_hidden) * sizeof(float);
     const uint64_t pass = model::VisionTower::planned_bytes(container, *config);
-    const uint64_t weights = container.tensors_bytes([&] {
-        std::vector<std::string> names;
-        for (const auto& spec : format::vision_tensor_specs(*config)) names.push_back(spec.name);
-        return names;
-    }());
+    const uint64_t weights = model::VisionTower::weight_bytes(container, *config);
     // planned_bytes holds the weights and one pass; a decode instead of the pass.
     return std::max(pass, weights + image::decode_reserve_bytes) + std::max<uint32_t>(sessions, 1) * queue;
 }
