@@ -43,7 +43,11 @@ export async function startServer(model, extraArgs = [], { env = {} } = {}) {
     rssKiB: () => Number(readFileSync(`/proc/${child.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
     async stop(signal = 'SIGTERM') {
       child.kill(signal);
-      return exited;
+      const result = await exited;
+      // A sanitizer's report (ThreadSanitizer exits 66, AddressSanitizer 1)
+      // is on the server's stderr: show it beside the failed exit check.
+      if (result.code !== 0 && signal === 'SIGTERM') process.stderr.write(`waste serve exited ${result.code}:\n${err}\n`);
+      return result;
     },
   };
 }
