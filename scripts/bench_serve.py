@@ -12,7 +12,11 @@ taken in the same run, so ratios hold even on a noisy machine:
    first and the last content chunk, (tokens - 1) / seconds, so it excludes
    prefill like bench's decode figure does. The two alternate, one bench
    run after each answer, and the figure is the median of the --runs
-   pairs' ratios.
+   pairs' ratios. With --pin the engine (server and bench alike) runs on
+   all cores but the last and this client on the last, so the figure is the
+   server's own cost; without it the client's per-token work (reported as
+   client_cpu_ms_per_token) shares the engine's cores, as a client on the
+   same small machine would.
 2. reuse: time to first token of turn 2 of a chat whose history is about
    --history tokens, with the prompt cache (default) and without it
    (--prompt-cache 0): turn 1 is sent, then turn 2 resends the conversation
@@ -36,8 +40,13 @@ import threading
 import time
 
 
+# Prepended to the engine's commands (the server and `waste bench`): with
+# --pin, `taskset` keeps them off the client's core.
+ENGINE_PREFIX = []
+
+
 def start_server(waste, model, extra):
-    child = subprocess.Popen([waste, "serve", model, "--port", "0", *extra], stdout=subprocess.PIPE,
+    child = subprocess.Popen([*ENGINE_PREFIX, waste, "serve", model, "--port", "0", *extra], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True)
     deadline = time.time() + 300
     for line in child.stdout:
@@ -66,16 +75,25 @@ def post(host, port, path, body):
 def stream_timings(host, port, body):
     """Sends a streamed chat request; returns (seconds to the first content,
     seconds from the first to the last content chunk, completion tokens from
-    usage, prompt tokens the server reused)."""
+    usage, prompt tokens the server reused, this client's CPU seconds while
+    the answer streamed).
+
+    Each event is only timestamped while the answer streams and parsed after
+    it ends: on a machine whose cores all compute, the client's own work per
+    token competes with the server it measures, so it is kept to a read."""
     body = dict(body, stream=True, stream_options={"include_usage": True})
     start = time.perf_counter()
+    cpu_start = time.process_time()
     connection, response = post(host, port, "/v1/chat/completions", body)
     if response.status != 200:
         raise SystemExit(f"HTTP {response.status}: {response.read()[:300]!r}")
+    arrivals = [(time.perf_counter(), raw) for raw in response]
+    cpu_seconds = time.process_time() - cpu_start
+    connection.close()
     first = last = None
     tokens = None
     reused = None
-    for raw in response:
+    for now, raw in arrivals:
         line = raw.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
@@ -87,17 +105,15 @@ def stream_timings(host, port, body):
         for choice in event.get("choices", []):
             delta = choice.get("delta", {})
             if delta.get("content") or delta.get("reasoning_content"):
-                now = time.perf_counter()
                 first = first if first is not None else now
                 last = now
-    connection.close()
     if first is None:
         raise SystemExit("the answer had no content")
-    return first - start, last - first, tokens, reused
+    return first - start, last - first, tokens, reused, cpu_seconds
 
 
 def bench_decode(waste, model, tokens, runs, budget, threads):
-    out = subprocess.run([waste, "bench", model, "-n", str(tokens), "--prompt", "16", "--runs", str(runs), "--budget", budget,
+    out = subprocess.run([*ENGINE_PREFIX, waste, "bench", model, "-n", str(tokens), "--prompt", "16", "--runs", str(runs), "--budget", budget,
                           "--threads", str(threads), "--json"], check=True, capture_output=True, text=True).stdout
     result = json.loads(out)
     return result["decode"]["median_tok_per_s"], result["memory_bandwidth_gb_per_s"]
@@ -110,14 +126,14 @@ def overhead(args):
     machine, where a bench before and after the server's runs do not."""
     child, host, port = start_server(args.waste, args.model, ["--budget", args.budget, "--threads", str(args.threads),
                                                                "--max-tokens", str(args.tokens)])
-    bench_rates, server_rates, ratios = [], [], []
+    bench_rates, server_rates, ratios, client_ms = [], [], [], []
     bandwidth = None
     try:
         for run in range(args.runs + 1):
             # Greedy and thinking off; a new prompt each run (no reuse). Run 0 warms.
             body = {"messages": [{"role": "user", "content": f"Count on and on, run {run}"}], "max_tokens": args.tokens,
                     "temperature": 0, "thinking": False}
-            _, seconds, tokens, _ = stream_timings(host, port, body)
+            _, seconds, tokens, _, cpu_seconds = stream_timings(host, port, body)
             if not run:
                 continue
             bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, 1, args.budget, args.threads)
@@ -126,10 +142,12 @@ def overhead(args):
                 bench_rates.append(bench_rate)
                 server_rates.append(server_rate)
                 ratios.append(server_rate / bench_rate)
+                client_ms.append(1000 * cpu_seconds / tokens)
     finally:
         stop_server(child)
     return {"bench_tok_per_s": bench_rates, "server_tok_per_s": server_rates,
-            "overhead": 1 - statistics.median(ratios), "tokens": args.tokens, "budget": args.budget,
+            "overhead": 1 - statistics.median(ratios), "tokens": args.tokens, "budget": args.budget, "threads": args.threads,
+            "pinned": args.pin, "client_cpu_ms_per_token": statistics.median(client_ms),
             "memory_bandwidth_gb_per_s": bandwidth}
 
 
@@ -158,7 +176,7 @@ def second_turn_ttft(host, port, messages, variant):
     reply = json.loads(response.read())["choices"][0]["message"].get("content") or "."
     connection.close()
     turn2 = turn1 + [{"role": "assistant", "content": reply}, {"role": "user", "content": "And then?"}]
-    ttft, _, _, reused = stream_timings(host, port, {"messages": turn2, "max_tokens": 4, "temperature": 0, "thinking": False})
+    ttft, _, _, reused, _ = stream_timings(host, port, {"messages": turn2, "max_tokens": 4, "temperature": 0, "thinking": False})
     return ttft, reused
 
 
@@ -240,8 +258,18 @@ def main():
     parser.add_argument("--answer", type=int, default=16, help="tokens per answer in the load test")
     parser.add_argument("--seconds", type=float, default=20, help="seconds per client count in the load test")
     parser.add_argument("--only", choices=["overhead", "reuse", "load"], action="append", help="run only these (repeatable)")
+    parser.add_argument("--pin", action="store_true", help="the engine (server and bench) on all cores but the last, with "
+                        "one thread fewer, and this client on the last: the server's own overhead, without the "
+                        "client's work competing for the engine's cores")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.pin:
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) < 2:
+            raise SystemExit("--pin needs two cores")
+        ENGINE_PREFIX[:] = ["taskset", "-c", ",".join(map(str, cores[:-1]))]
+        os.sched_setaffinity(0, {cores[-1]})
+        args.threads = len(cores) - 1
     if not os.path.exists(os.path.join(args.model, "manifest.json")):
         subprocess.run([args.waste, "synth", args.model, "--preset", "mid", "--seed", "1"], check=True, stdout=subprocess.DEVNULL)
     report = {"machine": os.uname().machine, "cpus": os.cpu_count(), "load_average": os.getloadavg()}

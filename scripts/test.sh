@@ -49,6 +49,8 @@ fuzz_one() {
   corpus="build/asan/corpus-$name"
   mkdir -p "$corpus"
   [ -d "fuzz/seeds/$name" ] && cp -n fuzz/seeds/"$name"/* "$corpus"/ 2>/dev/null || true
+  # The chat-template engine also starts from the models' real templates.
+  [ "$name" = template_fuzz ] && cp -n ../shared/data/chat-templates/*.jinja "$corpus"/ 2>/dev/null || true
   status=0
   "$fuzzer" -max_total_time="$seconds" -print_final_stats=1 "$corpus" > "build/asan/$name.log" 2>&1 || status=$?
   { echo "-- $name (exit $status)"; tail -n 12 "build/asan/$name.log"; }
