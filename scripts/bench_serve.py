@@ -7,7 +7,8 @@ Three measurements (docs/BENCHMARKS.md, "Server"), each against a baseline
 taken in the same run, so ratios hold even on a noisy machine:
 
 1. overhead: decode tok/s of one streamed greedy answer over HTTP against
-   `waste bench` on the same container, budget and threads (experts all
+   `waste bench` on the same container, budget, threads and prompt length
+   (so the same decode positions; experts all
    cached, so disk noise stays out). The server's rate is taken between the
    first and the last content chunk, (tokens - 1) / seconds, so it excludes
    prefill like bench's decode figure does. The two alternate, one bench
@@ -76,7 +77,7 @@ def stream_timings(host, port, body):
     """Sends a streamed chat request; returns (seconds to the first content,
     seconds from the first to the last content chunk, completion tokens from
     usage, prompt tokens the server reused, this client's CPU seconds while
-    the answer streamed).
+    the answer streamed, prompt tokens from usage).
 
     Each event is only timestamped while the answer streams and parsed after
     it ends: on a machine whose cores all compute, the client's own work per
@@ -91,7 +92,7 @@ def stream_timings(host, port, body):
     cpu_seconds = time.process_time() - cpu_start
     connection.close()
     first = last = None
-    tokens = None
+    tokens = prompt_tokens = None
     reused = None
     for now, raw in arrivals:
         line = raw.decode().strip()
@@ -100,6 +101,7 @@ def stream_timings(host, port, body):
         event = json.loads(line[6:])
         if event.get("usage"):
             tokens = event["usage"]["completion_tokens"]
+            prompt_tokens = event["usage"]["prompt_tokens"]
         if event.get("waste"):
             reused = event["waste"].get("prompt_tokens_reused")
         for choice in event.get("choices", []):
@@ -109,11 +111,11 @@ def stream_timings(host, port, body):
                 last = now
     if first is None:
         raise SystemExit("the answer had no content")
-    return first - start, last - first, tokens, reused, cpu_seconds
+    return first - start, last - first, tokens, reused, cpu_seconds, prompt_tokens
 
 
-def bench_decode(waste, model, tokens, runs, budget, threads):
-    out = subprocess.run([*ENGINE_PREFIX, waste, "bench", model, "-n", str(tokens), "--prompt", "16", "--runs", str(runs), "--budget", budget,
+def bench_decode(waste, model, tokens, runs, budget, threads, prompt):
+    out = subprocess.run([*ENGINE_PREFIX, waste, "bench", model, "-n", str(tokens), "--prompt", str(prompt), "--runs", str(runs), "--budget", budget,
                           "--threads", str(threads), "--json"], check=True, capture_output=True, text=True).stdout
     result = json.loads(out)
     return result["decode"]["median_tok_per_s"], result["memory_bandwidth_gb_per_s"]
@@ -133,10 +135,13 @@ def overhead(args):
             # Greedy and thinking off; a new prompt each run (no reuse). Run 0 warms.
             body = {"messages": [{"role": "user", "content": f"Count on and on, run {run}"}], "max_tokens": args.tokens,
                     "temperature": 0, "thinking": False}
-            _, seconds, tokens, _, cpu_seconds = stream_timings(host, port, body)
+            _, seconds, tokens, _, cpu_seconds, prompt_tokens = stream_timings(host, port, body)
             if not run:
                 continue
-            bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, 1, args.budget, args.threads)
+            # The same decode positions: attention's cost grows with them
+            # (bench decodes ~1.4% slower after 52 prompt tokens than after 16).
+            bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, 1, args.budget, args.threads,
+                                                 prompt_tokens)
             if tokens and tokens > 1 and seconds > 0:
                 server_rate = (tokens - 1) / seconds
                 bench_rates.append(bench_rate)
@@ -176,7 +181,7 @@ def second_turn_ttft(host, port, messages, variant):
     reply = json.loads(response.read())["choices"][0]["message"].get("content") or "."
     connection.close()
     turn2 = turn1 + [{"role": "assistant", "content": reply}, {"role": "user", "content": "And then?"}]
-    ttft, _, _, reused, _ = stream_timings(host, port, {"messages": turn2, "max_tokens": 4, "temperature": 0, "thinking": False})
+    ttft, _, _, reused, _, _ = stream_timings(host, port, {"messages": turn2, "max_tokens": 4, "temperature": 0, "thinking": False})
     return ttft, reused
 
 
