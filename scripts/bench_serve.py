@@ -77,7 +77,8 @@ def stream_timings(host, port, body):
     """Sends a streamed chat request; returns (seconds to the first content,
     seconds from the first to the last content chunk, completion tokens from
     usage, prompt tokens the server reused, this client's CPU seconds while
-    the answer streamed, prompt tokens from usage).
+    the answer streamed, prompt tokens from usage, the answer's "waste"
+    statistics).
 
     Each event is only timestamped while the answer streams and parsed after
     it ends: on a machine whose cores all compute, the client's own work per
@@ -94,6 +95,7 @@ def stream_timings(host, port, body):
     first = last = None
     tokens = prompt_tokens = None
     reused = None
+    stats = {}
     for now, raw in arrivals:
         line = raw.decode().strip()
         if not line.startswith("data: ") or line == "data: [DONE]":
@@ -103,7 +105,8 @@ def stream_timings(host, port, body):
             tokens = event["usage"]["completion_tokens"]
             prompt_tokens = event["usage"]["prompt_tokens"]
         if event.get("waste"):
-            reused = event["waste"].get("prompt_tokens_reused")
+            stats = event["waste"]
+            reused = stats.get("prompt_tokens_reused")
         for choice in event.get("choices", []):
             delta = choice.get("delta", {})
             if delta.get("content") or delta.get("reasoning_content"):
@@ -111,7 +114,7 @@ def stream_timings(host, port, body):
                 last = now
     if first is None:
         raise SystemExit("the answer had no content")
-    return first - start, last - first, tokens, reused, cpu_seconds, prompt_tokens
+    return first - start, last - first, tokens, reused, cpu_seconds, prompt_tokens, stats
 
 
 def bench_decode(waste, model, tokens, runs, budget, threads, prompt):
@@ -125,34 +128,40 @@ def overhead(args):
     """Alternates one `waste bench` run and one streamed server answer,
     --runs times, and takes the median of each pair's ratio: on a shared
     machine whose speed drifts within minutes, adjacent runs see the same
-    machine, where a bench before and after the server's runs do not."""
-    child, host, port = start_server(args.waste, args.model, ["--budget", args.budget, "--threads", str(args.threads),
-                                                               "--max-tokens", str(args.tokens)])
-    bench_rates, server_rates, ratios, client_ms = [], [], [], []
+    machine, where a bench before and after the server's runs do not.
+
+    Each pair starts a fresh server (one warming answer, then the measured
+    one), as each bench run is a fresh process: the same process's speed
+    varies from one start to the next (by up to ~10% on the Xeon SPR VM,
+    docs/BENCHMARKS.md), so one long-lived server against seven fresh benches
+    compared one draw of that variation against the median of seven."""
+    server_args = ["--budget", args.budget, "--threads", str(args.threads), "--max-tokens", str(args.tokens)]
+    bench_rates, server_rates, ratios, client_ms, misses = [], [], [], [], []
     bandwidth = None
-    try:
-        for run in range(args.runs + 1):
-            # Greedy and thinking off; a new prompt each run (no reuse). Run 0 warms.
-            body = {"messages": [{"role": "user", "content": f"Count on and on, run {run}"}], "max_tokens": args.tokens,
-                    "temperature": 0, "thinking": False}
-            _, seconds, tokens, _, cpu_seconds, prompt_tokens = stream_timings(host, port, body)
-            if not run:
-                continue
-            # The same decode positions: attention's cost grows with them
-            # (bench decodes ~1.4% slower after 52 prompt tokens than after 16).
-            bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, 1, args.budget, args.threads,
-                                                 prompt_tokens)
-            if tokens and tokens > 1 and seconds > 0:
-                server_rate = (tokens - 1) / seconds
-                bench_rates.append(bench_rate)
-                server_rates.append(server_rate)
-                ratios.append(server_rate / bench_rate)
-                client_ms.append(1000 * cpu_seconds / tokens)
-    finally:
-        stop_server(child)
+    for run in range(args.runs):
+        child, host, port = start_server(args.waste, args.model, server_args)
+        try:
+            # Greedy and thinking off; a new prompt each answer (no reuse). The first warms.
+            for answer in range(2):
+                body = {"messages": [{"role": "user", "content": f"Count on and on, run {run}.{answer}"}],
+                        "max_tokens": args.tokens, "temperature": 0, "thinking": False}
+                _, seconds, tokens, _, cpu_seconds, prompt_tokens, stats = stream_timings(host, port, body)
+        finally:
+            stop_server(child)
+        # The same decode positions: attention's cost grows with them
+        # (bench decodes ~1.4% slower after 52 prompt tokens than after 16).
+        bench_rate, bandwidth = bench_decode(args.waste, args.model, args.tokens, 1, args.budget, args.threads,
+                                             prompt_tokens)
+        if tokens and tokens > 1 and seconds > 0:
+            server_rate = (tokens - 1) / seconds
+            bench_rates.append(bench_rate)
+            server_rates.append(server_rate)
+            ratios.append(server_rate / bench_rate)
+            client_ms.append(1000 * cpu_seconds / tokens)
+            misses.append(stats.get("experts_missed"))
     return {"bench_tok_per_s": bench_rates, "server_tok_per_s": server_rates,
             "overhead": 1 - statistics.median(ratios), "tokens": args.tokens, "budget": args.budget, "threads": args.threads,
-            "pinned": args.pin, "client_cpu_ms_per_token": statistics.median(client_ms),
+            "pinned": args.pin, "client_cpu_ms_per_token": statistics.median(client_ms), "server_experts_missed": misses,
             "memory_bandwidth_gb_per_s": bandwidth}
 
 
@@ -181,7 +190,7 @@ def second_turn_ttft(host, port, messages, variant):
     reply = json.loads(response.read())["choices"][0]["message"].get("content") or "."
     connection.close()
     turn2 = turn1 + [{"role": "assistant", "content": reply}, {"role": "user", "content": "And then?"}]
-    ttft, _, _, reused, _, _ = stream_timings(host, port, {"messages": turn2, "max_tokens": 4, "temperature": 0, "thinking": False})
+    ttft, _, _, reused, _, _, _ = stream_timings(host, port, {"messages": turn2, "max_tokens": 4, "temperature": 0, "thinking": False})
     return ttft, reused
 
 
