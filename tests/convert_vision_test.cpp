@@ -22,6 +22,7 @@
 #include "format/container.h"
 #include "format/trunk_codec.h"
 #include "platform/error.h"
+#include "test_images.h"
 #include "test_support.h"
 
 namespace {
@@ -148,22 +149,7 @@ TEST(ConvertVision, TheConvertedTowerRunsThroughWasteRunWithAnImage) {
     const auto& synth = k3_checkpoint();
     waste_test::TempDir tmp;
     waste::convert::convert_checkpoint(synth.dir.string(), (tmp / "out").string(), quick_options());
-    // A 16 x 8 24-bit BMP (bottom-up rows of 48 bytes, no padding needed).
-    std::string bmp(54 + 48 * 8, '\0');
-    const auto put32 = [&](size_t at, uint32_t v) {
-        for (int i = 0; i < 4; ++i) bmp[at + i] = static_cast<char>(v >> (8 * i));
-    };
-    bmp[0] = 'B';
-    bmp[1] = 'M';
-    put32(2, static_cast<uint32_t>(bmp.size()));
-    put32(10, 54);
-    put32(14, 40);
-    put32(18, 16);
-    put32(22, 8);
-    bmp[26] = 1;
-    bmp[28] = 24;
-    for (size_t i = 54; i < bmp.size(); ++i) bmp[i] = static_cast<char>(i * 37);
-    waste_test::write_file(tmp / "small.bmp", bmp);
+    waste_test::write_file(tmp / "small.bmp", waste_test::random_bmp(16, 8, 1));
     std::string output;
     const std::string command = waste_test::cli_path().string() + " run '" + (tmp / "out").string() + "' --ids '1 2 3' --image '" +
                                 (tmp / "small.bmp").string() + "' -n 2 --temp 0 --json --ctx 256";

@@ -10,7 +10,6 @@
 // and image_splice_test.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "platform/thread_pool.h"
 #include "runtime/engine.h"
 #include "runtime/memory_plan.h"
+#include "test_images.h"
 #include "test_support.h"
 #include "waste/waste.h"
 
@@ -45,29 +45,6 @@ struct Containers {
 const Containers& containers() {
     static const Containers made;
     return made;
-}
-
-// A 24-bit BMP of random pixels (bottom-up rows padded to 4 bytes).
-std::string bmp(uint32_t width, uint32_t height, uint32_t seed) {
-    std::mt19937 random(seed);
-    const uint32_t stride = (width * 3 + 3) / 4 * 4, size = 54 + stride * height;
-    std::string out(size, '\0');
-    auto put32 = [&](size_t at, uint32_t v) {
-        for (int i = 0; i < 4; ++i) out[at + i] = static_cast<char>(v >> (8 * i));
-    };
-    out[0] = 'B';
-    out[1] = 'M';
-    put32(2, size);
-    put32(10, 54);
-    put32(14, 40);
-    put32(18, width);
-    put32(22, height);
-    out[26] = 1;
-    out[28] = 24;
-    put32(34, stride * height);
-    for (uint32_t y = 0; y < height; ++y)
-        for (uint32_t x = 0; x < width * 3; ++x) out[54 + y * stride + x] = static_cast<char>(random() & 0xff);
-    return out;
 }
 
 struct Opened {
@@ -108,7 +85,7 @@ TEST(ImageSession, AnImageFileIsDecodedEmbeddedExpandedAndSplicedAsTheLayersWoul
     ASSERT_EQ(opened.status, WASTE_OK) << opened.message;
     waste_test::TempDir tmp;
     const std::string image_path = (tmp / "photo.bmp").string();
-    const std::string image = bmp(45, 31, 9);
+    const std::string image = waste_test::random_bmp(45, 31, 9);
     waste_test::write_file(image_path, image);
 
     size_t tokens = 0;
@@ -169,7 +146,7 @@ TEST(ImageSession, EvalWithAnImagePutsItsMediaBlockBeforeTheIds) {
     const std::string path = containers().vision;
     waste_test::TempDir tmp;
     const std::string image_path = (tmp / "wide.bmp").string();
-    waste_test::write_file(image_path, bmp(60, 20, 4));
+    waste_test::write_file(image_path, waste_test::random_bmp(60, 20, 4));
     std::string output;
     const std::string command = "(" + waste_test::cli_path().string() + " eval '" + path + "' --image '" + image_path +
                                 "' --ids '5 6 7' --full --json --threads 2 --ctx 256 2>/dev/null)";
@@ -214,7 +191,7 @@ TEST(ImageSession, RunWithAnImage) {
     const std::string path = containers().vision;
     waste_test::TempDir tmp;
     const std::string image_path = (tmp / "wide.bmp").string();
-    waste_test::write_file(image_path, bmp(60, 20, 4));
+    waste_test::write_file(image_path, waste_test::random_bmp(60, 20, 4));
     const auto run = [&](const std::string& args) {
         std::string output;
         const std::string command = "(" + waste_test::cli_path().string() + " run '" + path + "' " + args +
@@ -286,7 +263,7 @@ TEST(ImageSession, RefusalsNameTheImageAndLoseNothing) {
     Opened text_only(containers().vision, 0);
     ASSERT_EQ(text_only.status, WASTE_OK);
     waste_error error{};
-    const std::string image = bmp(8, 8, 1);
+    const std::string image = waste_test::random_bmp(8, 8, 1);
     EXPECT_EQ(waste_session_image_add(text_only.session, image.data(), image.size(), "a.bmp", nullptr, &error), WASTE_ERR_UNSUPPORTED);
 
     Opened opened(containers().vision, 1);
