@@ -941,12 +941,23 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
  * bytes, at most 64 MiB) into the model's prompt, with the code the server
  * uses: K3's XTML (shared k3-chat.md) when the model's tokenizer speaks it
  * (§1: <|open|>, <|close|>, <|sep|>, <|end_of_msg|> each encode to exactly
- * one special id), otherwise the container's chat.json (messages with string
+ * one special id), otherwise the model's Jinja chat template (the
+ * "chat_template" option, else the container's chat_template.jinja; format
+ * "jinja": the template sees messages and tools as sent, string tool-call
+ * arguments parsed, add_generation_prompt, bos_token/eos_token from
+ * chat_tokens.json and the request's "chat_template_kwargs"; content is kept
+ * out of control tokens, docs/ARCHITECTURE.md; raise_exception is a refusal
+ * with the template's message; content holding special-token text the
+ * template transforms is refused, code "content_has_special_tokens"),
+ * otherwise the container's chat.json (messages with string
  * content or text parts; tools, tool calls, images and a tool_choice that
  * demands a call are refused, since chat.json cannot express them; past
  * reasoning is dropped). The model may be opened metadata-only; its
  * tokenizer and chat format are read on first use and kept.
  * options_json (NULL = defaults), every member optional:
+ *   {"chat_template": "..."}      a Jinja template's text (at most 1 MiB) to
+ *                                 render with instead of the container's
+ *                                 (--chat-template FILE); ignored for XTML
  *   {"thinking": true}            the server's default for the think channel
  *                                 (false: --no-thinking; a request may override)
  *   {"image_sizes": false}        true: honour the request's render-only
@@ -969,15 +980,22 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
  * tool_choice, response_format, reasoning_effort and its aliases,
  * thinking); sampling fields and unknown keys are the caller's.
  * On success *out_json (waste_string_free) is
- *   {"format": "xtml" | "chat.json",
+ *   {"format": "xtml" | "jinja" | "chat.json",
+ *    "text": "...",                         the prompt as one string (jinja:
+ *                                           exactly the template's output)
  *    "segments": [[text, is_markup], ...],  never merged (k3-chat.md §2)
  *    "ids": [...],                          each segment encoded on its own
  *    "channel": "think" | "response" | null, what the generation prompt left
- *                                           open (null: none, or chat.json)
+ *                                           open (null: none, or chat.json;
+ *                                           jinja: think when the prompt ends
+ *                                           in an unclosed <think>)
  *    "thinking": bool,
  *    "stop_ids": [...],                     XTML: <|end_of_msg|>'s id; chat.json:
  *                                           the assistant suffix when it is
- *                                           one token, and the EOS
+ *                                           one token, and the EOS; jinja: the
+ *                                           family's end-of-turn specials
+ *                                           (<|im_end|>, <|eot_id|>, <|return|>,
+ *                                           <|call|>...) and the EOS
  *    "images": [...]}                       image references, in block order
  * A request the server would refuse (k3-chat.md §§5-10, §13.12) is
  * WASTE_ERR_INVALID_ARGUMENT; then *out_json is OpenAI's error object
