@@ -256,31 +256,29 @@ TEST(JinjaChat, TypedSpecialTokensNeverBecomeControlTokens) {
     }
 }
 
-TEST(JinjaChat, RaiseExceptionIsTheTemplatesMessage) {
+// The refusal a one-message conversation gets from a template: {message, code}.
+std::pair<std::string, std::string> refusal(const std::string& source) {
     waste::chat::JinjaFormat format;
-    format.source = "{{ raise_exception('no ' + messages[0].role + ' here') }}";
-    format.chat_template = waste::tmpl::Template::parse(format.source, "raising");
-    const auto tokenizer = tokenizer_for(families()[0]);
+    format.source = source;
+    format.chat_template = waste::tmpl::Template::parse(format.source, "refusing");
     try {
-        waste::chat::render_jinja(Json::parse(R"({"messages": [{"role": "user", "content": "hi"}]})"), format, *tokenizer, render_options());
-        FAIL() << "rendered";
+        waste::chat::render_jinja(Json::parse(R"({"messages": [{"role": "user", "content": "hi"}]})"), format,
+                                  *tokenizer_for(families()[0]), render_options());
     } catch (const waste::chat::RequestError& e) {
-        EXPECT_STREQ(e.what(), "no user here");
+        return {e.what(), e.code()};
     }
+    ADD_FAILURE() << "rendered: " << source;
+    return {};
+}
+
+TEST(JinjaChat, RaiseExceptionIsTheTemplatesMessage) {
+    EXPECT_EQ(refusal("{{ raise_exception('no ' + messages[0].role + ' here') }}").first, "no user here");
 }
 
 TEST(JinjaChat, TemplateErrorsNameTheLine) {
-    waste::chat::JinjaFormat format;
-    format.source = "line one\n{{ messages[0].content.nope() }}";
-    format.chat_template = waste::tmpl::Template::parse(format.source, "broken");
-    const auto tokenizer = tokenizer_for(families()[0]);
-    try {
-        waste::chat::render_jinja(Json::parse(R"({"messages": [{"role": "user", "content": "hi"}]})"), format, *tokenizer, render_options());
-        FAIL() << "rendered";
-    } catch (const waste::chat::RequestError& e) {
-        EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
-        EXPECT_EQ(e.code(), "template_error");
-    }
+    const auto [message, code] = refusal("line one\n{{ messages[0].content.nope() }}");
+    EXPECT_NE(message.find("line 2"), std::string::npos) << message;
+    EXPECT_EQ(code, "template_error");
 }
 
 // Qwen3's enable_thinking through chat_template_kwargs: the prompt closes

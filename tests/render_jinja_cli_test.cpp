@@ -91,4 +91,27 @@ TEST_F(RenderJinjaCli, RaiseExceptionExitsNonZeroWithTheTemplatesMessage) {
     EXPECT_NE(output.find("line 2"), std::string::npos) << output;
 }
 
+// `waste chat --chat-template FILE` with kimi-mini's own template answers
+// as its chat.json path does (greedy, the same prompt ids: exact), and a
+// second turn renders the whole conversation again.
+TEST_F(RenderJinjaCli, ChatThroughTheTemplateAnswersAsChatJsonDoes) {
+    const fs::path file = *tmp_ / "kimi-mini.jinja";
+    waste_test::write_file(file, waste_test::read_file(container() / "chat_template.jinja"));
+    const std::string chat = "'" + waste_test::cli_path().string() + "' chat '" + container().string() + "' -q -n 8 --ignore-eos --temp 0";
+    std::string by_chat_json, by_template;
+    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | " + chat, &by_chat_json), 0) << by_chat_json;
+    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | " + chat + " --chat-template '" + file.string() + "'", &by_template), 0)
+        << by_template;
+    EXPECT_EQ(by_template, by_chat_json);
+    std::string two_turns;
+    ASSERT_EQ(waste_test::run_command("printf 'hello\\nand then?\\n' | " + chat + " --chat-template '" + file.string() + "'", &two_turns), 0)
+        << two_turns;
+    EXPECT_EQ(two_turns.find("error"), std::string::npos) << two_turns;
+    const fs::path raising = *tmp_ / "raising-chat.jinja";
+    waste_test::write_file(raising, "{{ raise_exception('no chats today') }}");
+    std::string refused;
+    EXPECT_NE(waste_test::run_command("printf 'hi\\n' | " + chat + " --chat-template '" + raising.string() + "'", &refused), 0);
+    EXPECT_NE(refused.find("no chats today"), std::string::npos) << refused;
+}
+
 }  // namespace
