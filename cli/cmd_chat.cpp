@@ -1,6 +1,8 @@
 // cmd_chat.cpp — `waste chat MODEL`: a conversation on the terminal.
 //
 // Each line typed is a user turn (wrapped by the container's chat.json, or
+// rendered with the whole conversation through a Jinja chat template —
+// --chat-template FILE, or the container's when it has no chat.json — or
 // as it is with --raw); the answer streams back. Commands: /reset, /save F,
 // /load F, /stats, /help, /quit. Ctrl-C stops the answer being generated
 // (or discards the line being typed) without quitting; Ctrl-D at the prompt
@@ -20,8 +22,10 @@
 
 #include <fmt/format.h>
 
+#include "chat_jinja.h"
 #include "generate_support.h"
 #include "image_prompt.h"
+#include "input_file.h"
 
 namespace waste_cli {
 namespace {
@@ -107,11 +111,27 @@ const char* help_text =
     "  /quit      leave (or Ctrl-D)\n"
     "Ctrl-C stops an answer without leaving.\n";
 
+struct ChatArgs : GenerateArgs {
+    std::string chat_template;  // --chat-template FILE ("" = the container's)
+};
+
 class ChatLoop {
 public:
-    ChatLoop(const GenerateArgs& args) : args_(args), g_(open_generator(args, true)) {
+    ChatLoop(const ChatArgs& args) : args_(args), g_(open_generator(args, true)) {
         if (!g_.tokenizer) throw RuntimeFailure{args.model + " has no tokenizer.model: chat needs text (try waste run --ids)"};
-        if (!args.raw && !g_.chat) throw RuntimeFailure{g_.chat_missing};
+        // The Jinja path where it is asked for (--chat-template) or the only
+        // one there is (no chat.json); kimi-mini's chat.json and K3 keep theirs.
+        if (!args.raw && (!args.chat_template.empty() || !g_.chat)) {
+            std::string why;
+            jinja_ = JinjaChat::open(g_.model.get(), args.chat_template.empty() ? "" : read_chat_template_file(args.chat_template), why);
+            if (!jinja_ && !args.chat_template.empty()) throw RuntimeFailure{"--chat-template: " + why};
+            if (jinja_) {
+                g_.chat.reset();
+                stop_tokens_ = jinja_->stop_ids();
+            }
+        }
+        if (args.raw && !args.chat_template.empty()) throw CLI::ValidationError("--chat-template", "--raw skips the chat template");
+        if (!args.raw && !g_.chat && !jinja_) throw RuntimeFailure{g_.chat_missing};
         if (args.raw && !args.system.empty()) throw CLI::ValidationError("--system", "--system needs the chat template; --raw skips it");
         if (g_.chat) {
             const char *prefix = nullptr, *suffix = nullptr;
@@ -128,7 +148,7 @@ public:
         install_interrupt_handler();
         if (interactive_ && !args_.quiet)
             fmt::print(stderr, "waste chat — {} ({}). /help for commands, Ctrl-D to quit.\n", args_.model,
-                       g_.chat ? "chat template" : "raw");
+                       jinja_ ? "Jinja chat template" : g_.chat ? "chat template" : "raw");
         std::string line;
         for (;;) {
             if (interactive_) {
@@ -167,8 +187,13 @@ private:
         } else if (name == "/reset") {
             waste_session_reset(g_.session.get(), &error);
             pending_.clear();
+            held_.clear();
+            if (jinja_) jinja_->clear();
             system_sent_ = false;
             fmt::print("[conversation reset]\n");
+        } else if (jinja_ && (name == "/save" || name == "/load")) {
+            // the conversation is re-rendered from its messages each turn, which a state file does not hold
+            fmt::print("error: {} is not available with a Jinja chat template\n", name);
         } else if (name == "/save" || name == "/load") {
             if (argument.empty()) {
                 fmt::print("usage: {} FILE\n", name);
@@ -234,7 +259,66 @@ private:
         }
     }
 
+    // The answer streamed to the terminal after the prompt is evaluated.
+    GenerationOutput generate_answer() {
+        GenerationOutput out;
+        out.should_stop = interrupt_requested;
+        const auto start = std::chrono::steady_clock::now();
+        const waste_generate_result result = generate(g_, args_, out, stop_tokens_);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        fmt::print("\n");
+        if (result.stop_reason == WASTE_STOP_CALLBACK) fmt::print("[stopped]\n");
+        if (result.stop_reason == WASTE_STOP_CONTEXT) fmt::print("[the context is full: /reset to start over]\n");
+        std::fflush(stdout);
+        if (!args_.quiet) fmt::print(stderr, "{}\n", summary_line(out, seconds));
+        clear_interrupt();
+        return out;
+    }
+
+    // A turn through the Jinja template: the whole conversation rendered,
+    // the session extended (or started over), the reply kept as the
+    // assistant's message.
+    void answer_jinja(const std::string& text) {
+        if (!images_.empty()) {
+            images_.clear();
+            fmt::print("error: images are not read through a Jinja chat template\n[the attached images were dropped]\n");
+        }
+        if (jinja_->empty() && !args_.system.empty()) jinja_->add("system", args_.system);
+        jinja_->add("user", text);
+        JinjaChat::Prompt prompt;
+        try {
+            prompt = jinja_->prompt(held_);
+        } catch (const RuntimeFailure& failure) {
+            jinja_->drop_last();
+            fmt::print("error: {}\n", failure.message);
+            std::fflush(stdout);
+            return;
+        }
+        waste_error error{};
+        if (prompt.start_over) waste_session_reset(g_.session.get(), &error);
+        clear_interrupt();
+        if (waste_session_eval(g_.session.get(), prompt.ids.data(), prompt.ids.size(), &error) != WASTE_OK) {
+            jinja_->drop_last();
+            held_.clear();
+            waste_session_reset(g_.session.get(), &error);
+            fmt::print("error: {}\n", error.message);
+            if (error.status == WASTE_ERR_CONTEXT_FULL) fmt::print("[/reset to start over, or restart with a larger --ctx]\n");
+            std::fflush(stdout);
+            return;
+        }
+        const GenerationOutput out = generate_answer();
+        // What the session holds: the prompt, then the reply tokens it evaluated.
+        held_ = prompt.whole;
+        held_.insert(held_.end(), out.tokens.begin(), out.tokens.end());
+        held_.resize(std::min<size_t>(held_.size(), waste_session_position(g_.session.get())));
+        jinja_->add("assistant", out.text);
+    }
+
     void answer(const std::string& text) {
+        if (jinja_) {
+            answer_jinja(text);
+            return;
+        }
         std::vector<int32_t> turn = pending_;
         waste_error error{};
         std::vector<int32_t> blocks;
@@ -286,25 +370,17 @@ private:
         }
         pending_.clear();
         system_sent_ = true;
-        GenerationOutput out;
-        out.should_stop = interrupt_requested;
-        const auto start = std::chrono::steady_clock::now();
-        const waste_generate_result result = generate(g_, args_, out, stop_tokens_);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        fmt::print("\n");
-        if (result.stop_reason == WASTE_STOP_CALLBACK) fmt::print("[stopped]\n");
-        if (result.stop_reason == WASTE_STOP_CONTEXT) fmt::print("[the context is full: /reset to start over]\n");
-        std::fflush(stdout);
-        if (!args_.quiet) fmt::print(stderr, "{}\n", summary_line(out, seconds));
-        clear_interrupt();
+        const GenerationOutput out = generate_answer();
         // Close the answer in the context unless the model closed it itself.
         const bool closed = out.tokens.size() >= answer_suffix_.size() && !answer_suffix_.empty() &&
                             std::equal(answer_suffix_.begin(), answer_suffix_.end(), out.tokens.end() - static_cast<long>(answer_suffix_.size()));
         if (g_.chat && !closed) pending_ = answer_suffix_;
     }
 
-    const GenerateArgs& args_;
+    const ChatArgs& args_;
     Generator g_;
+    std::unique_ptr<JinjaChat> jinja_;  // null: chat.json, XTML's chat.json, or --raw
+    std::vector<int32_t> held_;         // Jinja path: the ids the session holds
     std::vector<int32_t> answer_suffix_, stop_tokens_;
     std::vector<int32_t> pending_;  // markup to evaluate before the next turn
     bool system_sent_ = false;
@@ -315,11 +391,14 @@ private:
 }  // namespace
 
 void add_chat_command(CLI::App& app) {
-    auto args = std::make_shared<GenerateArgs>();
+    auto args = std::make_shared<ChatArgs>();
     CLI::App* chat = app.add_subcommand("chat", "Talk with a model: a line in, an answer out (/help inside)");
     add_generate_options(chat, *args, 512);
     chat->add_option("--image", args->images,
                      "An image for the first message (repeatable, at most 32); /image FILE attaches one to the next")
+        ->default_str("none");
+    chat->add_option("--chat-template", args->chat_template,
+                     "A Jinja chat template file to talk through instead of the container's chat format (not for K3's XTML)")
         ->default_str("none");
     chat->add_flag("--vision", args->vision, "Open the vision tower so that /image works (implied by --image)");
     chat->callback([args] { ChatLoop(*args).run(); });

@@ -1,7 +1,7 @@
 // cmd_render.cpp — `waste render MODEL REQUEST.json [--json]`: the prompt an
 // OpenAI chat request becomes, through the code the server uses
 // (waste_chat_render_json): K3's XTML segments when the container speaks it,
-// else its chat.json. The model is opened metadata-only: rendering needs
+// else its Jinja chat template (or --chat-template FILE), else its chat.json. The model is opened metadata-only: rendering needs
 // the tokenizer, never the trunk. A request the server would refuse exits 1
 // with the reason on stderr.
 #include <cstdio>
@@ -25,6 +25,7 @@ constexpr uint64_t max_request_bytes = uint64_t{64} << 20;
 
 struct RenderArgs {
     std::string model, request;
+    std::string chat_template;  // --chat-template FILE ("" = the container's)
     bool json_output = false;
     bool no_thinking = false;
 };
@@ -51,6 +52,7 @@ void print_readable(const Json& rendered) {
     fmt::print("{} segments (M = markup), {} tokens, stop ids {}\n", rendered.at("segments").size(), rendered.at("ids").size(),
                rendered.at("stop_ids").dump());
     fmt::print("ids {}\n", rendered.at("ids").dump());
+    if (rendered.contains("text")) fmt::print("text {}\n", rendered.at("text").dump());
     if (!rendered.at("images").empty()) fmt::print("images {}\n", rendered.at("images").dump());
 }
 
@@ -61,10 +63,12 @@ void run_render(const RenderArgs& args) {
     options.flags = WASTE_OPEN_METADATA_ONLY;
     ModelHandle model = open_model(args.model, options);
     // render-only keys (image_sizes, add_generation_prompt) are honoured here, never by the server
-    const std::string render_options = fmt::format(R"({{"image_sizes": true, "thinking": {}}})", args.no_thinking ? "false" : "true");
+    Json render_options = {{"image_sizes", true}, {"thinking", !args.no_thinking}};
+    if (!args.chat_template.empty()) render_options["chat_template"] = read_chat_template_file(args.chat_template);
+    const std::string options_text = render_options.dump();
     char* out = nullptr;
     waste_error error{};
-    const waste_status status = waste_chat_render_json(model.get(), request.data(), request.size(), render_options.c_str(), &out, &error);
+    const waste_status status = waste_chat_render_json(model.get(), request.data(), request.size(), options_text.c_str(), &out, &error);
     if (status != WASTE_OK) {
         std::string param;
         if (out) {
@@ -91,6 +95,9 @@ void add_render_command(CLI::App& app) {
     command->add_option("MODEL", args->model, "Container directory")->required();
     command->add_option("REQUEST", args->request, "An OpenAI chat request body (JSON file, or - for standard input)")->required();
     command->add_flag("--json", args->json_output, "Print {\"segments\": [[text, is_markup], ...], \"ids\": [...], ...}");
+    command->add_option("--chat-template", args->chat_template,
+                        "A Jinja chat template file to render with instead of the container's (not for K3's XTML)")
+        ->default_str("none");
     command->add_flag("--no-thinking", args->no_thinking, "The server's --no-thinking default (a request may still override it)");
     command->callback([args] { run_render(*args); });
 }

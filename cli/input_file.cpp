@@ -50,4 +50,8 @@ std::string read_input_file(const std::string& path, uint64_t max_bytes, const s
     return bytes;
 }
 
+std::string read_chat_template_file(const std::string& path) {
+    return read_input_file(path, uint64_t{1} << 20, "the --chat-template file");
+}
+
 }  // namespace waste_cli

@@ -16,4 +16,7 @@ namespace waste_cli {
 // `what` says what the file is for ("the prompt file", "the token stream").
 std::string read_input_file(const std::string& path, uint64_t max_bytes, const std::string& what);
 
+// A --chat-template FILE, bounded as the library bounds a template (1 MiB).
+std::string read_chat_template_file(const std::string& path);
+
 }  // namespace waste_cli

@@ -36,6 +36,7 @@ struct Engine {
     bool direct_io = false;
     bool thinking = true;
     bool vision = false;                    // --vision: the model's tower is loaded
+    std::string chat_template;              // --chat-template FILE's text ("" = the container's own)
     std::string model_id;
     nlohmann::json model_info;              // waste_model_info_json
     TurnLock turn;

@@ -242,6 +242,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
     const json request = parse_body(req.body);
     const SamplingParams params = read_sampling_params(request, Endpoint::chat);
     json options = {{"thinking", ctx.engine.thinking}, {"list_images", ctx.engine.vision}};
+    if (!ctx.engine.chat_template.empty()) options["chat_template"] = ctx.engine.chat_template;
     json rendered = render_chat(ctx, req.body, options);
     auto job = std::make_shared<GenerationJob>();
     if (rendered.contains("images") && !rendered["images"].empty()) {

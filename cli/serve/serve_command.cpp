@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "input_file.h"
 #include "server_context.h"
 #include "stream_options.h"
 
@@ -45,6 +46,7 @@ struct ServeArgs {
     std::string api_key;
     uint32_t max_tokens = 4096;
     bool no_thinking = false;
+    std::string chat_template;  // --chat-template FILE ("" = the container's)
     bool allow_local_images = false;
     bool vision = false;
     uint32_t parallel = 1;
@@ -106,6 +108,7 @@ int serve(const ServeArgs& args) {
     ctx.engine.metrics = &ctx.metrics;
     ctx.engine.default_max_tokens = args.max_tokens;
     ctx.engine.thinking = !args.no_thinking;
+    if (!args.chat_template.empty()) ctx.engine.chat_template = read_chat_template_file(args.chat_template);
     ctx.slots = std::make_unique<waste_serve::Slots>(args.parallel, args.queue, ctx.metrics);
 
     httplib::Server server;
@@ -213,6 +216,8 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (also $WASTE_API_KEY)")->default_str("none");
     cmd->add_option("--max-tokens", args->max_tokens, "Reply length when a request names none")->default_val(4096)->check(CLI::Range(1, 1 << 24));
     cmd->add_flag("--no-thinking", args->no_thinking, "Answer without a reasoning phase unless a request asks for one");
+    cmd->add_option("--chat-template", args->chat_template, "A Jinja chat template file to render requests with instead of the container's")
+        ->default_str("none");
     cmd->add_flag("--allow-local-images", args->allow_local_images, "Let requests name image files on this machine (never URLs)");
     cmd->add_flag("--vision", args->vision, "Load the vision tower: image_url parts are read (base64 data: URLs; files with --allow-local-images)");
     cmd->add_option("--parallel", args->parallel, "Requests generating at once (one session each)")->default_val(1)->check(CLI::Range(1, 256));

@@ -937,21 +937,25 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
 
 /* ---------------------------------------------------------- chat requests */
 
-/* Renders an OpenAI chat-completions request body (request_json, length
- * bytes, at most 64 MiB) into the model's prompt, with the code the server
- * uses: K3's XTML (shared k3-chat.md) when the model's tokenizer speaks it
- * (§1: <|open|>, <|close|>, <|sep|>, <|end_of_msg|> each encode to exactly
- * one special id), otherwise the container's chat.json (messages with string
- * content or text parts; tools, tool calls, images and a tool_choice that
- * demands a call are refused, since chat.json cannot express them; past
- * reasoning is dropped). The model may be opened metadata-only; its
- * tokenizer and chat format are read on first use and kept.
+/* Renders an OpenAI chat-completions request body (request_json, length bytes, at most 64 MiB) into the
+ * model's prompt, with the code the server uses: K3's XTML (shared k3-chat.md) when the model's tokenizer
+ * speaks it (§1: <|open|>, <|close|>, <|sep|>, <|end_of_msg|> each encode to exactly one special id);
+ * else the model's Jinja chat template (option "chat_template", else the container's chat_template.jinja;
+ * format "jinja": the template sees messages and tools as sent, string tool-call arguments parsed,
+ * add_generation_prompt, bos_token/eos_token (chat_tokens.json) and the request's "chat_template_kwargs";
+ * content never becomes control tokens, docs/ARCHITECTURE.md; raise_exception is a refusal with the
+ * template's message; content holding special-token text that the template transforms is refused, code
+ * "content_has_special_tokens"); else the container's chat.json (messages with string content or text
+ * parts; tools, tool calls, images and a tool_choice that demands a call are refused, since chat.json
+ * cannot express them; past reasoning is dropped). The model may be opened metadata-only; its tokenizer
+ * and chat format are read on first use and kept.
  * options_json (NULL = defaults), every member optional:
+ *   {"chat_template": "..."}      a Jinja template's text (at most 1 MiB) to render with instead of the
+ *                                 container's (--chat-template FILE); ignored for XTML
  *   {"thinking": true}            the server's default for the think channel
  *                                 (false: --no-thinking; a request may override)
- *   {"image_sizes": false}        true: honour the request's render-only
- *                                 "image_sizes" and "add_generation_prompt"
- *                                 (waste render); the server leaves it false
+ *   {"image_sizes": false}        true: honour the request's render-only "image_sizes" and
+ *                                 "add_generation_prompt" (waste render); the server leaves it false
  *   {"image_sizes": [[W, H], ...]} the sizes of the request's image parts as
  *                                 the caller read them from the images (a
  *                                 server with the vision tower), in order:
@@ -959,33 +963,29 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
  *                                 <|kimi_image_placeholder|> typed in a text
  *                                 then counts too, so the counts disagree and
  *                                 the request is refused (k3-chat.md §10)
- *   {"list_images": false}        true: a request with images renders (each
- *                                 part a bare <|kimi_image_placeholder|>) so
- *                                 that "images" lists them, for a caller that
- *                                 reads them and renders again with their
- *                                 "image_sizes"; without either, an image is
- *                                 refused (code "vision_disabled")
- * Only the fields a prompt depends on are validated (messages, tools,
- * tool_choice, response_format, reasoning_effort and its aliases,
- * thinking); sampling fields and unknown keys are the caller's.
+ *   {"list_images": false}        true: a request with images renders (each part a bare
+ *                                 <|kimi_image_placeholder|>) so that "images" lists them, for a caller
+ *                                 that reads them and renders again with their "image_sizes"; without
+ *                                 either, an image is refused (code "vision_disabled")
+ * Only the fields a prompt depends on are validated (messages, tools, tool_choice, response_format,
+ * reasoning_effort and its aliases, thinking); sampling fields and unknown keys are the caller's.
  * On success *out_json (waste_string_free) is
- *   {"format": "xtml" | "chat.json",
+ *   {"format": "xtml" | "jinja" | "chat.json",
+ *    "text": "...",                         the prompt as one string (jinja: exactly the template's output)
  *    "segments": [[text, is_markup], ...],  never merged (k3-chat.md §2)
  *    "ids": [...],                          each segment encoded on its own
- *    "channel": "think" | "response" | null, what the generation prompt left
- *                                           open (null: none, or chat.json)
+ *    "channel": "think" | "response" | null, what the generation prompt left open (null: none, or
+ *                                           chat.json; jinja: think when it ends in an unclosed <think>)
  *    "thinking": bool,
- *    "stop_ids": [...],                     XTML: <|end_of_msg|>'s id; chat.json:
- *                                           the assistant suffix when it is
- *                                           one token, and the EOS
+ *    "stop_ids": [...],                     XTML: <|end_of_msg|>'s id; chat.json: the assistant suffix
+ *                                           when it is one token, and the EOS; jinja: the family's
+ *                                           single-token ends (<|im_end|>, <|eot_id|>, <|call|>...), EOS
  *    "images": [...]}                       image references, in block order
- * A request the server would refuse (k3-chat.md §§5-10, §13.12) is
- * WASTE_ERR_INVALID_ARGUMENT; then *out_json is OpenAI's error object
- * {"message", "type": "invalid_request_error", "param", "code"} (code null,
- * or e.g. "vision_disabled": this engine has no vision tower, so an image is
- * refused unless rendered with render-only image_sizes), and error->message
- * the same message. Bad arguments or options_json are
- * WASTE_ERR_INVALID_ARGUMENT with *out_json NULL. */
+ * A request the server would refuse (k3-chat.md §§5-10, §13.12) is WASTE_ERR_INVALID_ARGUMENT; then
+ * *out_json is OpenAI's error object {"message", "type": "invalid_request_error", "param", "code"} (code
+ * null, or e.g. "vision_disabled": this engine has no vision tower, so an image is refused unless
+ * rendered with render-only image_sizes), and error->message the same message. Bad arguments or
+ * options_json are WASTE_ERR_INVALID_ARGUMENT with *out_json NULL. */
 WASTE_API waste_status waste_chat_render_json(const waste_model* model, const char* request_json, size_t length,
                                               const char* options_json, char** out_json, waste_error* error);
 

@@ -14,6 +14,7 @@
 #include "chat/chat_json_render.h"
 #include "chat/chat_request.h"
 #include "chat/image_source.h"
+#include "chat/jinja_render.h"
 #include "chat/segments.h"
 #include "chat/xtml_render.h"
 #include "chat/xtml_reply.h"
@@ -35,7 +36,33 @@ namespace {
 
 // Why: the server's body cap (k3-chat.md §13.23); a request is held whole, parsed once.
 constexpr size_t max_request_bytes = size_t{64} << 20;
-constexpr size_t max_options_bytes = 4096;
+// Why: the options carry at most a chat template override (a real one is
+// under 20 KiB; text/chat_template.h bounds template files at 1 MiB).
+constexpr size_t max_options_bytes = (size_t{1} << 20) + 4096;
+
+// The bos_token/eos_token strings of the converter's chat_tokens.json
+// (docs/FORMAT.md); "" for one the checkpoint did not name.
+void read_chat_tokens(const std::filesystem::path& path, waste::chat::JinjaFormat& jinja) {
+    std::error_code exists_error;
+    if (!std::filesystem::exists(path, exists_error)) return;
+    Json tokens;
+    if (!waste::chat::parse_json_bounded(waste::text::read_bounded_file(path.string(), waste::text::max_chat_file_bytes), tokens) ||
+        !tokens.is_object())
+        waste::fail(WASTE_ERR_FORMAT, "{}: not a JSON object", path.string());
+    for (const char* key : {"bos_token", "eos_token"}) {
+        const auto it = tokens.find(key);
+        if (it == tokens.end() || it->is_null()) continue;
+        if (!it->is_string()) waste::fail(WASTE_ERR_FORMAT, "{}: {} is not a string", path.string(), key);
+        (std::string(key) == "bos_token" ? jinja.bos_token : jinja.eos_token) = it->get<std::string>();
+    }
+}
+
+waste::chat::JinjaFormat parse_jinja(std::string source, std::string name) {
+    waste::chat::JinjaFormat jinja;
+    jinja.chat_template = waste::tmpl::Template::parse(source, std::move(name));
+    jinja.source = std::move(source);
+    return jinja;
+}
 
 std::shared_ptr<const waste::chat::ChatFormat> chat_format(const waste_model& model) {
     std::lock_guard<std::mutex> lock(model.chat_format_mutex);
@@ -43,6 +70,18 @@ std::shared_ptr<const waste::chat::ChatFormat> chat_format(const waste_model& mo
     auto format = std::make_shared<waste::chat::ChatFormat>();
     format->tokenizer = waste::text::load_container_tokenizer(*model.container, std::nullopt);
     format->xtml = waste::chat::speaks_xtml(*format->tokenizer, format->marker_ids);
+    const std::filesystem::path jinja_path = std::filesystem::path(model.container->directory()) / "chat_template.jinja";
+    std::error_code jinja_exists_error;
+    if (!format->xtml && std::filesystem::exists(jinja_path, jinja_exists_error)) {
+        try {
+            format->jinja = parse_jinja(waste::text::read_bounded_file(jinja_path.string(), waste::text::max_chat_file_bytes),
+                                        jinja_path.string());
+            read_chat_tokens(std::filesystem::path(model.container->directory()) / "chat_tokens.json", *format->jinja);
+        } catch (const waste::Error& e) {
+            format->jinja.reset();
+            format->jinja_error = e.what();  // chat.json, if any, still serves; the error says why not the template
+        }
+    }
     const std::filesystem::path path = std::filesystem::path(model.container->directory()) / "chat.json";
     std::error_code exists_error;
     if (std::filesystem::exists(path, exists_error)) {
@@ -68,9 +107,15 @@ Json error_object(const std::string& message, const std::string& param, const st
 
 std::string dump(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-waste::chat::RenderOptions read_options(const char* options_json) {
-    waste::chat::RenderOptions options;
-    if (!options_json) return options;
+struct ApiOptions {
+    waste::chat::RenderOptions render;
+    std::optional<std::string> chat_template;  // an override of the container's (--chat-template FILE)
+};
+
+ApiOptions read_options(const char* options_json) {
+    ApiOptions api;
+    waste::chat::RenderOptions& options = api.render;
+    if (!options_json) return api;
     const size_t length = strnlen(options_json, max_options_bytes + 1);
     if (length > max_options_bytes)
         waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: options_json is longer than {} bytes", max_options_bytes);
@@ -92,17 +137,25 @@ waste::chat::RenderOptions read_options(const char* options_json) {
             options.measured_image_sizes = std::move(sizes);
             continue;
         }
+        if (it.key() == "chat_template") {
+            if (!it->is_string())
+                waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: option chat_template must be the template's text");
+            api.chat_template = it->get<std::string>();
+            continue;
+        }
         if (!it->is_boolean())
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: option \"{}\" must be true or false", it.key());
         if (it.key() == "thinking") options.thinking_default = it->get<bool>();
         else if (it.key() == "image_sizes") options.render_only_keys = it->get<bool>();
         else if (it.key() == "list_images") options.list_images = it->get<bool>();
-        else waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: unknown option \"{}\" (known: thinking, image_sizes, list_images)", it.key());
+        else waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: unknown option \"{}\" (known: thinking, image_sizes, list_images, chat_template)", it.key());
     }
-    return options;
+    return api;
 }
 
-waste::chat::RenderedPrompt render(const waste::chat::ChatFormat& format, const Json& body, const waste::chat::RenderOptions& options) {
+waste::chat::RenderedPrompt render(const waste::chat::ChatFormat& format, const waste::chat::JinjaFormat* jinja, const Json& body,
+                                   const waste::chat::RenderOptions& options) {
+    if (jinja) return waste::chat::render_jinja(body, *jinja, *format.tokenizer, {options.render_only_keys, std::nullopt});
     const waste::chat::ChatRequest request = waste::chat::read_chat_request(body, options);
     // The engine has no vision tower: an image can only be rendered for
     // inspection, with render-only sizes standing in for the files (§10).
@@ -110,8 +163,9 @@ waste::chat::RenderedPrompt render(const waste::chat::ChatFormat& format, const 
         throw waste::chat::RequestError("this model has no vision tower loaded: images cannot be read", "messages", "vision_disabled");
     if (format.xtml) return waste::chat::render_xtml(request);
     if (!format.chat_template)
-        throw waste::chat::RequestError(format.no_template_reason + ": it cannot render a chat (use /v1/completions)", "messages",
-                                        "no_chat_format");
+        throw waste::chat::RequestError(format.no_template_reason + (format.jinja_error.empty() ? "" : "; " + format.jinja_error) +
+                                            ": it cannot render a chat (use /v1/completions)",
+                                        "messages", "no_chat_format");
     return waste::chat::render_chat_json(request, *format.chat_template);
 }
 
@@ -158,8 +212,24 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
         if (out_json) *out_json = nullptr;
         if (!model || (!request_json && length) || !out_json)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: model, request_json and out_json are required");
-        const waste::chat::RenderOptions options = read_options(options_json);
+        const ApiOptions api = read_options(options_json);
+        const waste::chat::RenderOptions& options = api.render;
         const auto format = chat_format(*model);
+        // The Jinja path: an override, else the container's template, unless the model speaks XTML.
+        std::optional<waste::chat::JinjaFormat> override_jinja;
+        if (api.chat_template && !format->xtml) {
+            if (api.chat_template->size() > waste::text::max_chat_file_bytes)
+                waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_chat_render_json: option chat_template is longer than {} bytes",
+                            waste::text::max_chat_file_bytes);
+            override_jinja = parse_jinja(*api.chat_template, "chat_template (override)");
+            if (format->jinja) {
+                override_jinja->bos_token = format->jinja->bos_token;
+                override_jinja->eos_token = format->jinja->eos_token;
+            } else {
+                read_chat_tokens(std::filesystem::path(model->container->directory()) / "chat_tokens.json", *override_jinja);
+            }
+        }
+        const waste::chat::JinjaFormat* jinja = override_jinja ? &*override_jinja : format->jinja ? &*format->jinja : nullptr;
         try {
             if (length > max_request_bytes)
                 throw waste::chat::RequestError(fmt::format("the request is {} bytes, more than {}", length, max_request_bytes), "");
@@ -167,7 +237,7 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
             std::string why;
             if (!waste::chat::parse_json_bounded(std::string_view(request_json ? request_json : "", length), body, &why))
                 throw waste::chat::RequestError("the request body is not valid JSON: " + why, "");
-            const waste::chat::RenderedPrompt prompt = render(*format, body, options);
+            const waste::chat::RenderedPrompt prompt = render(*format, format->xtml ? nullptr : jinja, body, options);
             std::vector<int32_t> ids;
             try {
                 ids = waste::chat::encode_segments(*format->tokenizer, prompt.segments);
@@ -177,12 +247,16 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
             Json segments = Json::array();
             for (const auto& segment : prompt.segments) segments.push_back(Json::array({segment.text, segment.markup}));
             Json out = Json::object();
-            out["format"] = format->xtml ? "xtml" : "chat.json";
+            out["format"] = format->xtml ? "xtml" : jinja ? "jinja" : "chat.json";
+            std::string text = prompt.text;
+            if (!jinja || format->xtml)
+                for (const auto& segment : prompt.segments) text += segment.text;
+            out["text"] = std::move(text);
             out["segments"] = std::move(segments);
             out["ids"] = ids;
             out["channel"] = prompt.channel.empty() ? Json(nullptr) : Json(prompt.channel);
             out["thinking"] = prompt.thinking;
-            out["stop_ids"] = stop_ids(*format);
+            out["stop_ids"] = jinja && !format->xtml ? waste::chat::jinja_stop_ids(*jinja, *format->tokenizer) : stop_ids(*format);
             out["images"] = prompt.images;
             *out_json = to_c_string(dump(out));
         } catch (const waste::chat::RequestError& refused) {

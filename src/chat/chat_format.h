@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "chat/jinja_render.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -22,6 +23,10 @@ struct ChatFormat {
     bool xtml = false;
     // <|open|>, <|close|>, <|sep|>, <|end_of_msg|> (XTML only; else -1)
     std::array<int32_t, 4> marker_ids{-1, -1, -1, -1};
+    // The container's chat_template.jinja with tokenizer_config.json's
+    // bos/eos (chat_tokens.json); used when the model does not speak XTML.
+    std::optional<JinjaFormat> jinja;
+    std::string jinja_error;  // why a container's chat_template.jinja could not be read
     std::optional<text::ChatTemplate> chat_template;
     std::string no_template_reason;  // why there is no chat.json path, when chat_template is empty
 };

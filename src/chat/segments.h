@@ -24,6 +24,7 @@ struct Segment {
 
 struct RenderedPrompt {
     std::vector<Segment> segments;
+    std::string text;                // the prompt as one string (a Jinja template's exact output; else the segments joined)
     std::string channel;             // "think", "response", or "" (no generation prompt / chat.json)
     bool thinking = false;
     std::vector<std::string> images;  // image references, in the order their blocks appear

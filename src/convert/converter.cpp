@@ -235,7 +235,8 @@ void record_shard_header(const fs::path& shard_path, const fs::path& work, const
 
 bool is_container_file(const std::string& name) {
     for (const char* known : {"manifest.json", "trunk.bin", "codebooks.bin", "tokenizer.model", "specials.json",
-                              "tokenizer.json", "chat.json", "chat_template.jinja", "vision.json", "usage.waste"})
+                              "tokenizer.json", "chat.json", "chat_template.jinja", "chat_tokens.json", "vision.json",
+                              "usage.waste"})
         if (name == known) return true;
     if (!name.starts_with("experts-L") || !name.ends_with(".bin")) return false;
     const std::string digits = name.substr(9, name.size() - 13);
@@ -673,6 +674,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     // Only when there is one, so that the fingerprints of conversions without
     // it (every one before tokenizer.json was stored) stay what they were.
     if (tokenizer.tokenizer_json) fingerprint["tokenizer"].push_back(fnv1a(*tokenizer.tokenizer_json));
+    if (tokenizer.chat_tokens_json) fingerprint["chat_tokens"] = fnv1a(*tokenizer.chat_tokens_json);  // likewise
     if (vision.present) fingerprint["vision"] = vision.vision_json.dump();  // likewise only with a tower
     const std::string fingerprint_text = fmt::format("{:016x}", fnv1a(fingerprint.dump()));
 
@@ -841,6 +843,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     if (tokenizer.specials_json) platform::write_small_file((out / "specials.json").string(), *tokenizer.specials_json);
     if (tokenizer.chat_json) platform::write_small_file((out / "chat.json").string(), *tokenizer.chat_json);
     if (tokenizer.chat_template) platform::write_small_file((out / "chat_template.jinja").string(), *tokenizer.chat_template);
+    if (tokenizer.chat_tokens_json) platform::write_small_file((out / "chat_tokens.json").string(), *tokenizer.chat_tokens_json);
     if (vision.present) platform::write_small_file((out / "vision.json").string(), vision.vision_json.dump(1) + "\n");
 
     ordered_json manifest;

@@ -86,15 +86,27 @@ nlohmann::json read_tokenizer_config(const fs::path& dir) {
     return config;
 }
 
-// The release's chat_template.jinja, or tokenizer_config.json's chat_template.
+// A special-token entry of tokenizer_config.json: a string, or transformers'
+// AddedToken form {"content": ...}; null when absent.
+nlohmann::ordered_json token_text(const nlohmann::json& config, const char* key) {
+    if (!config.contains(key) || config[key].is_null()) return nullptr;
+    const nlohmann::json& value = config[key];
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_object() && value.contains("content") && value["content"].is_string()) return value["content"].get<std::string>();
+    fail(WASTE_ERR_FORMAT, "tokenizer_config.json: {} is neither a string nor {{\"content\": text}}", key);
+}
+
+// The release's chat_template.jinja, or tokenizer_config.json's
+// chat_template; with it, the bos/eos strings the template sees.
 void read_chat_template(const fs::path& dir, TokenizerFiles& files) {
-    if (auto jinja = read_optional(dir / "chat_template.jinja")) {
-        files.chat_template = std::move(jinja);
-        return;
-    }
     const nlohmann::json config = read_tokenizer_config(dir);
-    if (config.contains("chat_template") && config["chat_template"].is_string())
+    if (auto jinja = read_optional(dir / "chat_template.jinja")) files.chat_template = std::move(jinja);
+    else if (config.contains("chat_template") && config["chat_template"].is_string())
         files.chat_template = config["chat_template"].get<std::string>();
+    if (!files.chat_template) return;
+    const nlohmann::ordered_json tokens = {{"bos_token", token_text(config, "bos_token")},
+                                           {"eos_token", token_text(config, "eos_token")}};
+    files.chat_tokens_json = tokens.dump(1) + "\n";
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct TokenizerFiles {
     std::optional<std::string> specials_json;  // specials.json
     std::optional<std::string> chat_json;      // chat.json
     std::optional<std::string> chat_template;  // chat_template.jinja
+    // chat_tokens.json: tokenizer_config.json's bos_token and eos_token, the
+    // strings a chat template sees as bos_token/eos_token (only with a template)
+    std::optional<std::string> chat_tokens_json;
     int64_t ranks = 0;
     std::string chat_source;                   // "release", "xtml", "im", or "none"
 };
