@@ -33,7 +33,9 @@ struct Model {
         options.flags = WASTE_OPEN_METADATA_ONLY;  // rendering needs the tokenizer, not the trunk
         waste_error error{};
         EXPECT_EQ(waste_model_open(path.c_str(), &options, &model, &error), WASTE_OK) << error.message;
-        if (model) EXPECT_EQ(waste_model_tokenizer(model, nullptr, &tokenizer, &error), WASTE_OK) << error.message;
+        if (model) {
+            EXPECT_EQ(waste_model_tokenizer(model, nullptr, &tokenizer, &error), WASTE_OK) << error.message;
+        }
     }
     ~Model() {
         waste_tokenizer_free(tokenizer);

@@ -143,7 +143,9 @@ struct TinyTok {
         options.flags = WASTE_OPEN_METADATA_ONLY;
         waste_error error{};
         EXPECT_EQ(waste_model_open(waste_test::fixture("tiny-tok.waste").c_str(), &options, &model, &error), WASTE_OK) << error.message;
-        if (model) EXPECT_EQ(waste_model_tokenizer(model, nullptr, &tokenizer, &error), WASTE_OK);
+        if (model) {
+            EXPECT_EQ(waste_model_tokenizer(model, nullptr, &tokenizer, &error), WASTE_OK);
+        }
     }
     ~TinyTok() {
         waste_tokenizer_free(tokenizer);
