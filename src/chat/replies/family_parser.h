@@ -42,6 +42,10 @@ struct ReplyFormat {
     // format to be usable with a tokenizer; the rest are optional (a
     // tokenizer without them never produces them).
     size_t required_markers = 0;
+    // Markers read from text (text_markers.h) when the tokenizer has no
+    // single special token for them; a marker the tokenizer does have as
+    // one counts only as that id, as always.
+    std::vector<size_t> text_markers;
     // Specials that are not markers: their text (XTML, §12.1) or nothing
     // (control tokens such as an end-of-turn the server stops on).
     bool specials_as_text = false;

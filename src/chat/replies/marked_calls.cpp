@@ -23,17 +23,15 @@ void MarkedCallsParser::call_as_text(std::string_view also, ReplyDelta& delta) {
     std::string held = std::move(call_->held);
     held += also;
     call_.reset();
-    const bool skip = skip_space_;
-    skip_space_ = false;  // held text is what the model wrote: none of it is template spacing
+    // What the model wrote, whole: none of it is template spacing to drop.
+    skip_space_ = false;
     const bool section = in_section_;
     in_section_ = false;
     stream(held, delta);
-    skip_space_ = skip && held.empty();
     in_section_ = section;
 }
 
-void MarkedCallsParser::add_to_call(std::string_view text, bool is_marker, ReplyDelta& delta) {
-    (void)is_marker;
+void MarkedCallsParser::add_to_call(std::string_view text, ReplyDelta& delta) {
     OpenCall& call = *call_;
     if (call.full) return;
     if (call.held.size() + text.size() > max_call_bytes) {
@@ -108,7 +106,7 @@ ReplyDelta MarkedCallsParser::push_marker(size_t marker) {
             if (marker == spec_.call_open) call_ = OpenCall{spec_.markers[marker], {}, {}, false, false};
             else in_section_ = false;
         } else {
-            add_to_call(spec_.markers[marker], true, delta);
+            add_to_call(spec_.markers[marker], delta);
         }
         return delta;
     }
@@ -134,7 +132,7 @@ ReplyDelta MarkedCallsParser::push_marker(size_t marker) {
 ReplyDelta MarkedCallsParser::push_text(std::string_view text) {
     ReplyDelta delta;
     if (message_.finished || ended_ || text.empty()) return delta;
-    if (call_) add_to_call(text, false, delta);
+    if (call_) add_to_call(text, delta);
     else stream(text, delta);
     return delta;
 }

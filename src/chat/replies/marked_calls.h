@@ -70,7 +70,7 @@ private:
         bool full = false;       // held reached max_call_bytes
     };
     void stream(std::string_view text, ReplyDelta& delta);
-    void add_to_call(std::string_view text, bool is_marker, ReplyDelta& delta);
+    void add_to_call(std::string_view text, ReplyDelta& delta);
     void close_call(ReplyDelta& delta);
     void end_call(ReplyDelta& delta);  // the call ends without its close marker
     void call_as_text(std::string_view also, ReplyDelta& delta);

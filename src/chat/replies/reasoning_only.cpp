@@ -1,6 +1,7 @@
 // reasoning_only.cpp — the formats without tool calls the engine can read:
-// "reasoning" (<think> … </think> as single tokens, e.g. MiniMax-M2 and
-// DeepSeek-V3.2 whose calls are text markup not read here) and "content"
+// "reasoning" (<think> … </think>, e.g. MiniMax-M2 and DeepSeek-V3.2 whose
+// calls are text markup not read here; by id where the tokenizer has them
+// as single tokens, else from text) and "content"
 // (every token is content, as for a chat.json model).
 #include "chat/replies/marked_calls.h"
 
@@ -35,6 +36,9 @@ ReplyFormat reasoning_reply_format() {
     format.name = "reasoning";
     format.markers = {"<think>", "</think>"};
     format.required_markers = 2;
+    // A model whose vocabulary spells <think> with ordinary tokens writes it
+    // as text: read it there (only when named; selection wants the tokens).
+    format.text_markers = {0, 1};
     format.make = [markers = format.markers](std::string_view channel) {
         MarkedCallsSpec spec;
         spec.markers = markers;

@@ -1,6 +1,7 @@
 // reply_formats.cpp — the format table and selection (see reply_formats.h).
 #include "chat/replies/reply_formats.h"
 
+#include <algorithm>
 #include <array>
 
 #include "chat/chat_format.h"
@@ -35,9 +36,13 @@ std::vector<std::string> reply_format_names() {
     return names;
 }
 
-std::string missing_marker(const ReplyFormat& format, const text::Tokenizer& tokenizer) {
-    for (size_t i = 0; i < format.required_markers && i < format.markers.size(); ++i)
-        if (!tokenizer.special_id(format.markers[i])) return format.markers[i];
+std::string missing_marker(const ReplyFormat& format, const text::Tokenizer& tokenizer, bool text_allowed) {
+    for (size_t i = 0; i < format.required_markers && i < format.markers.size(); ++i) {
+        if (tokenizer.special_id(format.markers[i])) continue;
+        if (text_allowed && std::find(format.text_markers.begin(), format.text_markers.end(), i) != format.text_markers.end())
+            continue;
+        return format.markers[i];
+    }
     return {};
 }
 

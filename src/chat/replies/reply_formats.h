@@ -27,7 +27,8 @@ namespace waste::chat::replies {
 
 std::string select_reply_format(const text::Tokenizer& tokenizer, std::string_view chat_template);
 
-// The first required marker the tokenizer lacks as one special token, or "".
-std::string missing_marker(const ReplyFormat& format, const text::Tokenizer& tokenizer);
+// The first required marker the tokenizer lacks as one special token (and,
+// with text_allowed, that the format cannot read from text), or "".
+std::string missing_marker(const ReplyFormat& format, const text::Tokenizer& tokenizer, bool text_allowed = false);
 
 }  // namespace waste::chat::replies

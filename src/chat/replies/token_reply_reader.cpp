@@ -32,10 +32,21 @@ std::string_view valid_text(std::string_view bytes, std::string& scratch) {
 
 }  // namespace
 
+namespace {
+
+std::vector<TextMarkerScanner::Marker> text_markers(const ReplyFormat& format, const text::Tokenizer& tokenizer) {
+    std::vector<TextMarkerScanner::Marker> out;
+    for (const size_t i : format.text_markers)
+        if (i < format.markers.size() && !tokenizer.special_id(format.markers[i])) out.push_back({format.markers[i], i});
+    return out;
+}
+
+}  // namespace
+
 TokenReplyReader::TokenReplyReader(std::shared_ptr<const text::Tokenizer> tokenizer, const ReplyFormat& format,
                                    std::string_view channel)
-    : detokenizer_(tokenizer, format.specials_as_text) {
-    if (const std::string missing = missing_marker(format, *tokenizer); !missing.empty())
+    : scanner_(text_markers(format, *tokenizer)), detokenizer_(tokenizer, format.specials_as_text) {
+    if (const std::string missing = missing_marker(format, *tokenizer, true); !missing.empty())
         fail(WASTE_ERR_INVALID_ARGUMENT, "reply format \"{}\" needs \"{}\" as one special token; the tokenizer has none",
              format.name, missing);
     for (size_t i = 0; i < format.markers.size(); ++i)
@@ -43,21 +54,42 @@ TokenReplyReader::TokenReplyReader(std::shared_ptr<const text::Tokenizer> tokeni
     parser_ = format.make(channel);
 }
 
+void TokenReplyReader::push_text(std::string_view text, ReplyDelta& delta) {
+    text = valid_text(text, scratch_);
+    if (!scanner_.active()) {
+        delta.append(parser_->push_text(text));
+        return;
+    }
+    events_.clear();
+    scanner_.push(text, events_);
+    for (const auto& event : events_)
+        delta.append(event.is_marker ? parser_->push_marker(event.index) : parser_->push_text(event.text));
+}
+
+void TokenReplyReader::flush_text(ReplyDelta& delta) {
+    events_.clear();
+    scanner_.flush(events_);
+    for (const auto& event : events_) delta.append(parser_->push_text(event.text));
+}
+
 ReplyDelta TokenReplyReader::push(int32_t id) {
     ReplyDelta delta;
     for (const auto& [marker_id, marker] : markers_) {
         if (marker_id != id) continue;
         // bytes of an unfinished character before a marker belong before it
-        delta.append(parser_->push_text(valid_text(detokenizer_.finish(), scratch_)));
+        push_text(detokenizer_.finish(), delta);
+        flush_text(delta);
         delta.append(parser_->push_marker(marker));
         return delta;
     }
-    delta.append(parser_->push_text(valid_text(detokenizer_.push(id), scratch_)));
+    push_text(detokenizer_.push(id), delta);
     return delta;
 }
 
 ReplyDelta TokenReplyReader::finish() {
-    ReplyDelta delta = parser_->push_text(valid_text(detokenizer_.finish(), scratch_));
+    ReplyDelta delta;
+    push_text(detokenizer_.finish(), delta);
+    flush_text(delta);
     delta.append(parser_->finish());
     return delta;
 }

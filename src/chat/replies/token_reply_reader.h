@@ -4,7 +4,8 @@
 // detokenizer (an incomplete UTF-8 character held until complete, and
 // flushed before a marker, whose bytes come before it; a byte that is
 // not part of a whole character becomes U+FFFD). Specials that are
-// not markers are text or nothing as the format says.
+// not markers are text or nothing as the format says. A format's text
+// markers the tokenizer has no single token for are found in the text.
 //
 // Deliberately not here: choosing the format (reply_formats.h), the C API's
 // JSON deltas (src/api).
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "chat/replies/family_parser.h"
+#include "chat/replies/text_markers.h"
 #include "text/detokenizer.h"
 #include "text/tokenizer.h"
 
@@ -35,8 +37,13 @@ public:
     const FamilyParser& parser() const { return *parser_; }
 
 private:
+    void push_text(std::string_view text, ReplyDelta& delta);
+    void flush_text(ReplyDelta& delta);  // the scanner's held tail, before a special marker or the end
+
     std::vector<std::pair<int32_t, size_t>> markers_;  // id -> marker index
     std::unique_ptr<FamilyParser> parser_;
+    TextMarkerScanner scanner_;  // the format's text markers the tokenizer lacks as tokens
+    std::vector<TextMarkerScanner::Event> events_;
     text::StreamDetokenizer detokenizer_;
     std::string scratch_;
 };
