@@ -14,30 +14,18 @@
 namespace waste::chat::replies {
 
 ReplyFormat deepseek_reply_format() {
-    ReplyFormat format;
-    format.name = "deepseek";
-    format.markers = {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>",
-                      "<｜tool▁sep｜>",        "<｜end▁of▁sentence｜>", "<think>",              "</think>"};
-    format.required_markers = 5;
-    format.make = [markers = format.markers](std::string_view channel) {
-        MarkedCallsSpec spec;
-        spec.markers = markers;
-        spec.section_open = 0;
-        spec.section_close = 1;
-        spec.call_open = 2;
-        spec.call_close = 3;
-        spec.call_sep = 4;
-        spec.end_markers = {5};
-        spec.think_open = 6;
-        spec.think_close = 7;
-        spec.decode_head = [](std::string_view head, const ReplyMessage& message) -> std::optional<DecodedCall> {
-            head = trim_space(head);
-            if (head.empty()) return std::nullopt;
-            return DecodedCall{std::string(head), message.next_call_id(), {}};
-        };
-        return std::make_unique<MarkedCallsParser>(std::move(spec), channel);
-    };
-    return format;
+    return marked_calls_format(
+        "deepseek",
+        {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
+         "<｜end▁of▁sentence｜>", "<think>", "</think>"},
+        5, [](MarkedCallsSpec& spec) {
+            sectioned_calls_roles(spec);
+            spec.decode_head = [](std::string_view head, const ReplyMessage& message) -> std::optional<DecodedCall> {
+                head = trim_space(head);
+                if (head.empty()) return std::nullopt;
+                return DecodedCall{std::string(head), message.next_call_id(), {}};
+            };
+        });
 }
 
 }  // namespace waste::chat::replies

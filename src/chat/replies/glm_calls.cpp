@@ -42,23 +42,17 @@ std::optional<DecodedCall> decode_glm_call(std::string_view body, const ReplyMes
 }  // namespace
 
 ReplyFormat glm_reply_format() {
-    ReplyFormat format;
-    format.name = "glm";
-    format.markers = {"<tool_call>", "</tool_call>",    "<arg_key>", "</arg_key>", "<arg_value>",
-                      "</arg_value>", "<think>",        "</think>",  "<|user|>",   "<|observation|>"};
-    format.required_markers = 6;
-    format.make = [markers = format.markers](std::string_view channel) {
-        MarkedCallsSpec spec;
-        spec.markers = markers;
-        spec.call_open = 0;
-        spec.call_close = 1;
-        spec.think_open = 6;
-        spec.think_close = 7;
-        spec.end_markers = {8, 9};
-        spec.decode_body = decode_glm_call;
-        return std::make_unique<MarkedCallsParser>(std::move(spec), channel);
-    };
-    return format;
+    return marked_calls_format("glm",
+                               {"<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+                                "<think>", "</think>", "<|user|>", "<|observation|>"},
+                               6, [](MarkedCallsSpec& spec) {
+                                   spec.call_open = 0;
+                                   spec.call_close = 1;
+                                   spec.think_open = 6;
+                                   spec.think_close = 7;
+                                   spec.end_markers = {8, 9};
+                                   spec.decode_body = decode_glm_call;
+                               });
 }
 
 }  // namespace waste::chat::replies

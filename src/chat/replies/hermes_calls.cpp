@@ -80,26 +80,19 @@ std::optional<DecodedCall> decode_xml_call(std::string_view body, const ReplyMes
 }  // namespace
 
 ReplyFormat hermes_reply_format() {
-    ReplyFormat format;
-    format.name = "hermes";
-    format.markers = {"<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_end|>"};
-    format.required_markers = 2;
-    format.make = [markers = format.markers](std::string_view channel) {
-        MarkedCallsSpec spec;
-        spec.markers = markers;
-        spec.call_open = 0;
-        spec.call_close = 1;
-        spec.think_open = 2;
-        spec.think_close = 3;
-        spec.end_markers = {4};
-        spec.decode_body = [](std::string_view body, const ReplyMessage& message) -> std::optional<DecodedCall> {
-            body = trim_space(body);
-            if (auto call = decode_json_call(body, message)) return call;
-            return decode_xml_call(body, message);
-        };
-        return std::make_unique<MarkedCallsParser>(std::move(spec), channel);
-    };
-    return format;
+    return marked_calls_format("hermes", {"<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_end|>"}, 2,
+                               [](MarkedCallsSpec& spec) {
+                                   spec.call_open = 0;
+                                   spec.call_close = 1;
+                                   spec.think_open = 2;
+                                   spec.think_close = 3;
+                                   spec.end_markers = {4};
+                                   spec.decode_body = [](std::string_view body, const ReplyMessage& message) {
+                                       body = trim_space(body);
+                                       if (auto call = decode_json_call(body, message)) return call;
+                                       return decode_xml_call(body, message);
+                                   };
+                               });
 }
 
 }  // namespace waste::chat::replies

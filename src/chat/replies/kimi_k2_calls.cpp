@@ -11,34 +11,21 @@
 namespace waste::chat::replies {
 
 ReplyFormat kimi_k2_reply_format() {
-    ReplyFormat format;
-    format.name = "kimi-k2";
-    format.markers = {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>",
-                      "<|tool_call_end|>",            "<|tool_call_argument_begin|>", "<|im_end|>",
-                      "<think>",                      "</think>"};
-    format.required_markers = 5;
-    format.make = [markers = format.markers](std::string_view channel) {
-        MarkedCallsSpec spec;
-        spec.markers = markers;
-        spec.section_open = 0;
-        spec.section_close = 1;
-        spec.call_open = 2;
-        spec.call_close = 3;
-        spec.call_sep = 4;
-        spec.end_markers = {5};
-        spec.think_open = 6;
-        spec.think_close = 7;
-        spec.decode_head = [](std::string_view head, const ReplyMessage&) -> std::optional<DecodedCall> {
-            head = trim_space(head);
-            std::string_view name = head;
-            if (name.substr(0, 10) == "functions.") name.remove_prefix(10);
-            if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) name = name.substr(0, colon);
-            if (name.empty()) return std::nullopt;
-            return DecodedCall{std::string(name), std::string(head), {}};
-        };
-        return std::make_unique<MarkedCallsParser>(std::move(spec), channel);
-    };
-    return format;
+    return marked_calls_format(
+        "kimi-k2",
+        {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_end|>",
+         "<|tool_call_argument_begin|>", "<|im_end|>", "<think>", "</think>"},
+        5, [](MarkedCallsSpec& spec) {
+            sectioned_calls_roles(spec);
+            spec.decode_head = [](std::string_view head, const ReplyMessage&) -> std::optional<DecodedCall> {
+                head = trim_space(head);
+                std::string_view name = head;
+                if (name.substr(0, 10) == "functions.") name.remove_prefix(10);
+                if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) name = name.substr(0, colon);
+                if (name.empty()) return std::nullopt;
+                return DecodedCall{std::string(name), std::string(head), {}};
+            };
+        });
 }
 
 }  // namespace waste::chat::replies

@@ -5,6 +5,32 @@
 
 namespace waste::chat::replies {
 
+ReplyFormat marked_calls_format(std::string name, std::vector<std::string> markers, size_t required_markers,
+                                std::function<void(MarkedCallsSpec&)> configure) {
+    ReplyFormat format;
+    format.name = std::move(name);
+    format.markers = std::move(markers);
+    format.required_markers = required_markers;
+    format.make = [markers = format.markers, configure = std::move(configure)](std::string_view channel) {
+        MarkedCallsSpec spec;
+        spec.markers = markers;
+        configure(spec);
+        return std::make_unique<MarkedCallsParser>(std::move(spec), channel);
+    };
+    return format;
+}
+
+void sectioned_calls_roles(MarkedCallsSpec& spec) {
+    spec.section_open = 0;
+    spec.section_close = 1;
+    spec.call_open = 2;
+    spec.call_close = 3;
+    spec.call_sep = 4;
+    spec.end_markers = {5};
+    spec.think_open = 6;
+    spec.think_close = 7;
+}
+
 MarkedCallsParser::MarkedCallsParser(MarkedCallsSpec spec, std::string_view channel)
     : spec_(std::move(spec)), reasoning_(channel == "think"), skip_space_(channel == "think") {}
 

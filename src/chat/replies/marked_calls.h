@@ -53,6 +53,15 @@ struct MarkedCallsSpec {
     std::function<std::optional<DecodedCall>(std::string_view body, const ReplyMessage& message)> decode_body;
 };
 
+// A format read by MarkedCallsParser: configure gives the spec (its markers
+// already set) the roles and decoders.
+ReplyFormat marked_calls_format(std::string name, std::vector<std::string> markers, size_t required_markers,
+                                std::function<void(MarkedCallsSpec&)> configure);
+
+// The layout DeepSeek and Kimi K2 share: markers in the order section open,
+// section close, call open, call close, separator, end, think open, think close.
+void sectioned_calls_roles(MarkedCallsSpec& spec);
+
 class MarkedCallsParser final : public FamilyParser {
 public:
     MarkedCallsParser(MarkedCallsSpec spec, std::string_view channel);

@@ -32,20 +32,13 @@ private:
 }  // namespace
 
 ReplyFormat reasoning_reply_format() {
-    ReplyFormat format;
-    format.name = "reasoning";
-    format.markers = {"<think>", "</think>"};
-    format.required_markers = 2;
+    ReplyFormat format = marked_calls_format("reasoning", {"<think>", "</think>"}, 2, [](MarkedCallsSpec& spec) {
+        spec.think_open = 0;
+        spec.think_close = 1;
+    });
     // A model whose vocabulary spells <think> with ordinary tokens writes it
     // as text: read it there (only when named; selection wants the tokens).
     format.text_markers = {0, 1};
-    format.make = [markers = format.markers](std::string_view channel) {
-        MarkedCallsSpec spec;
-        spec.markers = markers;
-        spec.think_open = 0;
-        spec.think_close = 1;
-        return std::make_unique<MarkedCallsParser>(std::move(spec), channel);
-    };
     return format;
 }
 

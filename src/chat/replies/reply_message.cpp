@@ -51,21 +51,6 @@ void ReplyMessage::set_arguments(std::string raw, ReplyDelta& delta) {
     if (std::find(delta.calls.begin(), delta.calls.end(), last) == delta.calls.end()) delta.calls.push_back(last);
 }
 
-Json ReplyMessage::message_json() const {
-    Json message = Json::object();
-    message["role"] = "assistant";
-    message["content"] = content_.empty() ? Json(nullptr) : Json(content_);
-    if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
-    if (!calls_.empty()) {
-        Json calls = Json::array();
-        for (const ReplyToolCall& call : calls_)
-            calls.push_back({{"id", call.id},
-                             {"type", "function"},
-                             {"function", {{"name", call.name}, {"arguments", call.arguments_text()}}}});
-        message["tool_calls"] = std::move(calls);
-    }
-    message["finished"] = finished;
-    return message;
-}
+Json ReplyMessage::message_json() const { return reply_message_json(content_, reasoning_, calls_, finished); }
 
 }  // namespace waste::chat::replies
