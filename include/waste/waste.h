@@ -1004,10 +1004,17 @@ WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, u
                                                size_t* out_size, char** out_error_json, waste_error* error);
 
 /* Reads a generated reply back by token id (k3-chat.md §12): reasoning,
- * content and tool calls, incrementally. A token is structure only if its id
- * is one of the four XTML marker ids; everything else is text (its bytes, an
- * incomplete UTF-8 character held until complete). For a chat.json model
- * every token is content. Never fails on malformed output. One thread's. */
+ * content and tool calls, incrementally, in the model's family's format
+ * (docs/ARCHITECTURE.md, "Reply formats"). A token is structure only if its
+ * id is one of the format's markers as a single special token; everything
+ * else is text (its bytes, an incomplete UTF-8 character held until
+ * complete). The format is chosen from the model's tokenizer: XTML markers
+ * (K3), harmony's <|channel|>/<|message|> (gpt-oss), DeepSeek's tool-call
+ * tokens, Kimi K2's tool-call section, GLM's <arg_key>, <tool_call>
+ * (Qwen3/Hermes JSON or Qwen3-Coder XML), <think> alone (reasoning only);
+ * a chat.json model without a Jinja template, or a tokenizer with none of
+ * these, reads every token as content. Never fails on malformed output
+ * (each format's rules: docs/ARCHITECTURE.md). One thread's. */
 typedef struct waste_reply_parser waste_reply_parser;
 
 /* channel: "think", "response" (what the prompt left open, from
@@ -1023,7 +1030,7 @@ WASTE_API void waste_reply_parser_free(waste_reply_parser* parser);
  * nothing); "index" is the call's 0-based position in the message's
  * tool_calls (OpenAI's streaming index). A call's arguments are complete
  * only at the end (waste_reply_parser_message_json). Concatenated deltas
- * equal the final message exactly. After <|end_of_msg|> every token adds
+ * equal the final message exactly. After the format's end of message (<|end_of_msg|>, <|im_end|>, <|call|>…) every token adds
  * nothing. An id outside the vocabulary is WASTE_ERR_INVALID_ARGUMENT. */
 WASTE_API waste_status waste_reply_parser_push(waste_reply_parser* parser, int32_t token, const char** out_delta_json,
                                                waste_error* error);
@@ -1035,6 +1042,16 @@ WASTE_API waste_status waste_reply_parser_finish(waste_reply_parser* parser, con
  * "function": {"name", "arguments"}}], "finished": bool} (waste_string_free). */
 WASTE_API waste_status waste_reply_parser_message_json(const waste_reply_parser* parser, char** out_json,
                                                        waste_error* error);
+/* A reply parser for a tokenizer and a format named by the caller:
+ * "xtml", "harmony", "deepseek", "kimi-k2", "glm", "hermes", "reasoning",
+ * "content", or "auto" (chosen from the tokenizer's specials alone, as
+ * waste_reply_parser_create does without a chat template). channel as
+ * waste_reply_parser_create's ("think": the reply starts inside reasoning).
+ * An unknown name, or a tokenizer that lacks one of the format's required
+ * markers as a single special token, is WASTE_ERR_INVALID_ARGUMENT naming it. */
+WASTE_API waste_status waste_reply_parser_create_format(const waste_tokenizer* tokenizer, const char* format,
+                                                        const char* channel, waste_reply_parser** out_parser,
+                                                        waste_error* error);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 // chat_request_api.cpp — chat requests and replies for the C API
-// (waste_chat_render_json, waste_reply_parser_*): the model's chat format,
+// (waste_chat_render_json; the reply parser is reply_parser_api.cpp): the model's chat format,
 // read once and cached on the model, over src/chat.
 #include <algorithm>
 #include <cstring>
@@ -17,20 +17,11 @@
 #include "chat/jinja_render.h"
 #include "chat/segments.h"
 #include "chat/xtml_render.h"
-#include "chat/xtml_reply.h"
-#include "text/detokenizer.h"
 #include "text/tokenizer_loader.h"
 
 using waste::api::guarded;
 using waste::api::to_c_string;
 using waste::chat::Json;
-
-struct waste_reply_parser {
-    std::shared_ptr<const waste::chat::ChatFormat> format;
-    waste::chat::ReplyParser parser;
-    waste::text::StreamDetokenizer detokenizer;
-    std::string delta_json;
-};
 
 namespace {
 
@@ -186,23 +177,11 @@ std::vector<int32_t> stop_ids(const waste::chat::ChatFormat& format) {
     return ids;
 }
 
-std::string delta_json(const waste::chat::ReplyDelta& delta, const waste::chat::ReplyParser& parser) {
-    if (delta.empty()) return "{}";
-    Json out = Json::object();
-    if (!delta.reasoning.empty()) out["reasoning_content"] = delta.reasoning;
-    if (!delta.content.empty()) out["content"] = delta.content;
-    if (!delta.calls.empty()) {
-        Json calls = Json::array();
-        for (const size_t position : delta.calls) {
-            const auto& call = parser.tool_calls()[position];
-            calls.push_back({{"index", position}, {"id", call.id}, {"name", call.name}});
-        }
-        out["tool_calls"] = std::move(calls);
-    }
-    return dump(out);
-}
-
 }  // namespace
+
+namespace waste::api {
+std::shared_ptr<const chat::ChatFormat> model_chat_format(const waste_model& model) { return chat_format(model); }
+}  // namespace waste::api
 
 extern "C" {
 
@@ -284,65 +263,6 @@ waste_status waste_image_source_read(const char* ref, size_t length, uint32_t fl
             if (out_error_json) *out_error_json = to_c_string(dump(error_object(refused.what(), refused.param(), refused.code())));
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}", refused.what());
         }
-    });
-}
-
-waste_status waste_reply_parser_create(const waste_model* model, const char* channel, waste_reply_parser** out_parser,
-                                       waste_error* error) {
-    return guarded(error, [&] {
-        if (out_parser) *out_parser = nullptr;
-        if (!model || !out_parser) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_create: model and out_parser are required");
-        const std::string name = channel ? channel : "";
-        if (!name.empty() && name != "think" && name != "response")
-            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_create: channel \"{}\" is not think, response or NULL",
-                        name.substr(0, 64));
-        auto format = chat_format(*model);
-        // XTML: another special (<|media_pad|>) is text, written as its text
-        // (§12.1). chat.json: every token is content, its control tokens left out.
-        const bool xtml = format->xtml;
-        auto tokenizer = format->tokenizer;
-        *out_parser = new waste_reply_parser{std::move(format), waste::chat::ReplyParser(xtml ? name : std::string()),
-                                             waste::text::StreamDetokenizer(std::move(tokenizer), xtml), {}};
-    });
-}
-
-void waste_reply_parser_free(waste_reply_parser* parser) { delete parser; }
-
-waste_status waste_reply_parser_push(waste_reply_parser* parser, int32_t token, const char** out_delta_json, waste_error* error) {
-    return guarded(error, [&] {
-        if (!parser || !out_delta_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_push: parser and out_delta_json are required");
-        *out_delta_json = "{}";
-        waste::chat::ReplyDelta delta;
-        const auto& markers = parser->format->marker_ids;
-        const auto marker = std::find(markers.begin(), markers.end(), token);
-        if (parser->format->xtml && marker != markers.end()) {
-            // bytes of an unfinished character before a marker belong before it
-            delta.append(parser->parser.push_text(parser->detokenizer.finish()));
-            delta.append(parser->parser.push_marker(static_cast<waste::chat::Marker>(marker - markers.begin())));
-        } else {
-            delta.append(parser->parser.push_text(parser->detokenizer.push(token)));
-        }
-        parser->delta_json = delta_json(delta, parser->parser);
-        *out_delta_json = parser->delta_json.c_str();
-    });
-}
-
-waste_status waste_reply_parser_finish(waste_reply_parser* parser, const char** out_delta_json, waste_error* error) {
-    return guarded(error, [&] {
-        if (!parser || !out_delta_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_finish: parser and out_delta_json are required");
-        *out_delta_json = "{}";
-        waste::chat::ReplyDelta delta = parser->parser.push_text(parser->detokenizer.finish());
-        delta.append(parser->parser.finish());
-        parser->delta_json = delta_json(delta, parser->parser);
-        *out_delta_json = parser->delta_json.c_str();
-    });
-}
-
-waste_status waste_reply_parser_message_json(const waste_reply_parser* parser, char** out_json, waste_error* error) {
-    return guarded(error, [&] {
-        if (out_json) *out_json = nullptr;
-        if (!parser || !out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_message_json: parser and out_json are required");
-        *out_json = to_c_string(dump(parser->parser.message_json()));
     });
 }
 

@@ -41,5 +41,13 @@ struct waste_model {
     // server renders every request with it (chat_request_api.cpp).
     mutable std::mutex chat_format_mutex;
     mutable std::shared_ptr<const waste::chat::ChatFormat> chat_format;
+    // The reply format (chat/replies/reply_formats.h), chosen on the first
+    // waste_reply_parser_create under chat_format_mutex and kept.
+    mutable std::string reply_format;
     ~waste_model();
 };
+
+namespace waste::api {
+// The model's chat format, read on first use and cached (chat_request_api.cpp).
+std::shared_ptr<const chat::ChatFormat> model_chat_format(const waste_model& model);
+}  // namespace waste::api

@@ -238,21 +238,24 @@ ReplyDelta ReplyParser::finish() {
     return delta;
 }
 
-Json ReplyParser::message_json() const {
+Json reply_message_json(const std::string& content, const std::string& reasoning, const std::vector<ReplyToolCall>& calls,
+                        bool finished) {
     Json message = Json::object();
     message["role"] = "assistant";
-    message["content"] = content_.empty() ? Json(nullptr) : Json(content_);
-    if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
-    if (!calls_.empty()) {
-        Json calls = Json::array();
-        for (const ReplyToolCall& call : calls_)
-            calls.push_back({{"id", call.id},
-                             {"type", "function"},
-                             {"function", {{"name", call.name}, {"arguments", call.arguments_text()}}}});
-        message["tool_calls"] = std::move(calls);
+    message["content"] = content.empty() ? Json(nullptr) : Json(content);
+    if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+    if (!calls.empty()) {
+        Json list = Json::array();
+        for (const ReplyToolCall& call : calls)
+            list.push_back({{"id", call.id},
+                            {"type", "function"},
+                            {"function", {{"name", call.name}, {"arguments", call.arguments_text()}}}});
+        message["tool_calls"] = std::move(list);
     }
-    message["finished"] = finished_;
+    message["finished"] = finished;
     return message;
 }
+
+Json ReplyParser::message_json() const { return reply_message_json(content_, reasoning_, calls_, finished_); }
 
 }  // namespace waste::chat

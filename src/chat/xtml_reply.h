@@ -90,6 +90,10 @@ private:
     bool ended_ = false;
 };
 
+// §12.6's message from its parts (every family's reply parser writes this shape).
+Json reply_message_json(const std::string& content, const std::string& reasoning, const std::vector<ReplyToolCall>& calls,
+                        bool finished);
+
 // A header's text ("call tool=\"f\" index=\"1\"") split into its name and
 // unescaped attributes (§12.4); never fails.
 struct ParsedHeader {

@@ -1,0 +1,70 @@
+// family_parser.h — what every family's reply parser offers, and the
+// description of a reply format (its markers and how to make its parser).
+//
+// A parser is handed structure and text already told apart by the caller
+// (token_reply_reader.h): push_marker(i) for a token whose id is the
+// format's i-th marker as one special token, push_text for the bytes of
+// every other token. So a marker typed as ordinary tokens is text, never
+// structure. Each call returns what it added; the concatenated deltas equal
+// the final reasoning and content whatever the chunking; nothing malformed
+// raises.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "chat/xtml_reply.h"
+
+namespace waste::chat::replies {
+
+class FamilyParser {
+public:
+    virtual ~FamilyParser() = default;
+    virtual ReplyDelta push_marker(size_t marker) = 0;
+    virtual ReplyDelta push_text(std::string_view text) = 0;
+    // The end of output: what was held back goes out (as text, or as a call
+    // with its raw arguments; each family says which). Later pushes add nothing.
+    virtual ReplyDelta finish() = 0;
+    virtual Json message_json() const = 0;
+    virtual const std::vector<ReplyToolCall>& tool_calls() const = 0;
+};
+
+struct ReplyFormat {
+    std::string name;
+    // Marker texts, in the order push_marker numbers them. A marker counts
+    // only where the tokenizer has it as one special token.
+    std::vector<std::string> markers;
+    // The first required_markers must be single special tokens for the
+    // format to be usable with a tokenizer; the rest are optional (a
+    // tokenizer without them never produces them).
+    size_t required_markers = 0;
+    // Markers read from text (text_markers.h) when the tokenizer has no
+    // single special token for them; a marker the tokenizer does have as
+    // one counts only as that id, as always.
+    std::vector<size_t> text_markers;
+    // Specials that are not markers: their text (XTML, §12.1) or nothing
+    // (control tokens such as an end-of-turn the server stops on).
+    bool specials_as_text = false;
+    // channel: "think" (the reply starts inside reasoning), else "".
+    std::function<std::unique_ptr<FamilyParser>(std::string_view channel)> make;
+};
+
+// The formats by name (reply_formats.cpp documents each); nullptr if unknown.
+const ReplyFormat* find_reply_format(std::string_view name);
+std::vector<std::string> reply_format_names();
+
+// Each family's format (one file each).
+ReplyFormat xtml_reply_format();
+ReplyFormat content_reply_format();
+ReplyFormat reasoning_reply_format();
+ReplyFormat hermes_reply_format();
+ReplyFormat deepseek_reply_format();
+ReplyFormat kimi_k2_reply_format();
+ReplyFormat glm_reply_format();
+ReplyFormat harmony_reply_format();
+
+}  // namespace waste::chat::replies
