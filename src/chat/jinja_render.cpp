@@ -153,11 +153,21 @@ Json template_message(const Json& message, size_t index, Marker& marker, bool re
         throw RequestError(fmt::format("messages[{}].role \"{}\" is not one of system, developer, user, assistant, tool", index,
                                        role->get<std::string>()),
                            fmt::format("messages[{}].role", index));
+    // An assistant's content and reasoning are the model's own output sent
+    // back, and templates act on the markup the model wrote in them (Qwen3,
+    // GLM and MiniMax cut an earlier answer at '</think>'). In the
+    // placeholder fallback they stay as written, so such a conversation
+    // renders; their special tokens are then markup, as the model produced
+    // them. Everything a user or a tool supplies, and an assistant's tool
+    // calls, keep their specials as text in every mode.
+    const bool model_text = role->get<std::string>() == "assistant" && marker.mode == Marker::Mode::placeholders;
     Json out = Json::object();
     for (auto it = message.begin(); it != message.end(); ++it) {
         const std::string& key = it.key();
         const Json& value = *it;
         if (key == "role" || key == "type") {
+            out[key] = value;
+        } else if (model_text && (key == "content" || key == "reasoning_content")) {
             out[key] = value;
         } else if (key == "content" && value.is_array()) {
             Json parts = Json::array();
