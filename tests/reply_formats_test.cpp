@@ -130,14 +130,35 @@ void expect_deltas_add_up(const Run& run, const std::string& what) {
     for (const json& d : run.calls) EXPECT_LT(d["index"].get<size_t>(), calls.size()) << what;
 }
 
-// The parser's own events, text split into single bytes.
+// The parser's own events, text split into single bytes (through a text
+// marker scanner, byte by byte, for the format's markers the tokenizer has
+// no token for, as token_reply_reader does).
 json run_bytes(const Tok& tok, const std::string& format_name, const char* channel, const std::vector<int32_t>& ids) {
+    using waste::chat::replies::TextMarkerScanner;
     const auto* format = waste::chat::replies::find_reply_format(format_name);
     auto parser = format->make(channel ? channel : "");
+    std::vector<TextMarkerScanner::Marker> text_markers;
+    for (const size_t i : format->text_markers)
+        if (!tok.t().special_id(format->markers[i])) text_markers.push_back({format->markers[i], i});
+    TextMarkerScanner scanner(text_markers);
+    std::vector<TextMarkerScanner::Event> events;
+    const auto deliver = [&] {
+        for (const auto& e : events) e.is_marker ? parser->push_marker(e.index) : parser->push_text(e.text);
+        events.clear();
+    };
     std::string pending;
     const auto flush = [&] {
-        for (const char c : pending) parser->push_text(std::string_view(&c, 1));
+        for (const char c : pending) {
+            if (!scanner.active()) {
+                parser->push_text(std::string_view(&c, 1));
+                continue;
+            }
+            scanner.push(std::string_view(&c, 1), events);
+            deliver();
+        }
         pending.clear();
+        scanner.flush(events);
+        deliver();
     };
     for (const int32_t id : ids) {
         bool special = false;
@@ -248,7 +269,7 @@ TEST(ReplyFormats, DeepSeekCalls) {
     const Tok tok(lenml("deepseek_v3"));
     // V3's tokenizer has no <think> tokens (V3.1's has): reasoning is not read by id here.
     EXPECT_EQ(waste::chat::replies::select_reply_format(tok.t(), ""), "deepseek");
-    EXPECT_EQ(waste::chat::replies::select_reply_format(tok.t(), "{%- set dsml_token = '｜DSML｜' -%}"), "content");
+    EXPECT_EQ(waste::chat::replies::select_reply_format(tok.t(), "{%- set dsml_token = '｜DSML｜' -%}"), "dsml");
     const std::string f = "deepseek";
     const std::string one = "<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}<｜tool▁call▁end｜>";
     const std::string two = "<｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
@@ -267,6 +288,52 @@ TEST(ReplyFormats, DeepSeekCalls) {
     // truncated before the separator: text
     check(tok, f, nullptr, {{"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_"}}, msg("<｜tool▁call▁begin｜>get_"));
     check(tok, f, nullptr, {typed("<｜tool▁calls▁begin｜>x")}, msg("<｜tool▁calls▁begin｜>x"));
+    hostile(tok, f);
+}
+
+TEST(ReplyFormats, DsmlCalls) {
+    // DeepSeek-V3.2 writes calls as DSML text; its tokenizer is V3's (the
+    // ｜DSML｜ pieces are no tokens of it, nor is <think>: all read from text).
+    REQUIRE_TOKENIZER(lenml("deepseek_v3"));
+    const Tok tok(lenml("deepseek_v3"));
+    EXPECT_GT(encode(tok, {{"<｜DSML｜invoke"}}).size(), 1u);
+    const std::string f = "dsml";
+    const auto param = [](const std::string& name, const std::string& is_string, const std::string& value) {
+        return "<｜DSML｜parameter name=\"" + name + "\" string=\"" + is_string + "\">" + value + "</｜DSML｜parameter>\n";
+    };
+    const auto invoke = [](const std::string& name, const std::string& params) {
+        return "<｜DSML｜invoke name=\"" + name + "\">\n" + params + "</｜DSML｜invoke>\n";
+    };
+    const std::string weather = invoke("get_weather", param("city", "true", "Paris") + param("days", "false", "3"));
+    // complete, after reasoning and content, as the template writes it
+    check(tok, f, nullptr,
+          {{"<think>\nplan\n</think>\n\nChecking.\n\n<｜DSML｜function_calls>\n" + weather + "</｜DSML｜function_calls><｜end▁of▁sentence｜>"}},
+          msg("Checking.\n\n", "plan\n", json::array({call("call_1", "get_weather", "{\"city\":\"Paris\",\"days\":3}")}), true));
+    // two calls, the reply starting inside reasoning; JSON values of every kind
+    check(tok, f, "think",
+          {{"hmm</think><｜DSML｜function_calls>\n" + invoke("now", "") +
+            invoke("search", param("q", "true", "late \"trains\" 12") + param("opts", "false", "{\"x\": [1, 2], \"on\": true}")) +
+            "</｜DSML｜function_calls>"}},
+          msg(nullptr, "hmm",
+              json::array({call("call_1", "now", "{}"),
+                           call("call_2", "search", "{\"q\":\"late \\\"trains\\\" 12\",\"opts\":{\"x\":[1,2],\"on\":true}}")})));
+    // string="false" whose value is no JSON: the raw string; string="maybe": the call is text
+    check(tok, f, nullptr, {{"<｜DSML｜function_calls>\n" + invoke("f", param("a", "false", "{oops")) + "</｜DSML｜function_calls>"}},
+          msg(nullptr, nullptr, json::array({call("call_1", "f", "{\"a\":\"{oops\"}")})));
+    check(tok, f, nullptr, {{"<｜DSML｜function_calls>\n" + invoke("f", param("a", "maybe", "1")) + "</｜DSML｜function_calls>"}},
+          msg("<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" string=\"maybe\">1</｜DSML｜parameter>\n</｜DSML｜invoke>"));
+    // no name: text
+    check(tok, f, nullptr, {{"<｜DSML｜function_calls><｜DSML｜invoke>\n</｜DSML｜invoke></｜DSML｜function_calls>"}},
+          msg("<｜DSML｜invoke>\n</｜DSML｜invoke>"));
+    // truncated inside a call: text (the section marker was structure)
+    check(tok, f, nullptr, {{"<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" string=\"true\">hal"}},
+          msg("<｜DSML｜invoke name=\"f\">\n<｜DSML｜parameter name=\"a\" string=\"true\">hal"));
+    // unclosed section after a whole call: the call stands
+    check(tok, f, nullptr, {{"<｜DSML｜function_calls>\n" + invoke("now", "")}},
+          msg(nullptr, nullptr, json::array({call("call_1", "now", "{}")})));
+    // outside a section the markup is text (DSML has no tokens: typed or not is the same)
+    check(tok, f, nullptr, {typed("Write <｜DSML｜invoke name=\"x\"></｜DSML｜invoke> or </｜DSML｜function_calls>, <｜DSML")},
+          msg("Write <｜DSML｜invoke name=\"x\"></｜DSML｜invoke> or </｜DSML｜function_calls>, <｜DSML"));
     hostile(tok, f);
 }
 
@@ -346,6 +413,43 @@ TEST(ReplyFormats, GlmCalls) {
     check(tok, f, nullptr, {{"<tool_call>now\n</tool_call><tool_call>f\n<arg_key>a</arg_key>\n</tool_call>"}},
           msg("<tool_call>f\n<arg_key>a</arg_key>\n</tool_call>", nullptr, json::array({call("call_1", "now", "{}")})));
     check(tok, f, nullptr, {{"Answer.<|user|>ignored"}}, msg("Answer.", nullptr, nullptr, true));
+    hostile(tok, f);
+}
+
+TEST(ReplyFormats, MiniMaxCalls) {
+    // MiniMax-M2's tokenizer is not in this tree: a small one with its
+    // added tokens as specials (<invoke> and <parameter> are text in it, as
+    // in MiniMax's).
+    waste_test::TempDir dir;
+    const Tok tok(marker_tokenizer(dir, {"<minimax:tool_call>", "</minimax:tool_call>", "<think>", "</think>", "[e~["}));
+    EXPECT_EQ(waste::chat::replies::select_reply_format(tok.t(), ""), "minimax");
+    const std::string f = "minimax";
+    // the template's generation prompt ends in <think>\n: the reply starts in reasoning
+    check(tok, f, "think",
+          {{"Need weather.\n</think>\n\n<minimax:tool_call>\n<invoke name=\"get_weather\">\n<parameter name=\"city\">Paris</parameter>\n"
+            "<parameter name=\"days\">3</parameter>\n<parameter name=\"opts\">{\"unit\": \"C\"}</parameter>\n"
+            "<parameter name=\"note\">\"quoted\"</parameter>\n<parameter name=\"zip\">12</parameter>\n</invoke>\n</minimax:tool_call>[e~["}},
+          msg(nullptr, "Need weather.\n",
+              json::array({call("call_1", "get_weather",
+                                "{\"city\":\"Paris\",\"days\":3,\"opts\":{\"unit\":\"C\"},\"note\":\"\\\"quoted\\\"\",\"zip\":12}")}),
+              true));
+    // two calls after content
+    check(tok, f, nullptr,
+          {{"<think>\nplan\n</think>\n\nLet me check.\n<minimax:tool_call>\n<invoke name=\"a\">\n</invoke>\n<invoke name=\"b\">\n"
+            "<parameter name=\"x\">[1, 2]</parameter>\n<parameter name=\"s\"> two words </parameter>\n</invoke>\n</minimax:tool_call>"}},
+          msg("Let me check.\n", "plan\n",
+              json::array({call("call_1", "a", "{}"), call("call_2", "b", "{\"x\":[1,2],\"s\":\" two words \"}")})));
+    // an unclosed parameter: the call is text
+    check(tok, f, nullptr, {{"<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">1\n</invoke>\n</minimax:tool_call>"}},
+          msg("<invoke name=\"f\">\n<parameter name=\"a\">1\n</invoke>"));
+    // truncated inside a call, or the section closing it: text
+    check(tok, f, nullptr, {{"<minimax:tool_call>\n<invoke name=\"f\">\n<parameter name=\"a\">x</parameter>"}},
+          msg("<invoke name=\"f\">\n<parameter name=\"a\">x</parameter>"));
+    check(tok, f, nullptr, {{"<minimax:tool_call>\n<invoke name=\"f\"></minimax:tool_call>Then."}}, msg("<invoke name=\"f\">Then."));
+    // the section marker typed as ordinary tokens is text, and so is everything in it
+    check(tok, f, nullptr, {typed("<minimax:tool_call>\n<invoke name=\"f\">\n</invoke>\n</minimax:tool_call>")},
+          msg("<minimax:tool_call>\n<invoke name=\"f\">\n</invoke>\n</minimax:tool_call>"));
+    check(tok, f, nullptr, {{"Answer.[e~[ignored"}}, msg("Answer.", nullptr, nullptr, true));
     hostile(tok, f);
 }
 

@@ -7,8 +7,8 @@
 // name (or a call closed before its separator) is text. Ids: call_1, call_2…
 // (the format carries none).
 //
-// DeepSeek-V3.2 writes calls as DSML text (<｜DSML｜function_calls>…); that
-// is not read here: selection gives V3.2 the reasoning-only format.
+// DeepSeek-V3.2 writes calls as DSML text (<｜DSML｜function_calls>…): that
+// is dsml_calls.cpp's format, which selection gives V3.2.
 #include "chat/replies/marked_calls.h"
 
 namespace waste::chat::replies {

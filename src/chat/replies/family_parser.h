@@ -66,5 +66,7 @@ ReplyFormat deepseek_reply_format();
 ReplyFormat kimi_k2_reply_format();
 ReplyFormat glm_reply_format();
 ReplyFormat harmony_reply_format();
+ReplyFormat dsml_reply_format();
+ReplyFormat minimax_reply_format();
 
 }  // namespace waste::chat::replies

@@ -144,10 +144,10 @@ ReplyDelta MarkedCallsParser::push_marker(size_t marker) {
         reasoning_ = false;
     } else if (marker == spec_.section_open) {
         in_section_ = true;
-    } else if (marker == spec_.section_close) {
+    } else if (marker == spec_.section_close && (in_section_ || !spec_.calls_in_section_only)) {
         in_section_ = false;
         skip_space_ = true;
-    } else if (marker == spec_.call_open) {
+    } else if (marker == spec_.call_open && (in_section_ || !spec_.calls_in_section_only)) {
         call_ = OpenCall{spec_.markers[marker], {}, {}, false, false};
     } else {
         stream(spec_.markers[marker], delta);

@@ -47,6 +47,10 @@ struct MarkedCallsSpec {
     size_t section_open = no_marker, section_close = no_marker;
     size_t call_open = no_marker, call_close = no_marker, call_sep = no_marker;
     std::vector<size_t> end_markers;
+    // A call opens only inside a section, and a section closes only when
+    // open (elsewhere those markers are text): for formats whose markers
+    // are read from text (dsml, minimax).
+    bool calls_in_section_only = false;
     // With a separator: the head to {name, id} (arguments empty); nullopt: not a call.
     std::function<std::optional<DecodedCall>(std::string_view head, const ReplyMessage& message)> decode_head;
     // Without one: the whole body to a call; nullopt: not a call (it is text).

@@ -1,7 +1,6 @@
 // reasoning_only.cpp — the formats without tool calls the engine can read:
-// "reasoning" (<think> … </think>, e.g. MiniMax-M2 and DeepSeek-V3.2 whose
-// calls are text markup not read here; by id where the tokenizer has them
-// as single tokens, else from text) and "content"
+// "reasoning" (<think> … </think>; by id where the tokenizer has them as
+// single tokens, else from text) and "content"
 // (every token is content, as for a chat.json model).
 #include "chat/replies/marked_calls.h"
 

@@ -13,7 +13,9 @@ namespace {
 const std::vector<ReplyFormat>& formats() {
     static const std::vector<ReplyFormat> all = {xtml_reply_format(),   harmony_reply_format(), deepseek_reply_format(),
                                                  kimi_k2_reply_format(), glm_reply_format(),     hermes_reply_format(),
-                                                 reasoning_reply_format(), content_reply_format()};
+                                                 reasoning_reply_format(), content_reply_format(),
+                                                 // appended, so that fuzz seeds keep their format byte
+                                                 dsml_reply_format(),     minimax_reply_format()};
     return all;
 }
 
@@ -51,10 +53,9 @@ std::string select_reply_format(const text::Tokenizer& tokenizer, std::string_vi
     if (speaks_xtml(tokenizer, xtml_ids)) return "xtml";
     if (usable("harmony", tokenizer)) return "harmony";
     if (usable("deepseek", tokenizer)) {
-        if (chat_template.find("DSML") == std::string_view::npos) return "deepseek";
-        return usable("reasoning", tokenizer) ? "reasoning" : "content";
+        return chat_template.find("DSML") == std::string_view::npos ? "deepseek" : "dsml";
     }
-    for (const char* name : {"kimi-k2", "glm", "hermes", "reasoning"})
+    for (const char* name : {"kimi-k2", "glm", "minimax", "hermes", "reasoning"})
         if (usable(name, tokenizer)) return name;
     return "content";
 }

@@ -6,15 +6,17 @@
 //   "deepseek"  DeepSeek-V3.1: <｜tool▁calls▁begin｜> … calls, <think>
 //   "kimi-k2"   Kimi K2 / K2-Thinking: <|tool_calls_section_begin|> … calls, <think>
 //   "glm"       GLM-4.5/4.6: <tool_call>NAME <arg_key>/<arg_value> …</tool_call>, <think>
+//   "minimax"   MiniMax-M2: <minimax:tool_call><invoke name=…><parameter name=…>…, <think>
 //   "hermes"    Qwen3 (and Qwen3-Coder's XML inside the same markers): <tool_call> JSON, <think>
-//   "reasoning" <think> … </think> only (MiniMax-M2, DeepSeek-V3.2)
+//   "reasoning" <think> … </think> only
 //   "content"   every token is content (a chat.json model)
+//   "dsml"      DeepSeek-V3.2: <｜DSML｜function_calls><｜DSML｜invoke name=…> … (text markup), <think>
 //
 // Selection looks at which markers the tokenizer has as single special
-// tokens, most specific first (the list above, top down). The chat template
-// breaks one tie: a DeepSeek tokenizer whose template writes DSML calls
-// (V3.2) gets "reasoning" (or "content" without think tokens), since its calls
-// are text markup not read here.
+// tokens, most specific first (the list above, top down; "dsml" has no
+// tokens to look for). The chat template breaks one tie: a DeepSeek
+// tokenizer whose template writes DSML calls (V3.2) gets "dsml" instead of
+// "deepseek".
 #pragma once
 
 #include <string>
