@@ -1,6 +1,6 @@
 // reply_parser_fuzz.cpp — libFuzzer target over the families' reply parsers
 // (src/chat/replies): XTML, harmony, DeepSeek, Kimi K2, GLM, Hermes,
-// reasoning-only and content.
+// reasoning-only, content, DSML (DeepSeek-V3.2) and MiniMax-M2.
 //
 // The first byte picks the format (low bits, in reply_format_names()
 // order) and the channel (bit 7: "think"). The rest is the parser's event

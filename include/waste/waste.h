@@ -1008,9 +1008,12 @@ WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, u
  * (docs/ARCHITECTURE.md, "Reply formats"). A token is structure only if its
  * id is one of the format's markers as a single special token; everything
  * else is text (its bytes, an incomplete UTF-8 character held until
- * complete). The format is chosen from the model's tokenizer: XTML markers
+ * complete), except the markers a format reads from text where the
+ * vocabulary has no token for them (DeepSeek-V3.2's DSML, MiniMax-M2's
+ * <invoke>). The format is chosen from the model's tokenizer: XTML markers
  * (K3), harmony's <|channel|>/<|message|> (gpt-oss), DeepSeek's tool-call
- * tokens, Kimi K2's tool-call section, GLM's <arg_key>, <tool_call>
+ * tokens (V3.2's DSML when its chat template writes DSML), Kimi K2's
+ * tool-call section, GLM's <arg_key>, MiniMax's <minimax:tool_call>, <tool_call>
  * (Qwen3/Hermes JSON or Qwen3-Coder XML), <think> alone (reasoning only);
  * a chat.json model without a Jinja template, or a tokenizer with none of
  * these, reads every token as content. Never fails on malformed output
@@ -1043,8 +1046,8 @@ WASTE_API waste_status waste_reply_parser_finish(waste_reply_parser* parser, con
 WASTE_API waste_status waste_reply_parser_message_json(const waste_reply_parser* parser, char** out_json,
                                                        waste_error* error);
 /* A reply parser for a tokenizer and a format named by the caller:
- * "xtml", "harmony", "deepseek", "kimi-k2", "glm", "hermes", "reasoning",
- * "content", or "auto" (chosen from the tokenizer's specials alone, as
+ * "xtml", "harmony", "deepseek", "dsml" (DeepSeek-V3.2), "kimi-k2", "glm",
+ * "minimax" (MiniMax-M2), "hermes", "reasoning", "content", or "auto" (chosen from the tokenizer's specials alone, as
  * waste_reply_parser_create does without a chat template). channel as
  * waste_reply_parser_create's ("think": the reply starts inside reasoning).
  * An unknown name, or a tokenizer that lacks one of the format's required
