@@ -21,25 +21,10 @@
 namespace waste::chat::replies {
 
 ReplyFormat dsml_reply_format() {
-    ReplyFormat format = marked_calls_format(
-        "dsml",
-        {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜invoke", "</｜DSML｜invoke>", "<think>",
-         "</think>", "<｜end▁of▁sentence｜>"},
-        0, [](MarkedCallsSpec& spec) {
-            spec.section_open = 0;
-            spec.section_close = 1;
-            spec.call_open = 2;
-            spec.call_close = 3;
-            spec.think_open = 4;
-            spec.think_close = 5;
-            spec.end_markers = {6};
-            spec.calls_in_section_only = true;
-            spec.decode_body = [](std::string_view body, const ReplyMessage& message) {
-                return decode_invoke(body, {"<｜DSML｜parameter", "</｜DSML｜parameter>", true}, message);
-            };
-        });
-    format.text_markers = {0, 1, 2, 3, 4, 5};
-    return format;
+    return invoke_calls_format("dsml",
+                               {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", "<｜DSML｜invoke", "</｜DSML｜invoke>",
+                                "<｜end▁of▁sentence｜>", "<think>", "</think>"},
+                               0, {"<｜DSML｜parameter", "</｜DSML｜parameter>", true}, {0, 1, 2, 3, 5, 6});
 }
 
 }  // namespace waste::chat::replies

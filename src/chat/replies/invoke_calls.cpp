@@ -61,4 +61,17 @@ std::optional<DecodedCall> decode_invoke(std::string_view body, const InvokeSynt
                        arguments.dump(-1, ' ', false, Json::error_handler_t::replace)};
 }
 
+ReplyFormat invoke_calls_format(std::string name, std::vector<std::string> markers, size_t required_markers,
+                                InvokeSyntax syntax, std::vector<size_t> text_markers) {
+    ReplyFormat format = marked_calls_format(std::move(name), std::move(markers), required_markers, [syntax](MarkedCallsSpec& spec) {
+        sectioned_calls_roles(spec, false);
+        spec.calls_in_section_only = true;
+        spec.decode_body = [syntax](std::string_view body, const ReplyMessage& message) {
+            return decode_invoke(body, syntax, message);
+        };
+    });
+    format.text_markers = std::move(text_markers);
+    return format;
+}
+
 }  // namespace waste::chat::replies

@@ -30,4 +30,11 @@ struct InvokeSyntax {
 // whole parameters.
 std::optional<DecodedCall> decode_invoke(std::string_view body, const InvokeSyntax& syntax, const ReplyMessage& message);
 
+// The format both families share: markers in the order section open,
+// section close, call open, call close, end, think open, think close; calls
+// only inside a section, decoded at their close with syntax (whose views
+// must outlive the format: literals); text_markers as the family reads them.
+ReplyFormat invoke_calls_format(std::string name, std::vector<std::string> markers, size_t required_markers,
+                                InvokeSyntax syntax, std::vector<size_t> text_markers);
+
 }  // namespace waste::chat::replies

@@ -20,15 +20,16 @@ ReplyFormat marked_calls_format(std::string name, std::vector<std::string> marke
     return format;
 }
 
-void sectioned_calls_roles(MarkedCallsSpec& spec) {
-    spec.section_open = 0;
-    spec.section_close = 1;
-    spec.call_open = 2;
-    spec.call_close = 3;
-    spec.call_sep = 4;
-    spec.end_markers = {5};
-    spec.think_open = 6;
-    spec.think_close = 7;
+void sectioned_calls_roles(MarkedCallsSpec& spec, bool separator) {
+    size_t next = 0;
+    spec.section_open = next++;
+    spec.section_close = next++;
+    spec.call_open = next++;
+    spec.call_close = next++;
+    if (separator) spec.call_sep = next++;
+    spec.end_markers = {next++};
+    spec.think_open = next++;
+    spec.think_close = next++;
 }
 
 MarkedCallsParser::MarkedCallsParser(MarkedCallsSpec spec, std::string_view channel)

@@ -63,8 +63,9 @@ ReplyFormat marked_calls_format(std::string name, std::vector<std::string> marke
                                 std::function<void(MarkedCallsSpec&)> configure);
 
 // The layout DeepSeek and Kimi K2 share: markers in the order section open,
-// section close, call open, call close, separator, end, think open, think close.
-void sectioned_calls_roles(MarkedCallsSpec& spec);
+// section close, call open, call close, separator, end, think open, think
+// close (without separator: the same less that one, as dsml and minimax).
+void sectioned_calls_roles(MarkedCallsSpec& spec, bool separator = true);
 
 class MarkedCallsParser final : public FamilyParser {
 public:

@@ -22,24 +22,10 @@
 namespace waste::chat::replies {
 
 ReplyFormat minimax_reply_format() {
-    ReplyFormat format = marked_calls_format(
-        "minimax",
-        {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke", "</invoke>", "<think>", "</think>", "[e~["}, 1,
-        [](MarkedCallsSpec& spec) {
-            spec.section_open = 0;
-            spec.section_close = 1;
-            spec.call_open = 2;
-            spec.call_close = 3;
-            spec.think_open = 4;
-            spec.think_close = 5;
-            spec.end_markers = {6};
-            spec.calls_in_section_only = true;
-            spec.decode_body = [](std::string_view body, const ReplyMessage& message) {
-                return decode_invoke(body, {"<parameter", "</parameter>", false}, message);
-            };
-        });
-    format.text_markers = {1, 2, 3, 4, 5};
-    return format;
+    return invoke_calls_format("minimax",
+                               {"<minimax:tool_call>", "</minimax:tool_call>", "<invoke", "</invoke>", "[e~[", "<think>",
+                                "</think>"},
+                               1, {"<parameter", "</parameter>", false}, {1, 2, 3, 5, 6});
 }
 
 }  // namespace waste::chat::replies
