@@ -451,6 +451,31 @@ TEST(ReplyFormats, MiniMaxCalls) {
           msg("<minimax:tool_call>\n<invoke name=\"f\">\n</invoke>\n</minimax:tool_call>"));
     check(tok, f, nullptr, {{"Answer.[e~[ignored"}}, msg("Answer.", nullptr, nullptr, true));
     hostile(tok, f);
+    // a call past the held-text bound (1 MiB) is text, all of it, and the section goes on
+    auto parser = waste::chat::replies::find_reply_format(f)->make("");
+    std::string out;
+    const auto add = [&](const waste::chat::ReplyDelta& d) { out += d.content; };
+    add(parser->push_marker(0));
+    add(parser->push_marker(2));
+    const std::string chunk(4096, 'v');
+    for (int i = 0; i < 300; ++i) add(parser->push_text(chunk));
+    add(parser->push_marker(3));
+    add(parser->finish());
+    EXPECT_EQ(out.size(), std::string("<invoke").size() + 300 * chunk.size() + std::string("</invoke>").size());
+    EXPECT_EQ(out, parser->message_json()["content"].get<std::string>());
+    EXPECT_TRUE(parser->tool_calls().empty());
+}
+
+TEST(ReplyFormats, DsmlWithThinkTokens) {
+    // A DeepSeek tokenizer with <think> as tokens (V3.1's, and so V3.2's):
+    // those count by id, the DSML markup still from text.
+    waste_test::TempDir dir;
+    const Tok tok(marker_tokenizer(dir, {"<think>", "</think>", "<｜end▁of▁sentence｜>"}));
+    check(tok, "dsml", nullptr,
+          {{"<think>a</think>b\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"f\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls><｜end▁of▁sentence｜>"}},
+          msg("b\n\n", "a", json::array({call("call_1", "f", "{}")}), true));
+    // where <think> is a token, typed as ordinary tokens it is text
+    check(tok, "dsml", nullptr, {typed("<think>a</think>")}, msg("<think>a</think>"));
 }
 
 TEST(ReplyFormats, ReasoningOnlyAndNames) {
