@@ -26,6 +26,8 @@
 #include "chat/replies/reply_formats.h"
 #include "chat/replies/text_markers.h"
 #include "small_tokenizer_json.h"
+#include "template/template.h"
+#include "template/value.h"
 #include "test_support.h"
 #include "waste/waste.h"
 
@@ -530,4 +532,41 @@ TEST(ReplyFormats, TextMarkerScannerAnySplit) {
     for (size_t i = 0; i <= text.size(); ++i)
         for (size_t j = i; j <= text.size(); ++j)
             EXPECT_EQ(run({text.substr(0, i), text.substr(i, j - i), text.substr(j)}), whole) << i << " " << j;
+}
+
+TEST(ReplyFormats, TemplateWrittenCallsReadBack) {
+    // An assistant tool call as the real DeepSeek-V3.2 and MiniMax-M2
+    // templates write it, read back by dsml / minimax: the same name and
+    // arguments (strings, numbers, objects, arrays, booleans).
+    REQUIRE_TOKENIZER(lenml("deepseek_v3"));
+    const json arguments = {{"city", "Paris"}, {"days", 3}, {"opts", {{"unit", "C"}, {"hourly", true}}}, {"tags", {"a", "b"}}};
+    nlohmann::ordered_json context = {
+        {"messages",
+         {{{"role", "user"}, {"content", "hi"}},
+          {{"role", "assistant"},
+           {"content", "Checking."},
+           {"tool_calls", {{{"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", arguments}}}}}}}}},
+        {"add_generation_prompt", false},
+        {"bos_token", ""},
+        {"eos_token", ""}};
+    const auto written = [&](const std::string& name) {
+        const std::string source = waste_test::read_file(waste_test::shared_dir() / "data" / "chat-templates" / (name + ".jinja"));
+        const std::string text = waste::tmpl::render(waste::tmpl::Template::parse(source, name), waste::tmpl::from_json(context));
+        const size_t at = text.rfind("Checking.");
+        EXPECT_NE(at, std::string::npos) << text;
+        return at == std::string::npos ? std::string() : text.substr(at);
+    };
+    const auto read_back = [&](const Tok& tok, const std::string& format, const std::string& reply) {
+        const ::Run run = run_api(tok, format, nullptr, encode(tok, {{reply}}));
+        ASSERT_EQ(run.message.value("tool_calls", json::array()).size(), 1u) << reply << "\n" << run.message.dump();
+        const json& fn = run.message["tool_calls"][0]["function"];
+        EXPECT_EQ(fn["name"], "get_weather");
+        EXPECT_EQ(json::parse(fn["arguments"].get<std::string>()), arguments) << reply;
+        EXPECT_EQ(run.message["content"], "Checking.\n" + std::string(format == "dsml" ? "\n" : "")) << reply;
+    };
+    const Tok deepseek(lenml("deepseek_v3"));
+    read_back(deepseek, "dsml", written("deepseek-ai-DeepSeek-V3.2"));
+    waste_test::TempDir dir;
+    const Tok minimax(marker_tokenizer(dir, {"<minimax:tool_call>", "</minimax:tool_call>", "<think>", "</think>", "[e~["}));
+    read_back(minimax, "minimax", written("MiniMax-M2"));
 }
