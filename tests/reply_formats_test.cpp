@@ -1,7 +1,7 @@
 // reply_formats_test.cpp — the families' reply parsers (src/chat/replies)
 // through the C API, with the real tokenizers where this tree has them
 // (the oracle's Qwen3, DeepSeek-V3 and gpt-oss tokenizer.json files) and,
-// for Kimi K2 and GLM whose tokenizers are not here, a small tokenizer.json
+// for Kimi K2, GLM and MiniMax-M2 whose tokenizers are not here, a small tokenizer.json
 // written below with the family's markers as special added tokens (the
 // parsers see only ids and bytes, so the markers' ids are all that matter).
 //
