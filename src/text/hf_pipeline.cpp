@@ -59,15 +59,7 @@ void HfPipeline::encode(std::string_view text, bool markup, const RankTable& voc
         encode_piece(text);
         return;
     }
-    size_t position = 0;
-    while (position < text.size()) {
-        const auto token = normalized_matcher_.find(text, position);
-        const size_t end = token ? token->offset : text.size();
-        encode_piece(text.substr(position, end - position));
-        if (!token) break;
-        out.push_back(token->id);
-        position = token->offset + token->length;
-    }
+    normalized_matcher_.split(text, encode_piece, [&](int32_t id) { out.push_back(id); });
 }
 
 }  // namespace waste::text

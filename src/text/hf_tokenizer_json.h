@@ -14,9 +14,10 @@
 // - pre_tokenizer: ByteLevel (add_prefix_space false, use_regex false) last,
 //   after any number of Split (a Regex pattern, behavior "Isolated", invert
 //   false), alone or in a Sequence.
-// - added_tokens: id, content, special, normalized; lstrip, rstrip and
-//   single_word must be false (no supported file sets them, so their
-//   handling could not be checked against the reference).
+// - added_tokens: id, content, special, normalized, lstrip and rstrip (the
+//   whitespace beside a match is taken into the token: specials.h's split);
+//   single_word must be false (the reference here ignores it, so an
+//   implementation could not be checked).
 // - decoder: ByteLevel. post_processor: null, ByteLevel, TemplateProcessing
 //   or a Sequence of them — read but not applied: WASTE encodes as Hugging
 //   Face's encode(add_special_tokens=False) does; the chat template places

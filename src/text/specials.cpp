@@ -67,7 +67,7 @@ std::optional<SpecialMatcher::Match> SpecialMatcher::find(std::string_view text,
         if (!starts_[byte]) continue;
         const std::string_view rest = text.substr(i);
         for (const SpecialToken& special : by_first_byte_[byte])
-            if (rest.starts_with(special.text)) return Match{i, special.text.size(), special.id};
+            if (rest.starts_with(special.text)) return Match{i, special.text.size(), special.id, special.lstrip, special.rstrip};
     }
     return std::nullopt;
 }

@@ -17,11 +17,18 @@
 #include <string_view>
 #include <vector>
 
+#include "text/utf8.h"
+
 namespace waste::text {
 
 struct SpecialToken {
     int32_t id = 0;
     std::string text;
+    // Hugging Face added tokens' flags: the whitespace before (lstrip) or
+    // after (rstrip) a match is taken into the token, so it never reaches
+    // the text on that side (tokenizer.json; specials.json has neither).
+    bool lstrip = false;
+    bool rstrip = false;
 };
 
 // Bounds a special must keep (why: real specials are under 40 bytes, and a
@@ -43,9 +50,31 @@ public:
         size_t offset = 0;
         size_t length = 0;
         int32_t id = 0;
+        bool lstrip = false;
+        bool rstrip = false;
     };
     // The first special at or after `from`.
     std::optional<Match> find(std::string_view text, size_t from) const;
+
+    // Cuts text at its specials: on_text(segment) for the text between
+    // them (never empty), on_special(id) for each, in order. A special's
+    // lstrip drops the whitespace ending the text before it, its rstrip the
+    // whitespace starting the text after it (Unicode White_Space, as Rust's
+    // char::is_whitespace that Hugging Face's tokenizers use).
+    template <typename OnText, typename OnSpecial>
+    void split(std::string_view text, OnText&& on_text, OnSpecial&& on_special) const {
+        size_t position = 0;
+        while (position < text.size()) {
+            const auto special = find(text, position);
+            size_t end = special ? special->offset : text.size();
+            if (special && special->lstrip) end = position + whitespace_suffix_start(text.substr(position, end - position));
+            if (end > position) on_text(text.substr(position, end - position));
+            if (!special) break;
+            on_special(special->id);
+            position = special->offset + special->length;
+            if (special->rstrip) position += whitespace_prefix_end(text.substr(position));
+        }
+    }
 
 private:
     std::vector<SpecialToken> by_first_byte_[256];  // each longest first

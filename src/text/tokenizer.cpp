@@ -87,15 +87,7 @@ void Tokenizer::encode(std::string_view text, bool markup, std::vector<int32_t>&
         if (hf_) hf_->encode(segment, true, ranks_, out);
         else encode_ordinary(segment, out);
     };
-    size_t position = 0;
-    while (position < text.size()) {
-        const auto special = matcher_.find(text, position);
-        const size_t end = special ? special->offset : text.size();
-        if (end > position) encode_segment(text.substr(position, end - position));
-        if (!special) break;
-        out.push_back(special->id);
-        position = special->offset + special->length;
-    }
+    matcher_.split(text, encode_segment, [&](int32_t id) { out.push_back(id); });
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool markup) const {

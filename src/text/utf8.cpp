@@ -76,4 +76,46 @@ size_t incomplete_utf8_tail(std::string_view text) {
     return 0;
 }
 
+namespace {
+
+bool is_white_space(uint32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// The code point starting at bytes[at] of valid UTF-8, and its length.
+uint32_t code_point_at(const uint8_t* bytes, size_t at, int& length) {
+    const uint8_t lead = bytes[at];
+    length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    uint32_t c = length == 1 ? lead : lead & (0x7F >> length);
+    for (int i = 1; i < length; ++i) c = (c << 6) | (bytes[at + i] & 0x3F);
+    return c;
+}
+
+}  // namespace
+
+size_t whitespace_prefix_end(std::string_view text) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+    size_t at = 0;
+    while (at < text.size()) {
+        int length = 0;
+        if (!is_white_space(code_point_at(bytes, at, length))) break;
+        at += static_cast<size_t>(length);
+    }
+    return at;
+}
+
+size_t whitespace_suffix_start(std::string_view text) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+    size_t end = text.size();
+    while (end > 0) {
+        size_t start = end - 1;
+        while (start > 0 && (bytes[start] & 0xC0) == 0x80) --start;  // back to the lead byte
+        int length = 0;
+        if (!is_white_space(code_point_at(bytes, start, length))) break;
+        end = start;
+    }
+    return end;
+}
+
 }  // namespace waste::text
