@@ -141,19 +141,28 @@ ToolCallView read_tool_call(const Json& call, const std::string& param) {
     return view;
 }
 
+}  // namespace
+
+std::string message_role(const Json& message, size_t index) {
+    const std::string param = fmt::format("messages[{}]", index);
+    const Json* role = member(message, "role");
+    if (!role || !role->is_string()) throw RequestError(fmt::format("{} needs a string \"role\"", param), param + ".role");
+    const std::string& name = role->get_ref<const std::string&>();
+    if (name != "system" && name != "developer" && name != "user" && name != "assistant" && name != "tool")
+        throw RequestError(fmt::format("{}.role \"{}\" is not one of system, developer, user, assistant, tool", param, name),
+                           param + ".role");
+    return name;
+}
+
+namespace {
+
 MessageView read_message(const Json& message, size_t index, size_t& image_parts) {
     const std::string param = fmt::format("messages[{}]", index);
     if (!message.is_object()) throw RequestError(fmt::format("{} must be an object, not {}", param, type_name(message)), param);
     MessageView view;
     view.index = index;
-    const Json* role = member(message, "role");
-    if (!role || !role->is_string()) throw RequestError(fmt::format("{} needs a string \"role\"", param), param + ".role");
-    view.role = role->get<std::string>();
+    view.role = message_role(message, index);
     if (view.role == "developer") view.role = "system";  // OpenAI's newer name for it
-    if (view.role != "system" && view.role != "user" && view.role != "assistant" && view.role != "tool")
-        throw RequestError(fmt::format("{}.role \"{}\" is not one of system, developer, user, assistant, tool", param,
-                                       role->get<std::string>()),
-                           param + ".role");
     view.content = read_content(message, param, image_parts);
     view.name = optional_string(message, "name", param + ".name");
     for (const char* key : {"reasoning_content", "reasoning"}) {

@@ -101,4 +101,9 @@ inline constexpr uint64_t max_image_side = 1u << 20;
 // Throws RequestError naming the parameter.
 ChatRequest read_chat_request(const Json& body, const RenderOptions& options);
 
+// messages[index]'s role as sent, one of OpenAI's (system, developer, user,
+// assistant, tool); every prompt format accepts these and no other.
+// Throws RequestError naming messages[index].role.
+std::string message_role(const Json& message, size_t index);
+
 }  // namespace waste::chat

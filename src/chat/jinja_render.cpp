@@ -143,16 +143,9 @@ Json mark_all(const Json& value, Marker& marker) {
 Json template_message(const Json& message, size_t index, Marker& marker, bool render_only) {
     if (!message.is_object())
         throw RequestError(fmt::format("messages[{}] must be an object", index), fmt::format("messages[{}]", index));
-    // OpenAI's roles, as the other formats accept them (chat_request.cpp); the
-    // template sees the role as sent (transformers passes "developer" on too).
-    const Json* role = member(message, "role");
-    if (!role || !role->is_string())
-        throw RequestError(fmt::format("messages[{}] needs a string \"role\"", index), fmt::format("messages[{}].role", index));
-    static const std::set<std::string> roles{"system", "developer", "user", "assistant", "tool"};
-    if (!roles.count(role->get<std::string>()))
-        throw RequestError(fmt::format("messages[{}].role \"{}\" is not one of system, developer, user, assistant, tool", index,
-                                       role->get<std::string>()),
-                           fmt::format("messages[{}].role", index));
+    // OpenAI's roles, as the other formats accept them; the template sees the
+    // role as sent (transformers passes "developer" on too).
+    const std::string role = message_role(message, index);
     // An assistant's content and reasoning are the model's own output sent
     // back, and templates act on the markup the model wrote in them (Qwen3,
     // GLM and MiniMax cut an earlier answer at '</think>'). In the
@@ -160,7 +153,7 @@ Json template_message(const Json& message, size_t index, Marker& marker, bool re
     // renders; their special tokens are then markup, as the model produced
     // them. Everything a user or a tool supplies, and an assistant's tool
     // calls, keep their specials as text in every mode.
-    const bool model_text = role->get<std::string>() == "assistant" && marker.mode == Marker::Mode::placeholders;
+    const bool model_text = role == "assistant" && marker.mode == Marker::Mode::placeholders;
     Json out = Json::object();
     for (auto it = message.begin(); it != message.end(); ++it) {
         const std::string& key = it.key();
