@@ -240,7 +240,7 @@ json render_chat(ServerContext& ctx, const std::string& body, const json& option
 
 void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const json request = parse_body(req.body);
-    const SamplingParams params = read_sampling_params(request, Endpoint::chat);
+    const SamplingParams params = read_sampling_params(request, Endpoint::chat, waste_tokenizer_token_count(ctx.engine.tokenizer));
     json options = {{"thinking", ctx.engine.thinking}, {"list_images", ctx.engine.vision}};
     if (!ctx.engine.chat_template.empty()) options["chat_template"] = ctx.engine.chat_template;
     json rendered = render_chat(ctx, req.body, options);
@@ -332,7 +332,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
 
 void completions(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const json request = parse_body(req.body);
-    const SamplingParams params = read_sampling_params(request, Endpoint::completion);
+    const SamplingParams params = read_sampling_params(request, Endpoint::completion, waste_tokenizer_token_count(ctx.engine.tokenizer));
     const auto prompt_it = request.find("prompt");
     if (prompt_it == request.end()) throw bad_request("'prompt' is required", "prompt");
     json prompt = *prompt_it;

@@ -58,9 +58,35 @@ bool boolean(const json& request, const char* name) {
     return value->get<bool>();
 }
 
+// OpenAI's logit_bias: {"token id": bias}, the id a decimal string (JSON
+// keys are strings), the bias a number from -100 to 100.
+std::vector<std::pair<int32_t, float>> logit_bias(const json& request, uint32_t vocabulary) {
+    std::vector<std::pair<int32_t, float>> biases;
+    const json* value = field(request, "logit_bias");
+    if (!value) return biases;
+    if (!value->is_object()) throw bad_request("'logit_bias' must be an object of token ids to biases, not " + shown(*value), "logit_bias");
+    if (value->size() > kMaxLogitBiasTokens)
+        throw bad_request("'logit_bias' holds at most " + std::to_string(kMaxLogitBiasTokens) + " tokens, not " +
+                              std::to_string(value->size()),
+                          "logit_bias");
+    for (const auto& [key, bias] : value->items()) {
+        const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos;
+        const uint64_t id = digits ? std::stoull(key) : UINT64_MAX;
+        if (id >= vocabulary)
+            throw bad_request("'logit_bias' names token " + shown(key) + ": ids are integers from 0 to " +
+                                  std::to_string(vocabulary - 1),
+                              "logit_bias");
+        if (!bias.is_number() || !std::isfinite(bias.get<double>()) || std::fabs(bias.get<double>()) > kMaxLogitBias)
+            throw bad_request("'logit_bias' of token " + key + " must be a number from -100 to 100, not " + shown(bias),
+                              "logit_bias");
+        biases.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias.get<double>()));
+    }
+    return biases;
+}
+
 }  // namespace
 
-SamplingParams read_sampling_params(const json& request, Endpoint endpoint) {
+SamplingParams read_sampling_params(const json& request, Endpoint endpoint, uint32_t vocabulary) {
     SamplingParams p;
     p.temperature = number_in(request, "temperature", 0, 2, 0);
     p.top_p = number_in(request, "top_p", 0, 1, 1);
@@ -71,6 +97,7 @@ SamplingParams read_sampling_params(const json& request, Endpoint endpoint) {
         p.seed = static_cast<uint64_t>(integer_in(*v, "seed", INT64_MIN, INT64_MAX));
     p.frequency_penalty = number_in(request, "frequency_penalty", -2, 2, 0);
     p.presence_penalty = number_in(request, "presence_penalty", -2, 2, 0);
+    p.logit_bias = logit_bias(request, vocabulary);
 
     // §13.8: max_completion_tokens, else max_tokens.
     for (const char* name : {"max_tokens", "max_completion_tokens"})

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,10 @@ namespace waste_serve {
 constexpr int kMaxStopStrings = 4;
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxStopStringBytes = 1024;
+// logit_bias: OpenAI's -100..100 per token; at most this many tokens (a
+// bound on the request's work, 300 being what OpenAI's API documents).
+constexpr size_t kMaxLogitBiasTokens = 300;
+constexpr double kMaxLogitBias = 100;
 
 struct SamplingParams {
     double temperature = 0;  // §13.7: greedy by default
@@ -32,11 +37,13 @@ struct SamplingParams {
     bool include_usage = false;
     bool logprobs = false;
     uint32_t top_logprobs = 0;
+    std::vector<std::pair<int32_t, float>> logit_bias;  // token id, added to its logit before sampling
 };
 
 enum class Endpoint { chat, completion };
 
-// Throws ApiError (400) naming the field and the value.
-SamplingParams read_sampling_params(const nlohmann::json& request, Endpoint endpoint);
+// Throws ApiError (400) naming the field and the value. vocabulary: the
+// tokenizer's token count, the bound on the ids logit_bias may name.
+SamplingParams read_sampling_params(const nlohmann::json& request, Endpoint endpoint, uint32_t vocabulary);
 
 }  // namespace waste_serve

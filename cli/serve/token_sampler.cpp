@@ -10,6 +10,7 @@ namespace waste_serve {
 TokenSampler::TokenSampler(const SamplingParams& params, uint64_t seed)
     : frequency_penalty_(params.frequency_penalty),
       presence_penalty_(params.presence_penalty),
+      logit_bias_(params.logit_bias),
       logprobs_(params.logprobs),
       top_logprobs_(params.logprobs ? params.top_logprobs : 0) {
     waste_sampler_options options;
@@ -27,12 +28,17 @@ TokenSampler::~TokenSampler() { waste_sampler_free(sampler_); }
 
 bool TokenSampler::pick(const float* logits, size_t vocab, TokenChoice& out, waste_error& error, const float* masked) {
     const float* sample_from = masked ? masked : logits;
-    if (!counts_.empty() && (frequency_penalty_ != 0 || presence_penalty_ != 0)) {
-        // OpenAI: mu[j] -= c[j] * frequency_penalty + (c[j] > 0) * presence_penalty.
+    const bool penalised = !counts_.empty() && (frequency_penalty_ != 0 || presence_penalty_ != 0);
+    if (penalised || !logit_bias_.empty()) {
         scratch_.assign(sample_from, sample_from + vocab);
-        for (const auto& [token, count] : counts_)
-            if (static_cast<size_t>(token) < vocab)
-                scratch_[token] -= static_cast<float>(count * frequency_penalty_ + presence_penalty_);
+        // OpenAI: mu[j] -= c[j] * frequency_penalty + (c[j] > 0) * presence_penalty.
+        if (penalised)
+            for (const auto& [token, count] : counts_)
+                if (static_cast<size_t>(token) < vocab)
+                    scratch_[token] -= static_cast<float>(count * frequency_penalty_ + presence_penalty_);
+        // A grammar's -infinity stays -infinity: a bias cannot allow a refused token.
+        for (const auto& [token, bias] : logit_bias_)
+            if (static_cast<size_t>(token) < vocab) scratch_[token] += bias;
         sample_from = scratch_.data();
     }
     if (waste_sampler_sample(sampler_, sample_from, vocab, &out.token, nullptr, &error) != WASTE_OK) return false;

@@ -1,7 +1,8 @@
 // token_sampler.h — one request's token picking: OpenAI's frequency and
-// presence penalties over the tokens generated so far, then the library's
-// sampler (temperature, top_k, top_p, min_p, seed: docs/CLI.md "Sampling"),
-// and the log-probabilities a client asked for, from the raw logits.
+// presence penalties over the tokens generated so far and its logit_bias,
+// then the library's sampler (temperature, top_k, top_p, min_p, seed:
+// docs/CLI.md "Sampling"), and the log-probabilities a client asked for,
+// from the raw logits.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@ namespace waste_serve {
 
 struct TokenChoice {
     int32_t token = -1;
-    float logprob = 0;  // log-softmax of the raw logits (before penalties and temperature); only with logprobs
+    float logprob = 0;  // log-softmax of the raw logits (before penalties, logit_bias and temperature); only with logprobs
     std::vector<std::pair<int32_t, float>> top;  // the top_logprobs most likely, most likely first
 };
 
@@ -45,6 +46,7 @@ private:
     waste_sampler* sampler_ = nullptr;
     double frequency_penalty_;
     double presence_penalty_;
+    std::vector<std::pair<int32_t, float>> logit_bias_;
     bool logprobs_;           // the client asked for log-probabilities
     uint32_t top_logprobs_;
     std::unordered_map<int32_t, uint32_t> counts_;  // generated tokens so far

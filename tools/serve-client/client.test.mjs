@@ -114,6 +114,22 @@ test('logprobs and top_logprobs come from the model', async () => {
   await assert.rejects(client.chat.completions.create({ model: 'x', messages: question, top_logprobs: 30, logprobs: true }), (e) => e.status === 400);
 });
 
+test('logit_bias: -100 bans the greedy token (the next most likely comes), +100 makes a token the only one', async () => {
+  const body = { model: 'x', messages: question, max_tokens: 1, logprobs: true, top_logprobs: 2 };
+  const plain = await client.chat.completions.create(body);
+  const [first, second] = plain.choices[0].logprobs.content[0].top_logprobs;
+  const tokenize = async (content) => (await (await fetch(`${mini.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content }) })).json()).tokens;
+  const ids = await tokenize(first.token);
+  assert.equal(ids.length, 1, `the greedy token ${JSON.stringify(first.token)} is one token`);
+  const banned = await client.chat.completions.create({ ...body, logit_bias: { [ids[0]]: -100 } });
+  assert.equal(banned.choices[0].logprobs.content[0].token, second.token);
+  // The log-probabilities stay the model's own (before the bias).
+  assert.equal(banned.choices[0].logprobs.content[0].logprob, second.logprob);
+  const [and] = await tokenize(' and');
+  const forced = await client.chat.completions.create({ model: 'x', messages: question, max_tokens: 5, temperature: 1, seed: 3, logit_bias: { [and]: 100 } });
+  assert.equal(forced.choices[0].message.content, ' and'.repeat(5));
+});
+
 test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill does', async () => {
   // A second kimi-mini server without a prompt cache gives the fresh answer.
   // Tolerance: greedy tokens identical; logprobs within 1e-3, the chunked-

@@ -87,7 +87,10 @@ test('wrong types and out-of-range values name the field', async () => {
   const m = [{ role: 'user', content: 'hi' }];
   for (const [field, value] of [['temperature', '"hot"'], ['temperature', '-1'], ['top_p', '2'], ['top_k', '1.5'], ['max_tokens', '0'],
     ['max_tokens', '"many"'], ['seed', '"x"'], ['stop', '[1]'], ['stream', '"yes"'], ['n', '2'], ['presence_penalty', '9'],
-    ['frequency_penalty', '[]'], ['min_p', '1.5'], ['response_format', '"json"']]) {
+    ['frequency_penalty', '[]'], ['min_p', '1.5'], ['response_format', '"json"'], ['logit_bias', '"x"'], ['logit_bias', '[1]'],
+    ['logit_bias', '{"abc": 1}'], ['logit_bias', '{"-1": 1}'], ['logit_bias', '{"1.0": 1}'], ['logit_bias', '{"99999999999": 1}'],
+    ['logit_bias', '{"1": 101}'], ['logit_bias', '{"1": "a"}'], ['logit_bias', '{"": 1}'],
+    ['logit_bias', JSON.stringify(Object.fromEntries(Array.from({ length: 301 }, (_, i) => [String(i), 1])))]]) {
     const error = assertOpenAIError(await post(chat, `{"messages": ${JSON.stringify(m)}, "${field}": ${value}}`), 400);
     assert.equal(error.param, field, `${field}: ${value}`);
   }

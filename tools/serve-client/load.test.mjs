@@ -2,6 +2,11 @@
 // bounded time: every stream complete and well-formed (role first, one
 // finish_reason, [DONE] last), 0 errors, RSS flat. And a client that aborts
 // mid-stream: its generation stops within a token (checked via /metrics).
+// The disconnect cases generate one token over and over (logit_bias +100)
+// up to 16,000 tokens: a reply that ended by itself first (kimi-mini
+// writes ~1,400 tokens a second here, and a sampled reply of a few hundred
+// ended before a loaded machine's client could hang up) would leave
+// nothing to cut.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, kimiMini, metrics, readEvents, sanitized } from './server.mjs';
@@ -10,9 +15,13 @@ const clients = 64;
 // Release: 20 s of load; the sanitizer builds (several times slower) 6 s.
 const seconds = Number(process.env.WASTE_LOAD_SECONDS || (sanitized ? 6 : 20));
 
+const longReply = 16000;
 let server;
+let repeated;  // logit_bias making one token the only choice
 before(async () => {
-  server = await startServer(kimiMini, ['--parallel', '4', '--queue', '64']);
+  server = await startServer(kimiMini, ['--parallel', '4', '--queue', '64', '--ctx', '16384', '--max-tokens', String(longReply)]);
+  const { tokens } = await (await fetch(`${server.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content: ' and' }) })).json();
+  repeated = { [tokens[0]]: 100 };
 });
 after(async () => {
   const r = await server.stop();
@@ -81,7 +90,7 @@ test('a client that aborts mid-stream stops its generation within a token', asyn
   const response = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     signal: controller.signal,
-    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 3000, stream: true, temperature: 1, seed: 7 }),
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: longReply, stream: true, temperature: 1, seed: 7, logit_bias: repeated }),
   });
   const reader = response.body.getReader();
   let received = 0;
@@ -99,9 +108,9 @@ test('a client that aborts mid-stream stops its generation within a token', asyn
   // Tolerance 1: the server checks for the client's hang-up before writing
   // each token, so at most the token under way when the close arrived is
   // generated and not sent. A loop that ignored the close would run on to
-  // max_tokens (3000).
+  // max_tokens.
   assert.ok(generated - sent <= 1, `generated ${generated} tokens, ${sent} reached the socket`);
-  assert.ok(generated < 3000, `the generation stopped early (${generated} tokens)`);
+  assert.ok(generated < longReply, `the generation stopped early (${generated} tokens)`);
   assert.ok(sent >= received);
 });
 
@@ -111,20 +120,22 @@ test('a client that abandons a blocking request frees its slot within a token', 
   const request = fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     signal: controller.signal,
-    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: 3000, temperature: 1, seed: 8 }),
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to a thousand.' }], max_tokens: longReply, temperature: 1, seed: 8, logit_bias: repeated }),
   }).catch((e) => e);
   // Abort once it is generating (a slot active and tokens counted).
-  for (let i = 0; i < 200; ++i) {
+  let generating = false;
+  for (let i = 0; i < 200 && !generating; ++i) {
     const m = await metrics(server.url);
-    if (m.waste_requests_active >= 1 && m.waste_generated_tokens_total > before.waste_generated_tokens_total) break;
-    await new Promise((r) => setTimeout(r, 25));
+    generating = m.waste_requests_active >= 1 && m.waste_generated_tokens_total > before.waste_generated_tokens_total;
+    if (!generating) await new Promise((r) => setTimeout(r, 25));
   }
+  assert.ok(generating, 'the request was generating within 5 s');
   controller.abort();
   assert.equal((await request).name, 'AbortError');
   const after = await afterOneDisconnect(before);
   assert.equal(after.waste_requests_completed_total, before.waste_requests_completed_total, 'an abandoned request is not an answer');
   const generated = after.waste_generated_tokens_total - before.waste_generated_tokens_total;
-  // Without the hang-up check a blocking generation ran to max_tokens (3000)
-  // with nobody to read it; with it, it stops at the next token.
-  assert.ok(generated < 3000, `the generation stopped early (${generated} tokens)`);
+  // Without the hang-up check a blocking generation ran to max_tokens with
+  // nobody to read it; with it, it stops at the next token.
+  assert.ok(generated < longReply, `the generation stopped early (${generated} tokens)`);
 });
