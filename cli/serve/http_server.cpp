@@ -325,6 +325,10 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
                     sse_event(ApiError{500, std::string("the server failed: ") + e.what(), "engine_error", "", "engine_error"}.to_json()) + kSseDone;
                 sink.write(text.data(), text.size());
             }
+            // The slot is free before the body's last chunk goes out: a client
+            // that has read its whole answer finds it free (/metrics says 0
+            // active; its next request is not counted twice against --queue).
+            lease.reset();
             sink.done();
             return true;
         });
