@@ -24,8 +24,8 @@ namespace waste_cli {
 
 class JinjaChat {
 public:
-    // Null when the model does not render through a Jinja template (XTML, or
-    // no template and no override); `why` then says so. A template that
+    // Null when the model does not render through a Jinja template (XTML,
+    // chat.json, or nothing at all); `why` then says so. A template that
     // cannot render a one-line conversation is a RuntimeFailure.
     static std::unique_ptr<JinjaChat> open(const waste_model* model, const std::string& template_text, std::string& why);
 
@@ -35,6 +35,12 @@ public:
         if (!messages_.empty()) messages_.erase(messages_.end() - 1);
     }
     bool empty() const { return messages_.empty(); }
+    // The conversation as /save writes it beside the session's state.
+    const nlohmann::ordered_json& messages() const { return messages_; }
+    // /load: takes a list of messages, each a role (system, user or
+    // assistant) and a string content; anything else is refused (why
+    // filled) and the conversation is left as it was.
+    bool restore(const nlohmann::ordered_json& messages, std::string& why);
 
     struct Prompt {
         bool start_over = false;     // reset the session, then evaluate `ids`
@@ -47,7 +53,9 @@ public:
     const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
 
 private:
-    nlohmann::ordered_json render() const;
+    // A refusal is a RuntimeFailure, except that with no_chat_format given,
+    // a model with no chat format at all returns null and the reason there.
+    nlohmann::ordered_json render(std::string* no_chat_format = nullptr) const;
     const waste_model* model_ = nullptr;
     std::string options_;
     nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();

@@ -2,7 +2,7 @@
 //
 // Each line typed is a user turn (wrapped by the container's chat.json, or
 // rendered with the whole conversation through a Jinja chat template —
-// --chat-template FILE, or the container's when it has no chat.json — or
+// --chat-template FILE, or the container's, which wins over its chat.json — or
 // as it is with --raw); the answer streams back. Commands: /reset, /save F,
 // /load F, /stats, /help, /quit. Ctrl-C stops the answer being generated
 // (or discards the line being typed) without quitting; Ctrl-D at the prompt
@@ -103,7 +103,8 @@ LineResult read_line(std::string& line) {
 const char* help_text =
     "Type a message and press Enter. Commands:\n"
     "  /reset     forget the conversation (the system prompt is kept)\n"
-    "  /save F    save the conversation state to file F\n"
+    "  /save F    save the conversation state to file F (through a Jinja template,\n"
+    "             its messages too, in F.messages.json)\n"
     "  /load F    continue from a state saved with /save (same model)\n"
     "  /image F   attach image file F to your next message (needs --vision or --image)\n"
     "  /stats     tokens held, expert cache hit rate, bytes read\n"
@@ -119,9 +120,11 @@ class ChatLoop {
 public:
     ChatLoop(const ChatArgs& args) : args_(args), g_(open_generator(args, true)) {
         if (!g_.tokenizer) throw RuntimeFailure{args.model + " has no tokenizer.model: chat needs text (try waste run --ids)"};
-        // The Jinja path where it is asked for (--chat-template) or the only
-        // one there is (no chat.json); kimi-mini's chat.json and K3 keep theirs.
-        if (!args.raw && (!args.chat_template.empty() || !g_.chat)) {
+        // The Jinja path wherever the library renders one (--chat-template,
+        // or the container's template even beside a chat.json, as `waste
+        // serve` and `waste render` do); chat.json alone and K3's XTML keep
+        // theirs.
+        if (!args.raw) {
             std::string why;
             jinja_ = JinjaChat::open(g_.model.get(), args.chat_template.empty() ? "" : read_chat_template_file(args.chat_template), why);
             if (!jinja_ && !args.chat_template.empty()) throw RuntimeFailure{"--chat-template: " + why};
@@ -192,8 +195,9 @@ private:
             system_sent_ = false;
             fmt::print("[conversation reset]\n");
         } else if (jinja_ && (name == "/save" || name == "/load")) {
-            // the conversation is re-rendered from its messages each turn, which a state file does not hold
-            fmt::print("error: {} is not available with a Jinja chat template\n", name);
+            if (argument.empty()) fmt::print("usage: {} FILE\n", name);
+            else if (name == "/save") save_jinja(argument);
+            else load_jinja(argument);
         } else if (name == "/save" || name == "/load") {
             if (argument.empty()) {
                 fmt::print("usage: {} FILE\n", name);
@@ -273,6 +277,93 @@ private:
         if (!args_.quiet) fmt::print(stderr, "{}\n", summary_line(out, seconds));
         clear_interrupt();
         return out;
+    }
+
+    // The Jinja path re-renders the conversation from its messages each
+    // turn, which a state file does not hold: /save writes them, with the
+    // ids the session holds, beside it in FILE.messages.json.
+    static std::string messages_path(const std::string& state) { return state + ".messages.json"; }
+
+    void save_jinja(const std::string& path) {
+        waste_error error{};
+        if (waste_state_save(g_.session.get(), path.c_str(), &error) != WASTE_OK) {
+            fmt::print("error: cannot save: {}\n", error.message);
+            return;
+        }
+        const nlohmann::ordered_json saved = {{"messages", jinja_->messages()}, {"held", held_}};
+        const std::string text = saved.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        const std::string file = messages_path(path), partial = file + ".partial";
+        std::FILE* out = std::fopen(partial.c_str(), "wb");
+        const bool written = out && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+        const bool closed = out && std::fclose(out) == 0;
+        if (!written || !closed || std::rename(partial.c_str(), file.c_str()) != 0) {
+            std::remove(partial.c_str());
+            fmt::print("error: cannot save the messages to {}: {}\n", file, std::strerror(errno));
+            return;
+        }
+        fmt::print("[saved {} tokens to {}, {} messages to {}]\n", waste_session_position(g_.session.get()), path,
+                   jinja_->messages().size(), file);
+    }
+
+    void load_jinja(const std::string& path) {
+        waste_error error{};
+        std::string why;
+        try {
+            why = load_jinja_files(path);
+        } catch (const RuntimeFailure& failure) {
+            why = failure.message;
+        }
+        if (why.empty()) {
+            fmt::print("[loaded {} tokens from {}, {} messages]\n", held_.size(), path, jinja_->messages().size());
+            return;
+        }
+        waste_session_reset(g_.session.get(), &error);
+        held_.clear();
+        jinja_->clear();
+        fmt::print("error: cannot load: {}\n[the conversation was reset]\n", why);
+    }
+
+    // "" when the state and its messages are loaded; else why not.
+    std::string load_jinja_files(const std::string& path) {
+        const std::string file = messages_path(path);
+        // Bound: a conversation that fits any context's ids and text.
+        const std::string text = read_input_file(file, 256ull << 20, "the saved messages");
+        // Nesting is bounded before parsing: the file is the user's, not ours.
+        int depth = 0;
+        bool in_string = false, escaped = false;
+        for (const char c : text) {
+            if (in_string) {
+                if (escaped) escaped = false;
+                else if (c == '\\') escaped = true;
+                else if (c == '"') in_string = false;
+            } else if (c == '"') {
+                in_string = true;
+            } else if ((c == '[' || c == '{') && ++depth > 8) {
+                return file + " nests deeper than a saved conversation does";
+            } else if (c == ']' || c == '}') {
+                --depth;
+            }
+        }
+        const nlohmann::ordered_json saved = nlohmann::ordered_json::parse(text, nullptr, false);
+        if (saved.is_discarded() || !saved.is_object() || !saved.contains("messages") || !saved.contains("held") ||
+            !saved["held"].is_array())
+            return file + " is not a saved conversation (an object with 'messages' and 'held')";
+        const uint32_t vocabulary = waste_tokenizer_token_count(g_.tokenizer.get());
+        std::vector<int32_t> held;
+        for (const auto& id : saved["held"]) {
+            if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocabulary)
+                return fmt::format("{} holds the token id {}: ids are 0 to {}", file, id.dump(), vocabulary - 1);
+            held.push_back(id.get<int32_t>());
+        }
+        std::string why;
+        if (!jinja_->restore(saved["messages"], why)) return file + ": " + why;
+        waste_error error{};
+        if (waste_state_load(g_.session.get(), path.c_str(), &error) != WASTE_OK) return error.message;
+        if (waste_session_position(g_.session.get()) != held.size())
+            return fmt::format("{} holds {} tokens but {} lists {}: not saved together", path,
+                               waste_session_position(g_.session.get()), file, held.size());
+        held_ = std::move(held);
+        return "";
     }
 
     // A turn through the Jinja template: the whole conversation rendered,

@@ -4,7 +4,10 @@
 // FILE` overriding it. Exact: a prompt is right to the byte or wrong.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -91,27 +94,109 @@ TEST_F(RenderJinjaCli, RaiseExceptionExitsNonZeroWithTheTemplatesMessage) {
     EXPECT_NE(output.find("line 2"), std::string::npos) << output;
 }
 
-// `waste chat --chat-template FILE` with kimi-mini's own template answers
-// as its chat.json path does (greedy, the same prompt ids: exact), and a
-// second turn renders the whole conversation again.
+// `waste chat` with kimi-mini's own template (the container's, or the same
+// file by --chat-template) answers as its chat.json path does (a copy of
+// the container without the template; greedy, the same prompt ids: exact),
+// and a second turn renders the whole conversation again.
 TEST_F(RenderJinjaCli, ChatThroughTheTemplateAnswersAsChatJsonDoes) {
     const fs::path file = *tmp_ / "kimi-mini.jinja";
     waste_test::write_file(file, waste_test::read_file(container() / "chat_template.jinja"));
-    const std::string chat = "'" + waste_test::cli_path().string() + "' chat '" + container().string() + "' -q -n 8 --ignore-eos --temp 0";
-    std::string by_chat_json, by_template;
-    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | " + chat, &by_chat_json), 0) << by_chat_json;
-    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | " + chat + " --chat-template '" + file.string() + "'", &by_template), 0)
-        << by_template;
-    EXPECT_EQ(by_template, by_chat_json);
+    const fs::path chat_json_only = *tmp_ / "kimi-mini-chat-json.waste";
+    fs::copy(container(), chat_json_only, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    fs::remove(chat_json_only / "chat_template.jinja");
+    const std::string flags = "' -q -n 8 --ignore-eos --temp 0";
+    const std::string chat = "'" + waste_test::cli_path().string() + "' chat '" + container().string() + flags;
+    std::string by_chat_json, by_container, by_file;
+    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | '" + waste_test::cli_path().string() + "' chat '" +
+                                          chat_json_only.string() + flags, &by_chat_json), 0)
+        << by_chat_json;
+    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | " + chat, &by_container), 0) << by_container;
+    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n' | " + chat + " --chat-template '" + file.string() + "'", &by_file), 0)
+        << by_file;
+    EXPECT_FALSE(by_chat_json.empty());
+    EXPECT_EQ(by_container, by_chat_json);
+    EXPECT_EQ(by_file, by_chat_json);
     std::string two_turns;
-    ASSERT_EQ(waste_test::run_command("printf 'hello\\nand then?\\n' | " + chat + " --chat-template '" + file.string() + "'", &two_turns), 0)
-        << two_turns;
+    ASSERT_EQ(waste_test::run_command("printf 'hello\\nand then?\\n' | " + chat, &two_turns), 0) << two_turns;
     EXPECT_EQ(two_turns.find("error"), std::string::npos) << two_turns;
     const fs::path raising = *tmp_ / "raising-chat.jinja";
     waste_test::write_file(raising, "{{ raise_exception('no chats today') }}");
     std::string refused;
     EXPECT_NE(waste_test::run_command("printf 'hi\\n' | " + chat + " --chat-template '" + raising.string() + "'", &refused), 0);
     EXPECT_NE(refused.find("no chats today"), std::string::npos) << refused;
+}
+
+// A container's template wins over its chat.json in `waste chat`, as in
+// `waste serve` and `waste render`: one that refuses every conversation
+// makes the chat refuse.
+TEST_F(RenderJinjaCli, ChatUsesTheContainersTemplateBesideItsChatJson) {
+    const fs::path refusing = *tmp_ / "kimi-mini-refusing.waste";
+    fs::copy(container(), refusing, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    waste_test::write_file(refusing / "chat_template.jinja", "{{ raise_exception('the container template was used') }}");
+    std::string output;
+    EXPECT_NE(waste_test::run_command("printf 'hi\\n' | '" + waste_test::cli_path().string() + "' chat '" + refusing.string() + "' -q -n 4",
+                                      &output),
+              0);
+    EXPECT_NE(output.find("the container template was used"), std::string::npos) << output;
+}
+
+// /save and /load through a Jinja template: the state and, beside it, the
+// messages and the ids held; a loaded conversation continues exactly as
+// the saved one did, extending the session (it evaluates fewer tokens than
+// it holds) instead of starting over.
+TEST_F(RenderJinjaCli, JinjaChatSavesAndLoadsItsConversation) {
+    const fs::path state = *tmp_ / "jinja-chat.wdas";
+    const std::string chat = "'" + waste_test::cli_path().string() + "' chat '" + container().string() + "' -q -n 8 --ignore-eos --temp 0";
+    std::string saved, loaded;
+    ASSERT_EQ(waste_test::run_command("printf 'hello there\\n/save " + state.string() + "\\nand then?\\n' | " + chat, &saved), 0) << saved;
+    ASSERT_NE(saved.find("[saved"), std::string::npos) << saved;
+    ASSERT_TRUE(fs::exists(state.string() + ".messages.json"));
+    const Json messages = Json::parse(waste_test::read_file(state.string() + ".messages.json"));
+    ASSERT_EQ(messages.at("messages").size(), 2u);
+    EXPECT_EQ(messages["messages"][0], Json::parse(R"({"role": "user", "content": "hello there"})"));
+    ASSERT_EQ(waste_test::run_command("printf '/load " + state.string() + "\\nand then?\\n/stats\\n' | " + chat, &loaded), 0) << loaded;
+    ASSERT_NE(loaded.find("[loaded " + std::to_string(messages["held"].size()) + " tokens"), std::string::npos) << loaded;
+    // The second answer: the last line of `saved`, the line after [loaded ...] in `loaded`.
+    const std::string second_saved = saved.substr(saved.rfind('\n', saved.size() - 2) + 1);
+    const size_t after_load = loaded.find('\n') + 1;
+    EXPECT_EQ(loaded.substr(after_load, loaded.find('\n', after_load) + 1 - after_load), second_saved);
+    unsigned held = 0, evaluated = 0;
+    ASSERT_EQ(std::sscanf(loaded.c_str() + loaded.find("\n[") + 1, "[%u of %*u context tokens held | %u tokens evaluated", &held, &evaluated), 2)
+        << loaded;
+    EXPECT_LT(evaluated, held - messages["held"].size() + 1) << loaded;
+}
+
+// A messages file that is not what /save wrote: refused by name, the
+// conversation reset, the chat going on.
+TEST_F(RenderJinjaCli, JinjaChatRefusesABadMessagesFile) {
+    const fs::path state = *tmp_ / "hostile.wdas";
+    const std::string chat = "'" + waste_test::cli_path().string() + "' chat '" + container().string() + "' -q -n 4 --ignore-eos --temp 0";
+    std::string output;
+    ASSERT_EQ(waste_test::run_command("printf 'hello\\n/save " + state.string() + "\\n' | " + chat, &output), 0) << output;
+    const std::string good = waste_test::read_file(state.string() + ".messages.json");
+    const Json parsed = Json::parse(good);
+    Json wrong_count = parsed;
+    wrong_count["held"].push_back(1);
+    Json bad_id = parsed;
+    bad_id["held"][0] = 99999999;
+    Json bad_role = parsed;
+    bad_role["messages"][0]["role"] = "tool";
+    for (const auto& [contents, expected] : std::vector<std::pair<std::string, std::string>>{
+             {"{not json", "not a saved conversation"},
+             {std::string(100, '[') + std::string(100, ']'), "nests deeper"},
+             {wrong_count.dump(), "not saved together"},
+             {bad_id.dump(), "token id 99999999"},
+             {bad_role.dump(), "message 0 is not a role"},
+             {R"({"messages": [], "held": "x"})", "not a saved conversation"}}) {
+        waste_test::write_file(state.string() + ".messages.json", contents);
+        ASSERT_EQ(waste_test::run_command("printf '/load " + state.string() + "\\n/stats\\nhi\\n' | " + chat, &output), 0) << output;
+        EXPECT_NE(output.find("cannot load"), std::string::npos) << contents << "\n" << output;
+        EXPECT_NE(output.find(expected), std::string::npos) << contents << "\n" << output;
+        EXPECT_NE(output.find("[0 of "), std::string::npos) << output;
+    }
+    fs::remove(state.string() + ".messages.json");
+    ASSERT_EQ(waste_test::run_command("printf '/load " + state.string() + "\\n' | " + chat, &output), 0) << output;
+    EXPECT_NE(output.find("cannot load"), std::string::npos) << output;
 }
 
 }  // namespace
