@@ -235,7 +235,14 @@ std::unique_ptr<ConstrainedReply> constrain_tool_call(const nlohmann::json& requ
         const nlohmann::json& holder = function != choice->end() && function->is_object() ? *function : *choice;
         wanted = holder.value("name", "");
     }
-    if (format != "xtml") return nullptr;  // chat.json: the renderer refuses a demanded call
+    // chat.json: the renderer refuses a demanded call. A Jinja template's
+    // family writes calls its own way (Hermes JSON, DSML, harmony, ...),
+    // read back by the reply parsers but not yet held to by a grammar: a
+    // demand the server cannot keep is a 400, never a silent "auto".
+    if (format == "jinja")
+        throw refuse("a demanded call is held to a grammar for K3's XTML only, not yet through this model's Jinja chat "
+                     "template; send \"auto\" or \"none\"");
+    if (format != "xtml") return nullptr;
 
     const Ordered ordered = Ordered::parse(body);
     std::vector<ToolPlan> tools;

@@ -130,6 +130,16 @@ test('logit_bias: -100 bans the greedy token (the next most likely comes), +100 
   assert.equal(forced.choices[0].message.content, ' and'.repeat(5));
 });
 
+test('tool_choice that demands a call through a Jinja template is a 400 naming tool_choice (not enforced there yet, so never a silent "auto")', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+    await assert.rejects(client.chat.completions.create({ model: 'x', messages: question, tools, tool_choice, max_tokens: 4 }),
+      (e) => e.status === 400 && e.param === 'tool_choice' && /Jinja/.test(e.message));
+  }
+  const auto = await client.chat.completions.create({ model: 'x', messages: question, tools, tool_choice: 'auto', max_tokens: 4 });
+  assert.equal(auto.choices.length, 1);
+});
+
 test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill does', async () => {
   // A second kimi-mini server without a prompt cache gives the fresh answer.
   // Tolerance: greedy tokens identical; logprobs within 1e-3, the chunked-
