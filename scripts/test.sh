@@ -15,32 +15,53 @@ soak_seconds=${WASTE_SOAK_SECONDS:-300}
 # A missing oracle (the tiktoken comparisons) fails its test instead of skipping.
 export WASTE_REQUIRE_ORACLES=1
 
+# On the way out: how long each stage took, and on a failure, last (CI keeps
+# only the tail), what failed and why (scripts/ci_failure_summary.py reads
+# the ctest logs this run wrote).
+started_marker=$(mktemp)
+stage_log=""
+stage() {
+  stage_log+=" | $((SECONDS))s: ${1%% (*}"
+  echo "== $1"
+}
+on_exit() {
+  local status=$?
+  echo "== stage start times${stage_log} | end: ${SECONDS}s"
+  if [ "$status" -ne 0 ]; then
+    echo "== failed (exit $status)"
+    find build/*/Testing/Temporary -name LastTest.log -newer "$started_marker" -print0 2>/dev/null |
+      xargs -0 -r python3 scripts/ci_failure_summary.py || true
+  fi
+  rm -f "$started_marker"
+}
+trap on_exit EXIT
+
 ./scripts/setup.sh
 
-echo "== release build and tests"
+stage "release build and tests"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
-echo "== soak (${soak_seconds}s of streamed tokens, the cache an eighth of the experts, RSS sampled every second)"
+stage "soak (${soak_seconds}s of streamed tokens, the cache an eighth of the experts, RSS sampled every second)"
 soak_model=build/release/soak-mid
 [ -f "$soak_model/manifest.json" ] || build/release/waste synth "$soak_model" --preset mid --seed 1 >/dev/null
 ./scripts/soak.py build/release/waste "$soak_model" --seconds "$soak_seconds" --answer 100
 
-echo "== PyTorch reference tests"
+stage "PyTorch reference tests"
 PYTHONPATH="$root/python" /usr/bin/python3 -m unittest discover -s "$root/python/tests" -t "$root/python"
 
-echo "== asan+ubsan build and tests"
+stage "asan+ubsan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 
-echo "== tsan build and the threaded tests"
+stage "tsan build and the threaded tests"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs"
 ctest --preset tsan -j "$jobs"
 
-echo "== fuzzing (${fuzz_seconds}s per target, asan+ubsan, $jobs targets at a time)"
+stage "fuzzing (${fuzz_seconds}s per target, asan+ubsan, $jobs targets at a time)"
 # Each libFuzzer process is single-threaded: running one per core gives every
 # target its full time in a fraction of the wall clock.
 fuzz_one() {
