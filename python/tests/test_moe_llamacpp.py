@@ -37,6 +37,9 @@ llama.cpp's behaviour in the reference (see python/README.md):
     outranks it in HF). With sigmoid scores that needs a correction bias
     below -s, so it can only matter for strongly negative biases.
 
+Exact ties (RouterTiesVsLlamaCpp): llama.cpp's CPU argsort gives them to the
+lower expert/group id, as the references do; HF's torch.topk leaves it open.
+
 Without WASTE_REQUIRE_ORACLES, a machine without llama.cpp (node_modules,
 cc, git) skips with the reason; with it (scripts/test.sh) the tests fail.
 """
@@ -233,6 +236,67 @@ class DeepseekV3VsLlamaCpp(LlamaCppCase):
         self.assertAgrees(got, self.reference(sd, cfg, ids, dropped_group_score=float("-inf")),
                           "deepseek2 negative biases, reference with -inf for dropped groups")
         self.assertDiffers(got, deepseek_v3.forward(sd, cfg, ids), "deepseek2 negative biases, HF's 0 for dropped groups")
+
+
+def swap_experts(sd, prefix, pairs):
+    """The checkpoint with the FFN weights of each (a, b) pair of experts exchanged."""
+    out = dict(sd)
+    for a, b in pairs:
+        for proj in ("gate_proj", "up_proj", "down_proj"):
+            ka, kb = "%sexperts.%d.%s.weight" % (prefix, a, proj), "%sexperts.%d.%s.weight" % (prefix, b, proj)
+            out[ka], out[kb] = sd[kb], sd[ka]
+    return out
+
+
+class RouterTiesVsLlamaCpp(LlamaCppCase):
+    """Exact router ties, made by giving experts (or whole groups) identical
+    router rows and correction biases, so that both engines compute bitwise
+    equal scores. HF leaves the winner to torch.topk (unspecified order); the
+    references give ties to the lower expert or group id (moe_ops.py). This
+    release of llama.cpp's CPU argsort does the same: these tests record that
+    observed behaviour for the engine to match, and show each tie decides the
+    output (the reference with the tie broken the other way, i.e. the tied
+    experts' FFN weights exchanged, differs)."""
+
+    def test_qwen3_expert_tie_goes_to_lower_id(self):
+        cfg = qwen3_moe.tiny_config(num_hidden_layers=1)
+        sd = qwen3_moe.random_checkpoint(cfg, 3)
+        gate = "model.layers.0.mlp.gate.weight"
+        w = sd[gate].clone()
+        w[6] = w[2]  # experts 2 and 6 always tie
+        sd[gate] = w
+        ids = prompt(cfg["vocab_size"])
+        trace = []
+        ref = qwen3_moe.forward(sd, cfg, ids, trace=trace)
+        top = torch.sort(trace[0], dim=-1, descending=True, stable=True).indices[:, :cfg["num_experts_per_tok"]]
+        straddles = [t for t in range(len(ids)) if bool((top[t] == 2).any()) != bool((top[t] == 6).any())]
+        self.assertTrue(straddles, "no token where the tie decides which expert runs")
+        path = os.path.join(self.work, "qwen3moe-tie.gguf")
+        gguf_moe.write_qwen3_moe(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        self.assertAgrees(got, ref, "qwen3moe experts 2 = 6 tied, lower id wins")
+        other = qwen3_moe.forward(swap_experts(sd, "model.layers.0.mlp.", [(2, 6)]), cfg, ids)
+        self.assertDiffers(got, other, "qwen3moe experts 2 = 6 tied, higher id wins")
+
+    def test_deepseek_group_tie_goes_to_lower_id(self):
+        cfg = deepseek_v3.tiny_config(num_hidden_layers=2)
+        sd = deepseek_v3.random_checkpoint(cfg, 3)
+        p = "model.layers.1.mlp."
+        w, b = sd[p + "gate.weight"].clone(), sd[p + "gate.e_score_correction_bias"].clone()
+        w[6:8], b[6:8] = w[2:4], b[2:4]  # group 3 (experts 6, 7) copies group 1 (2, 3)
+        sd[p + "gate.weight"], sd[p + "gate.e_score_correction_bias"] = w, b
+        ids = prompt(cfg["vocab_size"])
+        trace = []
+        ref = deepseek_v3.forward(sd, cfg, ids, trace=trace)
+        kept = torch.sort(trace[0][0], dim=-1, descending=True, stable=True).indices[:, :cfg["topk_group"]]
+        straddles = [t for t in range(len(ids)) if bool((kept[t] == 1).any()) != bool((kept[t] == 3).any())]
+        self.assertTrue(straddles, "no token where the group tie decides")
+        path = os.path.join(self.work, "deepseek2-tie.gguf")
+        gguf_moe.write_deepseek_v3(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        self.assertAgrees(got, ref, "deepseek2 groups 1 = 3 tied, lower id wins")
+        other = deepseek_v3.forward(swap_experts(sd, p, [(2, 6), (3, 7)]), cfg, ids)
+        self.assertDiffers(got, other, "deepseek2 groups 1 = 3 tied, higher id wins")
 
 
 if __name__ == "__main__":
