@@ -37,6 +37,10 @@ llama.cpp's behaviour in the reference (see python/README.md):
     outranks it in HF). With sigmoid scores that needs a correction bias
     below -s, so it can only matter for strongly negative biases.
 
+  * DeepSeek YaRN with mscale_all_dim absent, or mscale != mscale_all_dim
+    (YarnMscaleVsLlamaCpp): llama.cpp reads such configs as mscale_all_dim = 1,
+    resp. mscale = mscale_all_dim. No shipped DeepSeek/Kimi config is either.
+
 Exact ties (RouterTiesVsLlamaCpp): llama.cpp's CPU argsort gives them to the
 lower expert/group id, as the references do; HF's torch.topk leaves it open.
 
@@ -236,6 +240,40 @@ class DeepseekV3VsLlamaCpp(LlamaCppCase):
         self.assertAgrees(got, self.reference(sd, cfg, ids, dropped_group_score=float("-inf")),
                           "deepseek2 negative biases, reference with -inf for dropped groups")
         self.assertDiffers(got, deepseek_v3.forward(sd, cfg, ids), "deepseek2 negative biases, HF's 0 for dropped groups")
+
+
+class YarnMscaleVsLlamaCpp(LlamaCppCase):
+    """YaRN configs outside the shipped DeepSeek/Kimi ones (which all have
+    mscale == mscale_all_dim), where llama.cpp departs from HF's formulas
+    (other-families.md §0; HF modeling_rope_utils._compute_yarn_parameters and
+    DeepseekV3Attention.__init__). llama.cpp's GGUF carries only
+    mscale_all_dim (as yarn_log_multiplier), and llama-context.cpp derives the
+    rest: without mscale_all_dim its deepseek2 graph still multiplies the
+    softmax scale by get_mscale(factor)^2, as if mscale_all_dim were 1 (HF:
+    no correction); with mscale != mscale_all_dim it takes mscale =
+    mscale_all_dim for deepseek2 (a TODO there), so cos/sin get 1.0 where HF
+    gives get_mscale(f, mscale) / get_mscale(f, mscale_all_dim). Each test
+    shows the difference and that the named substitution explains all of it."""
+
+    BASE = dict(type="yarn", factor=40.0, original_max_position_embeddings=4096, beta_fast=32, beta_slow=1)
+
+    def check(self, written, as_llamacpp_reads_it, label):
+        cfg = deepseek_v3.tiny_config(rope_scaling=written)
+        sd = deepseek_v3.random_checkpoint(cfg, 1)
+        ids = prompt(cfg["vocab_size"])
+        path = os.path.join(self.work, "deepseek2-yarn.gguf")
+        gguf_moe.write_deepseek_v3(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        self.assertDiffers(got, deepseek_v3.forward(sd, cfg, ids), label + ", HF's formulas")
+        self.assertAgrees(got, deepseek_v3.forward(sd, dict(cfg, rope_scaling=as_llamacpp_reads_it), ids),
+                          label + ", read as " + str({k: v for k, v in as_llamacpp_reads_it.items() if "mscale" in k}))
+
+    def test_no_mscale_all_dim(self):
+        self.check(dict(self.BASE), dict(self.BASE, mscale_all_dim=1.0), "deepseek2 YaRN without mscale keys")
+
+    def test_mscale_differs_from_mscale_all_dim(self):
+        self.check(dict(self.BASE, mscale=1.0, mscale_all_dim=0.5), dict(self.BASE, mscale=0.5, mscale_all_dim=0.5),
+                   "deepseek2 YaRN mscale 1, mscale_all_dim 0.5")
 
 
 def swap_experts(sd, prefix, pairs):
