@@ -220,6 +220,15 @@ class DeepseekV3VsLlamaCpp(LlamaCppCase):
         sd, ids, got = self.run_case(cfg, seed=3)
         self.assertAgrees(got, self.deepseek_reference(sd, cfg, ids), "deepseek2 q_proj, unnormalised, no YaRN, 1 group")
 
+    def test_k2_shape(self):
+        # Kimi K2's differences from V3: one group, rope_theta 5e4, YaRN f=32, scale 2.827
+        rs = dict(type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32, beta_slow=1,
+                  mscale=1.0, mscale_all_dim=1.0)
+        cfg = deepseek_v3.tiny_config(n_group=1, topk_group=1, rope_theta=50000.0, rope_scaling=rs,
+                                      routed_scaling_factor=2.827, max_position_embeddings=131072)
+        sd, ids, got = self.run_case(cfg, seed=5)
+        self.assertAgrees(got, self.deepseek_reference(sd, cfg, ids), "deepseek2 K2-shaped")
+
     def test_rope_pairing_and_yarn_are_seen(self):
         # negative controls: the reference with rotate_half pairing, or without
         # YaRN, must be caught (pairing only after position 0)
