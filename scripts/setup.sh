@@ -46,12 +46,14 @@ if ! command -v npm >/dev/null 2>&1; then
 fi
 # npm packages pinned by each folder's package-lock.json, installed again
 # only when the lock file changed since the last install.
+# Extra arguments go to npm ci.
 npm_install() {
   local folder
   folder="$(cd "$(dirname "$0")/.." && pwd)/tools/$1"
+  shift
   if ! cmp -s "$folder/package-lock.json" "$folder/node_modules/.waste-installed-lock.json"; then
-    echo "setup: npm ci in tools/$1" >&2
-    (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "setup: npm ci in tools/$(basename "$folder")" >&2
+    (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error "$@")
     cp "$folder/package-lock.json" "$folder/node_modules/.waste-installed-lock.json"
   fi
 }
@@ -64,3 +66,8 @@ npm_install hf-tokenizer-oracle
 npm_install json-schema-validator
 # The server's client tests: the real npm `openai` client, under node's test runner.
 npm_install serve-client
+# The MoE family references' second engine (python/tests/test_moe_llamacpp.py):
+# llama.cpp's prebuilt CPU libraries and its sources, as npm node-llama-cpp
+# ships them. Its install script, which would download or build llama.cpp,
+# is skipped; the optional packages are other platforms' and GPU builds.
+NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm_install llama-cpp --ignore-scripts --omit=optional

@@ -1,0 +1,223 @@
+"""Writes Hugging Face-named float32 MoE checkpoints as F32 GGUFs for llama.cpp.
+
+The names, metadata keys and layout conversions are those of llama.cpp's
+converter (convert_hf_to_gguf.py, conversion/qwen.py and conversion/deepseek.py)
+and loader (src/models/qwen3moe.cpp, src/models/deepseek2.cpp) at the release
+bundled with npm node-llama-cpp 3.21.1 (tools/llama-cpp/README.md): facts read
+from there, written here independently so that a test can run the same tiny
+weights in llama.cpp and in the PyTorch references (qwen3_moe.py,
+deepseek_v3.py).
+
+The vocabulary is llama.cpp's "none" tokenizer with `vocab_size` dummy tokens:
+the comparison feeds token ids and reads logits, so no text is involved.
+
+GGUF layout (ggml docs/gguf.md): version 3, little-endian, alignment 32; a
+tensor's dims are listed innermost first, i.e. the PyTorch shape reversed,
+so a PyTorch `[out, in]` weight is written unchanged as ggml `{in, out}`.
+"""
+import struct
+import sys
+
+import torch
+
+_U32, _F32, _BOOL, _STRING = 4, 6, 7, 8
+_GGML_F32 = 0
+_ALIGN = 32
+
+
+class GGUFWriter:
+    """Collects typed key-values and float32 tensors, then writes one file."""
+
+    def __init__(self, arch):
+        self.arch = arch
+        self.kv = []  # (key, type, value)
+        self.tensors = []  # (name, float32 contiguous tensor)
+        self.add("general.architecture", _STRING, arch)
+        self.add("general.alignment", _U32, _ALIGN)
+
+    def add(self, key, type_, value):
+        self.kv.append((key.replace("{arch}", self.arch), type_, value))
+
+    def u32(self, key, value):
+        self.add(key, _U32, int(value))
+
+    def f32(self, key, value):
+        self.add(key, _F32, float(value))
+
+    def flag(self, key, value):
+        self.add(key, _BOOL, bool(value))
+
+    def string(self, key, value):
+        self.add(key, _STRING, value)
+
+    def tensor(self, name, t):
+        assert len(name) < 64, name  # GGUF's name limit
+        self.tensors.append((name, t.detach().to(torch.float32).contiguous()))
+
+    @staticmethod
+    def _str(s):
+        b = s.encode("utf-8")
+        return struct.pack("<Q", len(b)) + b
+
+    def write(self, path):
+        assert sys.byteorder == "little"
+        head = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(self.tensors), len(self.kv)))
+        for key, type_, value in self.kv:
+            head += self._str(key) + struct.pack("<I", type_)
+            if type_ == _STRING:
+                head += self._str(value)
+            elif type_ == _U32:
+                head += struct.pack("<I", value)
+            elif type_ == _F32:
+                head += struct.pack("<f", value)
+            elif type_ == _BOOL:
+                head += struct.pack("<B", 1 if value else 0)
+            else:
+                raise ValueError(type_)
+        offset = 0
+        for name, t in self.tensors:
+            dims = list(reversed(t.shape))
+            head += self._str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims)
+            head += struct.pack("<IQ", _GGML_F32, offset)
+            offset += -(-t.numel() * 4 // _ALIGN) * _ALIGN
+        with open(path, "wb") as f:
+            f.write(head)
+            f.write(b"\0" * (-f.tell() % _ALIGN))
+            for _, t in self.tensors:
+                f.write(t.numpy().tobytes())
+                f.write(b"\0" * (-f.tell() % _ALIGN))
+
+
+def _common(w, cfg, n_ff):
+    """The keys every llama.cpp text model reads (conversion/base.py)."""
+    w.string("tokenizer.ggml.model", "none")
+    w.u32("{arch}.vocab_size", cfg["vocab_size"])
+    w.u32("{arch}.context_length", cfg.get("max_position_embeddings", 4096))
+    w.u32("{arch}.embedding_length", cfg["hidden_size"])
+    w.u32("{arch}.block_count", cfg["num_hidden_layers"])
+    w.u32("{arch}.feed_forward_length", n_ff)
+    w.u32("{arch}.attention.head_count", cfg["num_attention_heads"])
+    w.f32("{arch}.rope.freq_base", cfg["rope_theta"])
+    w.f32("{arch}.attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])
+
+
+def _stack_experts(sd, prefix, n_experts, proj):
+    """HF keeps one matrix per expert; GGUF stacks them: [E, out, in] in PyTorch order."""
+    return torch.stack([sd["%smlp.experts.%d.%s.weight" % (prefix, e, proj)] for e in range(n_experts)])
+
+
+def _moe_experts(w, sd, hf, blk, n_experts):
+    for proj, name in (("gate_proj", "ffn_gate_exps"), ("up_proj", "ffn_up_exps"), ("down_proj", "ffn_down_exps")):
+        w.tensor(blk + name + ".weight", _stack_experts(sd, hf, n_experts, proj))
+
+
+def write_qwen3_moe(sd, cfg, path):
+    """Arch `qwen3moe`. llama.cpp has no dense layers in this architecture
+    (decoder_sparse_step/mlp_only_layers) and always renormalises the top-k
+    weights (qwen3moe.cpp passes norm_w = true; the converter writes no
+    expert_weights_norm key): the first is refused here, the second is a
+    documented difference (python/README.md)."""
+    from .qwen3_moe import is_moe_layer
+    L = cfg["num_hidden_layers"]
+    if not all(is_moe_layer(cfg, i) for i in range(L)):
+        raise ValueError("llama.cpp's qwen3moe has no dense (mlp_only) layers")
+    w = GGUFWriter("qwen3moe")
+    _common(w, cfg, cfg.get("intermediate_size", cfg["moe_intermediate_size"]))
+    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
+    w.u32("{arch}.attention.key_length", cfg["head_dim"])
+    w.u32("{arch}.attention.value_length", cfg["head_dim"])
+    w.u32("{arch}.expert_count", cfg["num_experts"])
+    w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
+    w.u32("{arch}.expert_feed_forward_length", cfg["moe_intermediate_size"])
+    w.tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.tensor("output_norm.weight", sd["model.norm.weight"])
+    w.tensor("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        hf, blk = "model.layers.%d." % i, "blk.%d." % i
+        for src, dst in (("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"), ("self_attn.k_proj", "attn_k"),
+                         ("self_attn.v_proj", "attn_v"), ("self_attn.o_proj", "attn_output"),
+                         ("self_attn.q_norm", "attn_q_norm"), ("self_attn.k_norm", "attn_k_norm"),
+                         ("post_attention_layernorm", "ffn_norm"), ("mlp.gate", "ffn_gate_inp")):
+            w.tensor(blk + dst + ".weight", sd[hf + src + ".weight"])
+        _moe_experts(w, sd, hf, blk, cfg["num_experts"])
+    w.write(path)
+
+
+def write_deepseek_v3(sd, cfg, path):
+    """Arch `deepseek2` (llama.cpp runs V2, V3 and K2 under it), in the current
+    MLA layout: kv_b_proj is split per head into attn_k_b (k_nope part,
+    transposed to [H, kv_lora, nope]) and attn_v_b ([H, v, kv_lora]), which
+    llama.cpp uses for absorbed attention (conversion/deepseek.py)."""
+    from .deepseek_v3 import is_moe_layer
+    if not cfg.get("rope_interleave", True):
+        # deepseek2 is a NORM (interleaved) RoPE model in llama.cpp; the converter does not permute q/k
+        raise ValueError("llama.cpp's deepseek2 has no rotate_half RoPE")
+    H, L = cfg["num_attention_heads"], cfg["num_hidden_layers"]
+    nope, rope, vdim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+    kvr, qr = cfg["kv_lora_rank"], cfg.get("q_lora_rank")
+    w = GGUFWriter("deepseek2")
+    _common(w, cfg, cfg["intermediate_size"])
+    # MLA runs in llama.cpp as MQA over the latent: one KV head of kv_lora + rope
+    w.u32("{arch}.attention.head_count_kv", 1)
+    w.u32("{arch}.attention.key_length", kvr + rope)
+    w.u32("{arch}.attention.value_length", kvr)
+    w.u32("{arch}.attention.key_length_mla", nope + rope)
+    w.u32("{arch}.attention.value_length_mla", vdim)
+    w.u32("{arch}.attention.kv_lora_rank", kvr)
+    # the loader requires the key unless the layer count looks like V2-Lite's;
+    # 0 selects its plain attn_q path, as q_lora_rank None does in HF
+    w.u32("{arch}.attention.q_lora_rank", qr or 0)
+    w.u32("{arch}.rope.dimension_count", rope)
+    w.u32("{arch}.leading_dense_block_count", cfg["first_k_dense_replace"])
+    w.u32("{arch}.expert_count", cfg["n_routed_experts"])
+    w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
+    w.u32("{arch}.expert_shared_count", cfg["n_shared_experts"])
+    w.u32("{arch}.expert_feed_forward_length", cfg["moe_intermediate_size"])
+    w.f32("{arch}.expert_weights_scale", cfg["routed_scaling_factor"])
+    if cfg["norm_topk_prob"]:
+        w.flag("{arch}.expert_weights_norm", True)
+    w.u32("{arch}.expert_gating_func", 2)  # sigmoid
+    if cfg.get("n_group", 1) > 1:
+        w.u32("{arch}.expert_group_count", cfg["n_group"])
+        w.u32("{arch}.expert_group_used_count", cfg["topk_group"])
+    rs = cfg.get("rope_scaling")
+    if rs:
+        assert rs["type"] == "yarn"
+        w.string("{arch}.rope.scaling.type", "yarn")
+        w.f32("{arch}.rope.scaling.factor", rs["factor"])
+        w.u32("{arch}.rope.scaling.original_context_length", rs["original_max_position_embeddings"])
+        w.f32("{arch}.rope.scaling.yarn_beta_fast", rs.get("beta_fast", 32))
+        w.f32("{arch}.rope.scaling.yarn_beta_slow", rs.get("beta_slow", 1))
+        if rs.get("mscale_all_dim"):
+            # the converter stores 0.1 * mscale_all_dim and the loader divides by 0.1 again
+            w.f32("{arch}.rope.scaling.yarn_log_multiplier", 0.1 * rs["mscale_all_dim"])
+    w.tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.tensor("output_norm.weight", sd["model.norm.weight"])
+    w.tensor("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        hf, blk = "model.layers.%d." % i, "blk.%d." % i
+        a = hf + "self_attn."
+        w.tensor(blk + "attn_norm.weight", sd[hf + "input_layernorm.weight"])
+        if qr:
+            w.tensor(blk + "attn_q_a.weight", sd[a + "q_a_proj.weight"])
+            w.tensor(blk + "attn_q_a_norm.weight", sd[a + "q_a_layernorm.weight"])
+            w.tensor(blk + "attn_q_b.weight", sd[a + "q_b_proj.weight"])
+        else:
+            w.tensor(blk + "attn_q.weight", sd[a + "q_proj.weight"])
+        w.tensor(blk + "attn_kv_a_mqa.weight", sd[a + "kv_a_proj_with_mqa.weight"])
+        w.tensor(blk + "attn_kv_a_norm.weight", sd[a + "kv_a_layernorm.weight"])
+        kv_b = sd[a + "kv_b_proj.weight"].view(H, nope + vdim, kvr)
+        w.tensor(blk + "attn_k_b.weight", kv_b[:, :nope, :].transpose(1, 2))  # [H, kv_lora, nope]
+        w.tensor(blk + "attn_v_b.weight", kv_b[:, nope:, :])  # [H, v, kv_lora]
+        w.tensor(blk + "attn_output.weight", sd[a + "o_proj.weight"])
+        w.tensor(blk + "ffn_norm.weight", sd[hf + "post_attention_layernorm.weight"])
+        if not is_moe_layer(cfg, i):
+            for p, d in (("gate_proj", "ffn_gate"), ("up_proj", "ffn_up"), ("down_proj", "ffn_down")):
+                w.tensor(blk + d + ".weight", sd[hf + "mlp." + p + ".weight"])
+            continue
+        w.tensor(blk + "ffn_gate_inp.weight", sd[hf + "mlp.gate.weight"])
+        w.tensor(blk + "exp_probs_b.bias", sd[hf + "mlp.gate.e_score_correction_bias"])
+        _moe_experts(w, sd, hf, blk, cfg["n_routed_experts"])
+        for p, d in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
+            w.tensor(blk + d + ".weight", sd[hf + "mlp.shared_experts." + p + ".weight"])
+    w.write(path)
