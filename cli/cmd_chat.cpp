@@ -328,23 +328,19 @@ private:
         const std::string file = messages_path(path);
         // Bound: a conversation that fits any context's ids and text.
         const std::string text = read_input_file(file, 256ull << 20, "the saved messages");
-        // Nesting is bounded before parsing: the file is the user's, not ours.
-        int depth = 0;
-        bool in_string = false, escaped = false;
-        for (const char c : text) {
-            if (in_string) {
-                if (escaped) escaped = false;
-                else if (c == '\\') escaped = true;
-                else if (c == '"') in_string = false;
-            } else if (c == '"') {
-                in_string = true;
-            } else if ((c == '[' || c == '{') && ++depth > 8) {
-                return file + " nests deeper than a saved conversation does";
-            } else if (c == ']' || c == '}') {
-                --depth;
-            }
-        }
-        const nlohmann::ordered_json saved = nlohmann::ordered_json::parse(text, nullptr, false);
+        // The file is the user's, not ours: nesting deeper than a saved
+        // conversation's is refused (nlohmann's parser keeps its own stack;
+        // the callback drops what lies deeper, so nothing deep is built).
+        constexpr int max_depth = 8;
+        bool too_deep = false;
+        const nlohmann::ordered_json saved = nlohmann::ordered_json::parse(
+            text,
+            [&](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
+                too_deep = too_deep || depth > max_depth;
+                return depth <= max_depth;
+            },
+            false);
+        if (too_deep) return file + " nests deeper than a saved conversation does";
         if (saved.is_discarded() || !saved.is_object() || !saved.contains("messages") || !saved.contains("held") ||
             !saved["held"].is_array())
             return file + " is not a saved conversation (an object with 'messages' and 'held')";
