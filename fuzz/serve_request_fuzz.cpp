@@ -21,6 +21,9 @@
 
 namespace {
 
+// Any vocabulary size will do: logit_bias ids are checked against it.
+constexpr uint32_t kVocabulary = 1000;
+
 void check_error(const waste_serve::ApiError& error) {
     if (error.status < 400 || error.status > 499 || error.message.empty()) __builtin_trap();
     (void)waste_serve::dump(error.to_json());
@@ -35,6 +38,9 @@ void check_params(const waste_serve::SamplingParams& p) {
     if (!ok) __builtin_trap();
     for (const std::string& stop : p.stop)
         if (stop.empty() || stop.size() > waste_serve::kMaxStopStringBytes) __builtin_trap();
+    if (p.logit_bias.size() > waste_serve::kMaxLogitBiasTokens) __builtin_trap();
+    for (const auto& [id, bias] : p.logit_bias)
+        if (id < 0 || static_cast<uint32_t>(id) >= kVocabulary || !(std::fabs(bias) <= waste_serve::kMaxLogitBias)) __builtin_trap();
 }
 
 }  // namespace
@@ -51,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!request.is_object()) __builtin_trap();  // parse_body promises an object
     for (const auto endpoint : {waste_serve::Endpoint::chat, waste_serve::Endpoint::completion}) {
         try {
-            check_params(waste_serve::read_sampling_params(request, endpoint));
+            check_params(waste_serve::read_sampling_params(request, endpoint, kVocabulary));
         } catch (const waste_serve::ApiError& error) {
             check_error(error);
         }
