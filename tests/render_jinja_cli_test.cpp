@@ -28,8 +28,11 @@ protected:
     static void SetUpTestSuite() {
         tmp_ = new waste_test::TempDir();
         const char* shared = std::getenv("WASTE_KIMI_MINI");
-        if (shared && *shared && fs::exists(fs::path(shared) / "chat_template.jinja")) {
+        if (shared && *shared) {
+            // No quiet fallback to converting: a wrong path would only make
+            // the suite slow again, unseen.
             container_ = shared;
+            ASSERT_TRUE(fs::exists(container_ / "chat_template.jinja")) << "$WASTE_KIMI_MINI is not a converted kimi-mini: " << shared;
             return;
         }
         container_ = *tmp_ / "kimi-mini.waste";
