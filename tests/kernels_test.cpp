@@ -130,6 +130,15 @@ inline __m512 _mm512_mask_i32gather_ps(__m512 src, __mmask16 k, __m512i index, c
         if ((k >> l) & 1) std::memcpy(&r.v[l], static_cast<const char*>(base) + static_cast<ptrdiff_t>(i.v[l]) * scale, 4);
     return bits_as<__m512>(r);
 }
+inline __m512i _mm512_cvtps_epi32(__m512 a) {  // the default rounding (to nearest even); NaN and out of range: INT_MIN
+    const F16 f = bits_as<F16>(a);
+    I16 r;
+    for (int l = 0; l < 16; ++l) {
+        const float v = std::nearbyint(f.v[l]);
+        r.v[l] = v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v) : INT32_MIN;
+    }
+    return bits_as<__m512i>(r);
+}
 inline __m512i _mm512_maskz_loadu_epi8(__mmask64 k, const void* p) {
     uint8_t r[64] = {};
     for (int l = 0; l < 64; ++l)
@@ -708,6 +717,7 @@ const std::vector<VqCase> int8_cases = {
     {"VQ3R", 70, 3, 256, 8, false, 200}, {"VQ2R", 33, 2, 256, 8, false, 130}, {"VQ4P", 45, 4, 64, 8, true, 100},
     {"S1", 40, 1, 256, 8, false, 77},    {"S4", 35, 4, 256, 8, false, 64},    {"E100", 31, 3, 100, 8, false, 90},
     {"E200", 32, 3, 200, 8, false, 65},  {"E40", 65, 2, 40, 8, false, 3},     {"S6", 9, 6, 256, 8, false, 70},
+    {"VQ3R-wide", 40, 3, 256, 8, false, 600},  // 10 row blocks: the walks of 4 blocks at once and their remainder
 };
 
 // The int8 table itself: every ISA quantises to the scalar reference's
@@ -746,6 +756,16 @@ TEST(Kernels, VqInt8QuantizeMatchesScalarBits) {
                 ASSERT_EQ(0, std::memcmp(scales2.data(), ref_scales.data() + 1, 4 * scales2.size()));
             }
         }
+#if defined(WASTE_TEST_EMULATED_AVX512)
+        {  // the AVX-512 body over SIMDe, on a machine without AVX-512
+            SCOPED_TRACE(std::string("avx512-emulated ") + c.name);
+            std::vector<int8_t> q(shape.floats(), 99);
+            std::vector<float> scales(vq_int8_blocks(shape), -1.0f);
+            emu::quantize_int8(shape, table.data(), q.data(), scales.data());
+            ASSERT_EQ(0, std::memcmp(q.data(), ref.data(), q.size()));
+            ASSERT_EQ(0, std::memcmp(scales.data(), ref_scales.data(), 4 * scales.size()));
+        }
+#endif
     }
 }
 
@@ -861,14 +881,30 @@ void bench_expert(const char* shape_name, size_t inter, size_t lat, int stages, 
         }, reps);
         const double lookups_in = static_cast<double>(inter) * in_shape.positions * stages;
         const double lookups_down = static_cast<double>(lat) * down_shape.positions * stages;
+        // the approximate int8 mode (--lut int8) on the same tables
+        std::vector<int8_t> in_q(in_shape.floats()), down_q(down_shape.floats());
+        std::vector<float> in_bs(vq_int8_blocks(in_shape)), down_bs(vq_int8_blocks(down_shape));
+        quantize_vq_table_int8(isa, in_shape, in_table.data(), in_q.data(), in_bs.data());
+        const double quantize_down = median_ns(
+            [&] { quantize_vq_table_int8(isa, down_shape, down_table.data(), down_q.data(), down_bs.data()); }, reps);
+        const double int8_in = median_ns([&] {
+            apply_vq_table_int8(isa, in_shape, packed6, gate_idx.data(), gate_sc.data(), in_q.data(), in_bs.data(), g.data(),
+                                0, inter);
+        }, reps);
+        const double int8_down = median_ns([&] {
+            apply_vq_table_int8(isa, down_shape, packed6, down_idx.data(), down_sc.data(), down_q.data(), down_bs.data(),
+                                out.data(), 0, lat);
+        }, reps);
         // one routed expert on one thread: gate + up apply (tables shared by
         // the top-k, not counted), down build + apply
         const double expert = 2 * apply_in + build_down + apply_down;
         std::printf("KERNELSPEED vq shape=%s fmt=%s entries=%d isa=%s build_in_ns=%.0f apply_in_ns=%.0f "
                     "apply_in_lookups_per_ns=%.3f build_down_ns=%.0f apply_down_ns=%.0f apply_down_lookups_per_ns=%.3f "
-                    "expert_ns=%.0f\n",
+                    "expert_ns=%.0f int8_apply_in_lookups_per_ns=%.3f int8_apply_down_lookups_per_ns=%.3f "
+                    "int8_quantize_down_ns=%.0f int8_expert_ns=%.0f\n",
                     shape_name, fmt, entries, isa_name(isa), build_in, apply_in, lookups_in / apply_in, build_down,
-                    apply_down, lookups_down / apply_down, expert);
+                    apply_down, lookups_down / apply_down, expert, lookups_in / int8_in, lookups_down / int8_down,
+                    quantize_down, 2 * int8_in + build_down + quantize_down + int8_down);
     }
 }
 

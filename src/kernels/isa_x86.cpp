@@ -766,7 +766,8 @@ bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const 
 
 bool quantize_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
     if (isa == Isa::scalar) return false;
-    avx2::quantize_table_int8(shape, table, q, block_scales);
+    if (isa == Isa::avx512) avx512::quantize_int8(shape, table, q, block_scales);
+    else avx2::quantize_table_int8(shape, table, q, block_scales);
     return true;
 }
 
