@@ -110,6 +110,9 @@ void run_bench(const BenchArgs& args) {
     double bandwidth = 0;
     if (probe_bytes && waste_measure_memory_bandwidth(args.threads, probe_bytes, &bandwidth, &error) != WASTE_OK)
         fail_with(error, "memory bandwidth");
+    // the f32 multiply-add ceiling, beside the bandwidth one, before the model opens
+    double fma_peak = 0;
+    if (waste_measure_compute_peak(args.threads, &fma_peak, &error) != WASTE_OK) fail_with(error, "compute peak");
     ModelHandle model = open_model(args.model, options);
     report_open(args.stream, model.get());
     const json info = call_json(waste_model_info_json, model.get(), "info");
@@ -226,6 +229,19 @@ void run_bench(const BenchArgs& args) {
     out["memory_bandwidth_gb_per_s"] = bandwidth / 1e9;
     out["memory_bandwidth_buffer_bytes"] = probe_bytes;
     out["bandwidth_bound_tok_per_s"] = bytes_per_token > 0 ? bandwidth / bytes_per_token : 0;
+    // the compute side: a token's multiply-adds against the measured f32
+    // peak, what the trunk's matvecs achieved (their bytes too), and the
+    // lookup rate of the expert matvecs
+    const double trunk_macs = traffic["trunk_multiply_adds"].get<double>();
+    const double macs = trunk_macs + traffic["table_multiply_adds"].get<double>();
+    const double trunk_ms = breakdown.value("trunk_matvec", 0.0) + breakdown.value("lm_head", 0.0);
+    const double lut_ms = breakdown.value("lut_apply", 0.0);
+    out["compute_peak_multiply_adds_per_s"] = fma_peak;
+    out["multiply_adds_per_token"] = macs;
+    out["compute_bound_tok_per_s"] = macs > 0 ? fma_peak / macs : 0;
+    out["trunk_multiply_adds_per_s"] = trunk_ms > 0 ? trunk_macs / (trunk_ms * 1e-3) : 0;
+    out["trunk_bytes_per_s"] = trunk_ms > 0 ? traffic["trunk_bytes"].get<double>() / (trunk_ms * 1e-3) : 0;
+    out["lookups_per_ns"] = lut_ms > 0 ? traffic["lookups"].get<double>() / (lut_ms * 1e6) : 0;
     out["expert_hit_rate_last_run"] = hits + misses ? static_cast<double>(hits) / (hits + misses) : 0;
     out["bytes_read_last_run"] = after.bytes_read - before.bytes_read;
     out["io_seconds_last_run"] = after.io_seconds - before.io_seconds;
@@ -279,6 +295,14 @@ void run_bench(const BenchArgs& args) {
     fmt::print("memory       {:.1f} GB/s measured over {} (within the budget, before the model opened); that traffic "
                "alone would allow {:.1f} tok/s\n",
                bandwidth / 1e9, format_bytes(probe_bytes), out["bandwidth_bound_tok_per_s"].get<double>());
+    fmt::print("compute      {:.1f} M multiply-adds per token ({:.1f} trunk, {:.1f} table builds); f32 peak {:.1f} G/s measured: "
+               "that alone would allow {:.0f} tok/s\n",
+               macs / 1e6, trunk_macs / 1e6, traffic["table_multiply_adds"].get<double>() / 1e6, fma_peak / 1e9,
+               out["compute_bound_tok_per_s"].get<double>());
+    fmt::print("achieved     trunk matvecs {:.1f} G multiply-adds/s ({:.1f} GB/s); {:.2f} lookups/ns in lut_apply (with the "
+               "down tables' builds)\n",
+               out["trunk_multiply_adds_per_s"].get<double>() / 1e9, out["trunk_bytes_per_s"].get<double>() / 1e9,
+               out["lookups_per_ns"].get<double>());
 }
 
 }  // namespace

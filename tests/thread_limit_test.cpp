@@ -48,6 +48,9 @@ TEST_F(ThreadLimit, CApiRefusesMoreThanTheBoundNamingTheValue) {
         waste_error error{};
         EXPECT_EQ(waste_measure_memory_bandwidth(threads, 0, &bandwidth, &error), WASTE_ERR_INVALID_ARGUMENT);
         EXPECT_NE(std::string(error.message).find("threads " + value), std::string::npos) << error.message;
+        double peak = 0;
+        EXPECT_EQ(waste_measure_compute_peak(threads, &peak, &error), WASTE_ERR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(error.message).find("threads " + value), std::string::npos) << error.message;
         // Refused before the source is read: the directory need not exist.
         const std::string convert_options = "{\"jobs\": " + value + "}";
         char* summary = nullptr;

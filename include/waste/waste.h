@@ -341,9 +341,11 @@ WASTE_API waste_status waste_session_profile_json(const waste_session* session, 
 WASTE_API waste_status waste_model_warm_cache(waste_model* model, uint64_t* out_records, waste_error* error);
 
 /* Bytes one decode token touches on this model with every expert cached:
- * {"trunk_bytes":B,"expert_bytes":B,"lut_bytes":B,"lookups":N,"total_bytes":B}
+ * {"trunk_bytes":B,"expert_bytes":B,"lut_bytes":B,"lookups":N,"total_bytes":B,
+ *  "trunk_multiply_adds":N,"table_multiply_adds":N}
  * (trunk matrices read once per token, top-k records per MoE layer, the
- * lookup tables built, and the table lookups made). */
+ * lookup tables built, and the table lookups made; the multiply-adds of the
+ * trunk's matrix-vector products and of the tables' builds). */
 WASTE_API waste_status waste_model_token_traffic_json(const waste_model* model, char** out_json, waste_error* error);
 
 /* The machine's DRAM read bandwidth, measured now with `threads` threads
@@ -355,6 +357,15 @@ WASTE_API waste_status waste_model_token_traffic_json(const waste_model* model, 
  * a buffer not far beyond the last-level cache measures the cache. */
 WASTE_API waste_status waste_measure_memory_bandwidth(uint32_t threads, uint64_t buffer_bytes,
                                                       double* out_bytes_per_second, waste_error* error);
+
+/* The machine's f32 multiply-add rate with the kernels' instruction set
+ * (AVX-512, AVX2+FMA, NEON or scalar, as the engine runs), measured now with
+ * `threads` threads (0 = one per core): independent FMA chains in registers,
+ * no memory traffic, the best of 5 passes of a few milliseconds; multiply-adds
+ * per second (an FMA lane counts one). The ceiling waste bench sets a token's
+ * multiply-adds against. */
+WASTE_API waste_status waste_measure_compute_peak(uint32_t threads, double* out_multiply_adds_per_second,
+                                                  waste_error* error);
 
 /* Direct-I/O read bandwidth of the disk under `directory` for expert-sized
  * random reads: writes a scratch file with O_DIRECT (bypassing the page

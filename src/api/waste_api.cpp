@@ -13,6 +13,7 @@
 #include "api/model_handle.h"
 #include "format/container.h"
 #include "model/model_summary.h"
+#include "kernels/compute_peak.h"
 #include "platform/memory_bandwidth.h"
 #include "platform/memory_lock.h"
 #include "platform/thread_pool.h"
@@ -263,6 +264,8 @@ waste_status waste_model_token_traffic_json(const waste_model* model, char** out
         out["expert_bytes"] = traffic.expert_bytes;
         out["lut_bytes"] = traffic.lut_bytes;
         out["lookups"] = traffic.lookups;
+        out["trunk_multiply_adds"] = traffic.trunk_multiply_adds;
+        out["table_multiply_adds"] = traffic.table_multiply_adds;
         out["total_bytes"] = traffic.total_bytes();
         *out_json = to_c_string(out.dump());
     });
@@ -287,6 +290,16 @@ waste_status waste_measure_memory_bandwidth(uint32_t threads, uint64_t buffer_by
                         buffer_bytes, waste::platform::min_bandwidth_buffer_bytes);
         waste::platform::ThreadPool pool(threads);
         *out_bytes_per_second = waste::platform::measure_read_bandwidth(pool, static_cast<size_t>(buffer_bytes));
+    });
+}
+
+waste_status waste_measure_compute_peak(uint32_t threads, double* out_multiply_adds_per_second, waste_error* error) {
+    return guarded(error, [&] {
+        if (!out_multiply_adds_per_second)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_measure_compute_peak: out_multiply_adds_per_second is required");
+        waste::api::check_threads(threads, "waste_measure_compute_peak: threads");
+        waste::platform::ThreadPool pool(threads);
+        *out_multiply_adds_per_second = waste::kernels::measure_fma_peak(pool, waste::kernels::active_isa());
     });
 }
 

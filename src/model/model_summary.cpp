@@ -38,10 +38,18 @@ TokenTraffic token_traffic(const format::Container& container) {
     const format::ModelConfig& c = container.config();
     const format::Manifest& m = container.manifest();
     TokenTraffic traffic;
-    traffic.trunk_bytes = container.resident_trunk_bytes();
-    if (const format::TrunkTensor* embed = m.find(m.tensor_prefix + "model.embed_tokens.weight");
-        embed && embed->fmt != format::TrunkFormat::f32 && !c.tie_embeddings)
-        traffic.trunk_bytes += embed->row_stride + embed->groups_per_row * 2;  // one row and its scales
+    // every text trunk tensor once, but an untied embedding: one row of it
+    // (its table was counted whole here before, 34 MB too many on mid)
+    const std::string embed_name = m.tensor_prefix + "model.embed_tokens.weight";
+    for (const format::TrunkTensor& t : m.trunk) {
+        if (!container.is_text_tensor(t)) continue;
+        if (t.name == embed_name && !c.tie_embeddings) {
+            traffic.trunk_bytes += t.rows ? (t.payload_bytes + t.scale_bytes) / t.rows : 0;
+            continue;
+        }
+        traffic.trunk_bytes += t.payload_bytes + t.scale_bytes;
+        traffic.trunk_multiply_adds += t.elements();
+    }
     if (!container.has_experts()) return traffic;
     const format::ExpertQuant& q = m.quant;
     const format::ExpertLayout& layout = container.expert_layout();
@@ -51,6 +59,7 @@ TokenTraffic token_traffic(const format::Container& container) {
     // gate and up tables (written once, read by every expert), one down table per expert
     traffic.lut_bytes = layers * (2 * (lat / q.vec_dim) * per_position + top_k * (inter / q.vec_dim) * per_position);
     traffic.lookups = layers * top_k * q.stages * (2 * inter * (lat / q.vec_dim) + lat * (inter / q.vec_dim));
+    traffic.table_multiply_adds = layers * q.stages * q.entries * (2 * lat + top_k * inter);
     return traffic;
 }
 

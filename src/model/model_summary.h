@@ -33,6 +33,11 @@ struct TokenTraffic {
     uint64_t expert_bytes = 0;
     uint64_t lut_bytes = 0;
     uint64_t lookups = 0;
+    // multiply-adds: the trunk's matrix-vector products (every text trunk
+    // weight but the embedding) and the lookup tables' builds (each entry a
+    // vec_dim-long dot product); the lookups are additions, counted above
+    uint64_t trunk_multiply_adds = 0;
+    uint64_t table_multiply_adds = 0;
     uint64_t total_bytes() const { return trunk_bytes + expert_bytes + lut_bytes; }
 };
 
