@@ -908,6 +908,34 @@ void bench_expert(const char* shape_name, size_t inter, size_t lat, int stages, 
     }
 }
 
+// Prefill's expert product (kernels/vq_matmul.h): one mid expert's gate
+// rows against `tokens` tokens, the routed share of a 64-token chunk being ~8.
+void bench_vq_matmul(size_t tokens) {
+    std::mt19937 rng(5);
+    const size_t inter = 512, lat = 1024;
+    const VqCase in_case{"in", static_cast<int>(lat / 8), 3, 256, 8, false, inter};
+    const VqTableShape shape{in_case.positions, 3, 256, 8};
+    const std::vector<float> books = random_floats(3 * 256 * 8, rng, 0.05f);
+    const std::vector<float> x0 = random_floats(tokens * lat, rng);
+    std::vector<float> x_buffer(x0.size() + 16);  // x at a 64-byte boundary, as the engine's workspace holds it
+    float* x = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(x_buffer.data()) + 63) & ~uintptr_t{63});
+    std::copy(x0.begin(), x0.end(), x);
+    const std::vector<uint8_t> idx = random_indices(in_case, rng);
+    const std::vector<uint8_t> sc = random_scales(inter, rng);
+    std::vector<float> y(tokens * inter);
+    for (Isa isa : native_isas()) {
+        const double ns = median_ns([&] {
+            vq_matmul_rows(isa, shape, false, idx.data(), sc.data(), books.data(), x, lat, tokens, y.data(), inter, 0, inter);
+        }, 31);
+        std::printf("KERNELSPEED vq_matmul shape=mid-gate tokens=%zu isa=%s ns=%.0f gmacs=%.2f\n", tokens, isa_name(isa), ns,
+                    static_cast<double>(tokens) * inter * lat / ns);
+    }
+}
+
+TEST(KernelSpeed, DISABLED_VqMatmul) {
+    for (size_t tokens : {size_t{1}, size_t{8}, size_t{32}}) bench_vq_matmul(tokens);
+}
+
 TEST(KernelSpeed, DISABLED_VqExpert) {
     bench_expert("mid", 512, 1024, 3, 256, false);
     bench_expert("mid", 512, 1024, 2, 256, false);

@@ -688,6 +688,133 @@ namespace avx512 {
 #define WASTE_KEEP(v) __asm__("" : "+v"(v))
 #include "kernels/isa_avx512.inc"
 #undef WASTE_KEEP
+
+// ---- prefill's matrix products (trunk_matmul.h, vq_matmul.h) on 16 lanes:
+// the tiles are decoded as for AVX2 (avx2::decode_row, avx2::dequantise_vq_rows
+// — the same tile), then dotted 16 columns a step with up to 6 tokens at once
+// (4 rows × 6 tokens = 24 accumulators, 6 x vectors and a weight vector: 31
+// of the 32 registers). Per (token, row): 16 lanes of fmas along the columns,
+// then their sum — the same for every split of rows or tokens.
+inline float* align_up_64(float* p) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+template <int R, int TB>
+inline void tile_dot16(const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, float* y, size_t ldy,
+                       size_t r0, size_t t0) {
+    __m512 acc[R][TB];
+    for (int k = 0; k < R; ++k)
+        for (int j = 0; j < TB; ++j) acc[k][j] = _mm512_setzero_ps();
+    size_t c = 0;
+    for (; c + 16 <= cols; c += 16) {
+        __m512 xv[TB];
+        for (int j = 0; j < TB; ++j) xv[j] = _mm512_loadu_ps(x + (t0 + j) * ldx + c);
+        for (int k = 0; k < R; ++k) {
+            const __m512 w = _mm512_loadu_ps(tile + k * ld_tile + c);
+            for (int j = 0; j < TB; ++j) acc[k][j] = _mm512_fmadd_ps(w, xv[j], acc[k][j]);
+        }
+    }
+    if (c < cols) {
+        // masked both: x stops at cols, the tile's tail lanes hold decoded padding
+        const __mmask16 m = lanes_below(cols - c);
+        __m512 xv[TB];
+        for (int j = 0; j < TB; ++j) xv[j] = _mm512_maskz_loadu_ps(m, x + (t0 + j) * ldx + c);
+        for (int k = 0; k < R; ++k) {
+            const __m512 w = _mm512_maskz_loadu_ps(m, tile + k * ld_tile + c);
+            for (int j = 0; j < TB; ++j) acc[k][j] = _mm512_fmadd_ps(w, xv[j], acc[k][j]);
+        }
+    }
+    for (int k = 0; k < R; ++k)
+        for (int j = 0; j < TB; ++j) y[(t0 + j) * ldy + r0 + k] = _mm512_reduce_add_ps(acc[k][j]);
+}
+
+template <int R>
+inline void tile_tokens16(const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, size_t tokens, float* y,
+                          size_t ldy, size_t r0) {
+    size_t t = 0;
+    for (; t + 6 <= tokens; t += 6) tile_dot16<R, 6>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t);
+    switch (tokens - t) {
+        case 5: tile_dot16<R, 5>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+        case 4: tile_dot16<R, 4>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+        case 3: tile_dot16<R, 3>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+        case 2: tile_dot16<R, 2>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+        case 1: tile_dot16<R, 1>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+        default: break;
+    }
+}
+
+inline void tile_rows_tokens16(size_t n, const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx,
+                               size_t tokens, float* y, size_t ldy, size_t r) {
+    switch (n) {
+        case 4: tile_tokens16<4>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+        case 3: tile_tokens16<3>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+        case 2: tile_tokens16<2>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+        default: tile_tokens16<1>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+    }
+}
+
+// rows of whole 64-byte lines from a 64-byte boundary: a 16-lane load never
+// straddles two lines
+inline size_t tile_ld(size_t cols) { return (cols + 15) / 16 * 16; }
+inline size_t matmul_tile_floats(const TrunkView& t) { return avx2::tile_rows * tile_ld(t.cols) + 16; }
+
+template <TrunkFormat F>
+void matmul_range(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                  size_t row_end, float* tile_scratch) {
+    const size_t ld_tile = tile_ld(t.cols);
+    float* tile = align_up_64(tile_scratch);
+    for (size_t r = row_begin; r < row_end; r += avx2::tile_rows) {
+        const size_t n = std::min(avx2::tile_rows, row_end - r);
+        for (size_t k = 0; k < n; ++k) avx2::decode_row<F>(t, r + k, tile + k * ld_tile);
+        tile_rows_tokens16(n, tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r);
+    }
+}
+
+bool matmul_rows(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                 size_t row_end, float* tile) {
+    if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
+    switch (t.fmt) {
+        case TrunkFormat::f32: matmul_range<TrunkFormat::f32>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::q8g: matmul_range<TrunkFormat::q8g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::q4g: matmul_range<TrunkFormat::q4g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::q3g: matmul_range<TrunkFormat::q3g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+    }
+    return false;
+}
+
+template <bool P6, int S>
+void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
+                     const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
+    const size_t cols = static_cast<size_t>(shape.positions) * 8, ld_tile = tile_ld(cols);
+    thread_local std::vector<float> tile_buffer;
+    if (tile_buffer.size() < avx2::tile_rows * ld_tile + 16) tile_buffer.resize(avx2::tile_rows * ld_tile + 16);
+    float* tile = align_up_64(tile_buffer.data());
+    for (size_t r = row_begin; r < row_end; r += avx2::tile_rows) {
+        const size_t n = std::min(avx2::tile_rows, row_end - r);
+        avx2::dequantise_vq_rows<P6, S>(shape, indices, books, r, n, tile, ld_tile);
+        tile_rows_tokens16(n, tile, ld_tile, cols, x, ldx, tokens, y, ldy, r);
+        for (size_t k = 0; k < n; ++k) {
+            uint16_t bits;
+            std::memcpy(&bits, scales_f16 + 2 * (r + k), 2);
+            const float scale = format::f16_to_f32(bits);
+            for (size_t t = 0; t < tokens; ++t) y[t * ldy + r + k] = scale * y[t * ldy + r + k];
+        }
+    }
+}
+
+bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
+                    const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
+                    size_t row_end) {
+    if (shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
+    const auto run = [&]<bool P6, int S>() {
+        vq_matmul_range<P6, S>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+    };
+    if (packed6) run.template operator()<true, 4>();
+    else if (shape.stages == 3) run.template operator()<false, 3>();
+    else if (shape.stages == 2) run.template operator()<false, 2>();
+    else run.template operator()<false, 0>();
+    return true;
+}
 }  // namespace avx512
 
 #pragma GCC pop_options
@@ -722,17 +849,21 @@ bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, flo
 bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                         const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
                         size_t row_end) {
-    // the AVX2 kernel also serves AVX-512 CPUs (no AVX-512 body yet)
     if (isa == Isa::scalar) return false;
+    if (isa == Isa::avx512)
+        return avx512::vq_matmul_rows(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
     return avx2::vq_matmul_rows(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
 }
 
-size_t matmul_tile_floats_x86(const format::LoadedTensor& w) { return avx2::matmul_tile_floats(trunk_view(w)); }
+size_t matmul_tile_floats_x86(const format::LoadedTensor& w) {
+    // the AVX-512 body's layout (rows of whole lines, from a 64-byte boundary) fits too
+    return std::max(avx2::matmul_tile_floats(trunk_view(w)), avx512::matmul_tile_floats(trunk_view(w)));
+}
 
 bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
                      size_t row_begin, size_t row_end, float* tile) {
-    // the AVX2 kernel also serves AVX-512 CPUs (no AVX-512 body yet)
     if (isa == Isa::scalar) return false;
+    if (isa == Isa::avx512) return avx512::matmul_rows(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
     return avx2::matmul_rows(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
 }
 
