@@ -17,8 +17,8 @@
 
 namespace {
 
-template <typename T>
-uint64_t bytes_of(const std::vector<T>& v) {
+template <typename T, typename A>
+uint64_t bytes_of(const std::vector<T, A>& v) {
     return v.capacity() * sizeof(T);
 }
 
@@ -33,9 +33,10 @@ uint64_t workspace_bytes(const waste::model::Workspace& ws) {
     uint64_t sum = 0;
     for (const auto* v : {&ws.x, &ws.normed, &ws.attn_out, &ws.ffn_out, &ws.ps, &ws.shared_out, &ws.q, &ws.k, &ws.v,
                           &ws.decay, &ws.gate, &ws.head_out, &ws.beta, &ws.small, &ws.ffn_gate, &ws.ffn_up, &ws.router,
-                          &ws.expert_in, &ws.moe_acc, &ws.gate_table, &ws.up_table, &ws.expert_x, &ws.expert_out,
-                          &ws.expert_gate, &ws.expert_up, &ws.slot_out, &ws.logits, &ws.gate_q_scales, &ws.up_q_scales})
+                          &ws.expert_in, &ws.moe_acc, &ws.gate_table, &ws.up_table, &ws.slot_out, &ws.logits,
+                          &ws.gate_q_scales, &ws.up_q_scales})
         sum += bytes_of(*v);
+    for (const auto* v : {&ws.expert_x, &ws.expert_out, &ws.expert_gate, &ws.expert_up}) sum += bytes_of(*v);
     sum += bytes_of(ws.gate_q) + bytes_of(ws.up_q);
     sum += bytes_of(ws.thread_down_table) + bytes_of(ws.thread_gate) + bytes_of(ws.thread_up);
     sum += bytes_of(ws.thread_down_q) + bytes_of(ws.thread_down_q_scales);

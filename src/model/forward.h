@@ -18,6 +18,7 @@
 #include "model/profile.h"
 #include "model/session_state.h"
 #include "model/weights.h"
+#include "platform/aligned_vector.h"
 #include "platform/thread_pool.h"
 
 namespace waste::model {
@@ -67,8 +68,9 @@ struct Workspace {
     std::vector<float> ffn_gate, ffn_up;                       // [T][ffn_width]
     std::vector<float> router, expert_in, moe_acc;             // [T][E], [T][lat], [T][max(lat, H)]
     std::vector<float> gate_table, up_table;                   // [positions(lat)][S][entries]: decode only
-    std::vector<float> expert_x, expert_out;                   // [T][lat]: one expert over a prefill chunk
-    std::vector<float> expert_gate, expert_up;                 // [T][I]
+    // one expert over a prefill chunk, the matrix products' inputs on 64-byte lines
+    platform::LineAlignedVector<float> expert_x, expert_out;   // [T][lat]
+    platform::LineAlignedVector<float> expert_gate, expert_up; // [T][I]
     std::vector<float> slot_out;                               // [T][top_k][lat]
     std::vector<std::vector<float>> thread_down_table;         // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_gate, thread_up;    // [threads][I]
