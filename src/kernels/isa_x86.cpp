@@ -731,9 +731,20 @@ inline void tile_dot16(const float* tile, size_t ld_tile, size_t cols, const flo
 template <int R>
 inline void tile_tokens16(const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, size_t tokens, float* y,
                           size_t ldy, size_t r0) {
+    // passes of at most 6 tokens, as even as they divide (8 = 4 + 4, not
+    // 6 + 2: a 2-token pass loads 3 values per 4 multiply-adds)
     size_t t = 0;
-    for (; t + 6 <= tokens; t += 6) tile_dot16<R, 6>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t);
+    while (tokens - t > 6) {
+        const size_t passes = (tokens - t + 5) / 6, take = (tokens - t + passes - 1) / passes;
+        switch (take) {
+            case 6: tile_dot16<R, 6>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+            case 5: tile_dot16<R, 5>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+            default: tile_dot16<R, 4>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
+        }
+        t += take;
+    }
     switch (tokens - t) {
+        case 6: tile_dot16<R, 6>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
         case 5: tile_dot16<R, 5>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
         case 4: tile_dot16<R, 4>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
         case 3: tile_dot16<R, 3>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t); break;
