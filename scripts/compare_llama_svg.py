@@ -85,7 +85,7 @@ def main(argv):
                     o.append('<text x="%.1f" y="%.1f" fill="%s" font-size="10">timeout</text>'
                              % (X(m) + 5, Y(p["decode_tok_s"]) - 5, colour))
             else:  # OOM-killed or refused: a cross on the bottom axis
-                x, y = X(m), H - BOTTOM - 8
+                x, y = X(m) + 7 * (SERIES.index((key, label, colour)) - 1), H - BOTTOM - 8  # side by side
                 o.append('<path d="M%.1f %.1f l8 8 m0 -8 l-8 8" stroke="%s" stroke-width="2" transform="translate(-4,-4)"/>'
                          % (x, y, colour))
                 o.append('<text x="%.1f" y="%.1f" fill="%s" font-size="10" text-anchor="middle">%s</text>'
