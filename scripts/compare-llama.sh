@@ -4,7 +4,7 @@
 # the pinned npm node-llama-cpp (tools/llama-cpp/package-lock.json).
 #
 #   sudo scripts/compare-llama.sh [--work DIR] [--build DIR] [--runs N]
-#        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--timeout S]
+#        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
 #        [--headroom-mib M]
 #
 # 1. installs the npm package if missing, clones the llama.cpp sources bundled
@@ -27,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 timeout=120 headroom=24
+work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2; shift 2 ;;
@@ -36,6 +36,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --sweep) sweep=$2; shift 2 ;;
     --no-sweep) sweep=""; shift ;;
+    --sweep-threads) sweep_threads=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --headroom-mib) headroom=$2; shift 2 ;;
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
@@ -92,7 +93,7 @@ extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.a
 log "measuring (runs $runs, threads $threads, sweep '${sweep}')"
 $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$q4" \
   --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "$work/results.json" --table "$work/table.md" \
-  --runs "$runs" --threads "$threads" --sweep "$sweep" --timeout "$timeout" --headroom-mib "$headroom" --extra "$extra"
+  --runs "$runs" --threads "$threads" --sweep "$sweep" --sweep-threads "$sweep_threads" --timeout "$timeout" --headroom-mib "$headroom" --extra "$extra"
 if [ -n "$sweep" ]; then
   $py scripts/compare_llama_svg.py "$work/results.json" docs/compare-llama.svg
   log "wrote docs/compare-llama.svg"

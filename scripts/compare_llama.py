@@ -182,7 +182,7 @@ def in_ram(b, a):
 
 def sweep(b, a, gguf_bytes):
     out = []
-    t = max(a.threads)
+    t = a.sweep_threads
     for pct in a.sweep:
         limit = int(gguf_bytes * pct / 100)
         budget_mib = limit // MIB - a.headroom_mib
@@ -282,6 +282,10 @@ def main(argv=None):
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--ram-budget", default="1G")
     ap.add_argument("--sweep", default="100,75,50,25,10", help="limits, %% of the GGUF's size ('' = none)")
+    ap.add_argument("--sweep-threads", type=int, default=1,
+                    help="threads of the limited runs: 1 by default, because on a shared machine llama.cpp's "
+                         "spin-waiting thread pool collapses when another process takes a core, which would "
+                         "mix CPU contention into a measurement of memory pressure")
     ap.add_argument("--headroom-mib", type=int, default=24)
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("--cgroup", default="/sys/fs/cgroup/memory/waste-compare-llama")
