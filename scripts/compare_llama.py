@@ -241,8 +241,9 @@ def markdown(res):
             c.append("%s×, %s×" % (fmt(row[name]["decode_ratio_to_llama"], 2), fmt(row[name]["prefill_ratio_to_llama"], 2)))
         lines.append("| " + " | ".join(map(str, c)) + " |")
     if res.get("sweep"):
-        lines += ["", "Under a memory cgroup limit (%d threads; decode / prefill tok/s, one cold run each; "
-                  "waste's budget = limit − %d MiB):" % (res["sweep"][0]["threads"], res["headroom_mib"]), "",
+        t = res["sweep"][0]["threads"]
+        lines += ["", "Under a memory cgroup limit (%d thread%s; decode / prefill tok/s, one cold run each; "
+                  "waste's budget = limit − %d MiB):" % (t, "" if t == 1 else "s", res["headroom_mib"]), "",
                   "| limit | llama.cpp Q4_K_M mmap | llama.cpp mmap, no repack | waste VQ3R exact | peak usage "
                   "(llama.cpp, no-repack, waste) |", "|---|---|---|---|---|"]
         for row in res["sweep"]:
