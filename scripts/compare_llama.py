@@ -92,6 +92,9 @@ def run(cmd, timeout, cgroup=None, env=None):
         p.kill()
         out, err = p.communicate()
         rc = "timeout"
+    except BaseException:  # interrupted: leave no engine running in the cgroup
+        p.kill()
+        raise
     wall = time.monotonic() - t0
     oom = bool(cgroup) and cgroup.oom_kills() > kills
     return rc, out, err, wall, oom

@@ -40,10 +40,10 @@ import torch
 
 try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
-    from .test_moe_llamacpp import MIN_MARGIN, REL_TOL, LlamaCppCase
+    from .test_moe_llamacpp import MIN_MARGIN, LlamaCppCase
 except ImportError:
     import _paths  # noqa: F401
-    from test_moe_llamacpp import MIN_MARGIN, REL_TOL, LlamaCppCase
+    from test_moe_llamacpp import MIN_MARGIN, LlamaCppCase
 from waste_ref import gguf_kimi, hf_synth
 from waste_ref.hf_weights import HfWeights
 from waste_ref.model import KimiModel
