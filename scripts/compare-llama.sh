@@ -5,7 +5,7 @@
 #
 #   sudo scripts/compare-llama.sh [--work DIR] [--build DIR] [--runs N]
 #        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
-#        [--headroom-mib M]
+#        [--headroom-mib M] [--no-quality]
 #
 # 1. installs the npm package if missing, clones the llama.cpp sources bundled
 #    in it (headers only are used), builds tools/llama-cpp/{bench_llama,
@@ -19,7 +19,9 @@
 #    (runs alternated between engines, medians), then under memory cgroup
 #    limits at the --sweep percentages of the Q4_K_M file's size;
 # 5. writes DIR/results.json and DIR/table.md, prints the table, and draws
-#    docs/compare-llama.svg (scripts/compare_llama_svg.py).
+#    docs/compare-llama.svg (scripts/compare_llama_svg.py);
+# 6. unless --no-quality: what each quantisation costs, both engines' logits
+#    against the F16 model's (scripts/compare_llama_quality.py, DIR/quality.json).
 # Intermediate files (about 4 GB) go to the work dir (default /tmp/compare-llama),
 # kept between runs: delete it to start over. Needs root for the cgroup
 # (/sys/fs/cgroup/memory, v1) and /proc/sys/vm/drop_caches; no swap (or the
@@ -28,6 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
+quality=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) work=$2; shift 2 ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --sweep) sweep=$2; shift 2 ;;
     --no-sweep) sweep=""; shift ;;
+    --no-quality) quality=0; shift ;;
     --sweep-threads) sweep_threads=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --headroom-mib) headroom=$2; shift 2 ;;
@@ -55,7 +59,7 @@ if [ ! -f "$bins/libllama.v0.4.0.so" ]; then
 fi
 src=$work/llama.cpp
 [ -d "$src/include" ] || git -c advice.detachedHead=false clone -q "$llama/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$src"
-for tool in bench_llama quantize_gguf; do
+for tool in bench_llama quantize_gguf logits_dump; do
   cc -O2 -Wall -I"$src/include" -I"$src/ggml/include" "$llama/$tool.c" \
     "$bins/libllama.v0.4.0.so" "$bins/libggml.v0.4.0.so" "$bins/libggml-base.so" -Wl,-rpath,"$bins" -o "$work/$tool"
 done
@@ -97,5 +101,10 @@ $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$
 if [ -n "$sweep" ]; then
   $py scripts/compare_llama_svg.py "$work/results.json" docs/compare-llama.svg
   log "wrote docs/compare-llama.svg"
+fi
+if [ "$quality" = 1 ]; then
+  log "quantisation cost: logits against the F16 model's"
+  $py scripts/compare_llama_quality.py --waste "$waste" --container "$container" --logits-dump "$work/logits_dump" \
+    --backend-dir "$bins" --f16 "$f16" --q4 "$q4" --out "$work/quality.json" | tee -a "$work/table.md"
 fi
 log "results: $work/results.json, $work/table.md"
