@@ -46,6 +46,10 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+if [ -n "$sweep" ] && { [ ! -w /sys/fs/cgroup/memory ] || [ ! -w /proc/sys/vm/drop_caches ]; }; then
+  echo "the sweep needs root, a writable cgroup v1 memory controller and drop_caches (or pass --no-sweep)" >&2
+  exit 2
+fi
 mkdir -p "$work"
 py=/usr/bin/python3
 log() { echo "== $(date -u +%H:%M:%S) $*" >&2; }
