@@ -46,7 +46,7 @@ try:
 except ImportError:
     from _paths import REPO_ROOT
 from waste_ref import hf_synth
-from waste_ref.container import Container
+from waste_ref.hf_weights import HfWeights
 from waste_ref.model import KimiModel, load
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -64,33 +64,6 @@ def run(args, timeout=300):
 def prompt(n, vocab, seed):
     rng = random.Random(seed)
     return [rng.randrange(vocab) for _ in range(n)]
-
-
-class HfWeights(Container):
-    """The reference's Container interface over unquantised checkpoint weights."""
-
-    def __init__(self, ckpt_dir):  # noqa: super().__init__ reads a container; this reads a checkpoint
-        full, text = hf_synth.load_config(ckpt_dir)
-        self.config = dict(text)
-        weights = hf_synth.load_weights(ckpt_dir)
-        self.prefix = "language_model." if any(k.startswith("language_model.") for k in weights) else ""
-        self.tensors = {}
-        self._hf_experts = {}
-        for name, w in weights.items():
-            if not name.startswith(self.prefix):
-                continue
-            short = name[len(self.prefix):]
-            parts = short.split(".")
-            if ".experts." in short and parts[-2] in ("w1", "w2", "w3"):
-                layer, e = int(parts[2]), int(parts[5])
-                self._hf_experts.setdefault((layer, e), {})[parts[-2]] = w
-            else:
-                self.tensors[short] = w.astype(np.float32) if w.dtype != np.float64 else w
-        self._experts = {}
-
-    def expert(self, layer, e):
-        m = self._hf_experts[(layer, e)]
-        return m["w1"], m["w3"], m["w2"]
 
 
 class ConvertEndToEnd(unittest.TestCase):

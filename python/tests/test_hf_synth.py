@@ -127,6 +127,27 @@ class Checkpoints(unittest.TestCase):
             self.assertLess(err, rel, fmt)
             self.assertGreater(err, 0, fmt)  # really quantised
 
+    def test_mid_shape_is_waste_synths(self):
+        # the dimensions of `waste synth --preset mid` (src/synth), which
+        # scripts/compare-llama.sh writes as a checkpoint for both engines
+        c = hf_synth.config_json("kimi-linear", hf_synth.SHAPES["mid"]["ranks"], shape="mid")
+        lac = c["linear_attn_config"]
+        self.assertEqual((c["hidden_size"], c["num_hidden_layers"], c["num_experts"], c["num_experts_per_token"],
+                          c["moe_intermediate_size"], c["intermediate_size"], c["vocab_size"]),
+                         (1024, 12, 64, 8, 512, 2048, 32768))
+        self.assertEqual(lac["full_attn_layers"], [4, 8, 12])
+        self.assertEqual((lac["num_heads"], lac["head_dim"], c["num_attention_heads"], c["kv_lora_rank"]),
+                         (8, 128, 8, 128))
+
+    def test_mapped_read_equals_read(self):
+        d = self.write(model="kimi-linear", experts_format="bf16")
+        with open(os.path.join(d, "model.safetensors.index.json")) as f:
+            shard = os.path.join(d, sorted(set(json.load(f)["weight_map"].values()))[0])
+        plain, meta = st.read(shard)
+        mapped, meta2 = st.read(shard, mapped=True)
+        self.assertEqual(meta, meta2)
+        self.assertEqual({k: (v[0], v[1], bytes(v[2])) for k, v in mapped.items()}, plain)
+
     def test_router_spreads(self):
         w = hf_synth.load_weights(self.write(model="k3", experts_format="bf16"))
         g = w["language_model.model.layers.1.block_sparse_moe.gate.weight"]

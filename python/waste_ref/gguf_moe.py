@@ -1,4 +1,5 @@
-"""Writes Hugging Face-named float32 MoE checkpoints as F32 GGUFs for llama.cpp.
+"""Writes Hugging Face-named float32 MoE checkpoints as F32 GGUFs for llama.cpp
+(and the GGUF writer gguf_kimi.py shares, which also writes F16).
 
 The names, metadata keys and layout conversions are those of llama.cpp's
 converter (convert_hf_to_gguf.py, conversion/qwen.py and conversion/deepseek.py)
@@ -18,20 +19,25 @@ so a PyTorch `[out, in]` weight is written unchanged as ggml `{in, out}`.
 import struct
 import sys
 
+import numpy as np
 import torch
 
-_U32, _F32, _BOOL, _STRING = 4, 6, 7, 8
-_GGML_F32 = 0
+_U32, _F32, _BOOL, _STRING, _ARRAY = 4, 6, 7, 8, 9
+GGML_F32, GGML_F16 = 0, 1
+_BYTES = {GGML_F32: 4, GGML_F16: 2}
+_NUMPY = {GGML_F32: "<f4", GGML_F16: "<f2"}
 _ALIGN = 32
 
 
 class GGUFWriter:
-    """Collects typed key-values and float32 tensors, then writes one file."""
+    """Collects typed key-values and F32/F16 tensors, then writes one file.
+    A tensor may be given as a function that makes it, called only while its
+    bytes are written, so a large model is streamed one tensor at a time."""
 
     def __init__(self, arch):
         self.arch = arch
         self.kv = []  # (key, type, value)
-        self.tensors = []  # (name, float32 contiguous tensor)
+        self.tensors = []  # (name, PyTorch-order shape, ggml type, () -> array)
         self.add("general.architecture", _STRING, arch)
         self.add("general.alignment", _U32, _ALIGN)
 
@@ -50,9 +56,18 @@ class GGUFWriter:
     def string(self, key, value):
         self.add(key, _STRING, value)
 
-    def tensor(self, name, t):
+    def u32_array(self, key, values):
+        self.add(key, _ARRAY, [int(v) for v in values])
+
+    def tensor(self, name, t, ggml_type=GGML_F32):
+        """t: a torch tensor or numpy array."""
+        self.lazy(name, tuple(t.shape), lambda: t, ggml_type)
+
+    def lazy(self, name, shape, make, ggml_type=GGML_F32):
+        """make() -> the tensor (torch or numpy, PyTorch order, shape `shape`), called once by write()."""
         assert len(name) < 64, name  # GGUF's name limit
-        self.tensors.append((name, t.detach().to(torch.float32).contiguous()))
+        assert ggml_type in _BYTES, ggml_type
+        self.tensors.append((name, tuple(int(d) for d in shape), ggml_type, make))
 
     @staticmethod
     def _str(s):
@@ -72,23 +87,37 @@ class GGUFWriter:
                 head += struct.pack("<f", value)
             elif type_ == _BOOL:
                 head += struct.pack("<B", 1 if value else 0)
+            elif type_ == _ARRAY:  # of u32
+                head += struct.pack("<IQ", _U32, len(value)) + struct.pack("<%dI" % len(value), *value)
             else:
                 raise ValueError(type_)
         offset = 0
-        for name, t in self.tensors:
-            dims = list(reversed(t.shape))
+        for name, shape, ggml_type, _ in self.tensors:
+            dims = list(reversed(shape))
             head += self._str(name) + struct.pack("<I", len(dims)) + struct.pack("<%dQ" % len(dims), *dims)
-            head += struct.pack("<IQ", _GGML_F32, offset)
-            offset += -(-t.numel() * 4 // _ALIGN) * _ALIGN
+            head += struct.pack("<IQ", ggml_type, offset)
+            offset += -(-_numel(shape) * _BYTES[ggml_type] // _ALIGN) * _ALIGN
         with open(path, "wb") as f:
             f.write(head)
             f.write(b"\0" * (-f.tell() % _ALIGN))
-            for _, t in self.tensors:
-                f.write(t.numpy().tobytes())
+            for name, shape, ggml_type, make in self.tensors:
+                t = make()
+                if isinstance(t, torch.Tensor):
+                    t = t.detach().to(torch.float32).numpy()
+                if tuple(t.shape) != shape:
+                    raise ValueError("%s: made %s, declared %s" % (name, tuple(t.shape), shape))
+                f.write(np.ascontiguousarray(t, dtype=_NUMPY[ggml_type]).tobytes())
                 f.write(b"\0" * (-f.tell() % _ALIGN))
 
 
-def _common(w, cfg, n_ff):
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _common(w, cfg, n_ff, n_head=None):
     """The keys every llama.cpp text model reads (conversion/base.py)."""
     w.string("tokenizer.ggml.model", "none")
     w.u32("{arch}.vocab_size", cfg["vocab_size"])
@@ -96,8 +125,9 @@ def _common(w, cfg, n_ff):
     w.u32("{arch}.embedding_length", cfg["hidden_size"])
     w.u32("{arch}.block_count", cfg["num_hidden_layers"])
     w.u32("{arch}.feed_forward_length", n_ff)
-    w.u32("{arch}.attention.head_count", cfg["num_attention_heads"])
-    w.f32("{arch}.rope.freq_base", cfg["rope_theta"])
+    w.u32("{arch}.attention.head_count", n_head or cfg["num_attention_heads"])
+    if "rope_theta" in cfg:  # Kimi-Linear has no RoPE (its MLA is NoPE)
+        w.f32("{arch}.rope.freq_base", cfg["rope_theta"])
     w.f32("{arch}.attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])
 
 

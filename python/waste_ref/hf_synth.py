@@ -12,6 +12,9 @@ safetensors shards, tiktoken.model and tokenizer_config.json.
 Models (the same dimensions as `waste synth`'s tiny / tiny-k3 presets):
 - kimi-linear: hidden 128, 4 layers (KDA 1,2,4; MLA 3, 1-based), 8 experts
   top-2, 1 shared expert, vocab 316, Kimi-Linear tensor names (no prefix).
+  `--shape mid`: the dimensions of `waste synth --preset mid` (hidden 1024,
+  12 layers with MLA at 4, 8, 12, 64 experts top-8, vocab 32768; 1.2 B
+  parameters), the model of scripts/compare-llama.sh.
 - k3: every K3 text feature (models.md §8): `language_model.` prefix, latent
   MoE with norm, Attention Residuals, SiTU, q_lora MLA with output gate,
   full-rank KDA gate, bounded decay gate, 2 shared experts, grouped router,
@@ -68,30 +71,46 @@ DECAY_GAIN = 0.5
 # configs
 
 
-def _layer_lists(layers):
-    """MLA at 1-based layers 3, 7, ... (the upstream tiny fixtures' pattern)."""
-    kda = [i for i in range(1, layers + 1) if i % 4 != 3]
-    mla = [i for i in range(1, layers + 1) if i % 4 == 3]
+def _layer_lists(layers, mla_at):
+    """MLA at 1-based layers mla_at, mla_at + 4, ...: 3 for the upstream tiny
+    fixtures' pattern, 4 for `waste synth --preset mid`'s."""
+    kda = [i for i in range(1, layers + 1) if i % 4 != mla_at % 4]
+    mla = [i for i in range(1, layers + 1) if i % 4 == mla_at % 4]
     return kda, mla
 
 
-def _text_config(model, ranks):
-    layers = 4
-    kda, mla = _layer_lists(layers)
+# Dimensions per shape. "mid" is `waste synth --preset mid`'s Kimi-Linear
+# (1.2 B parameters, 1.1 B of them routed experts): the model of the
+# llama.cpp speed comparison (issue 19, scripts/compare-llama.sh).
+SHAPES = {
+    "tiny": dict(hidden=128, layers=4, inter=256, moe_inter=64, experts=8, top_k=2, heads=4, nope=16, rope=8, v=16,
+                 kv_lora=32, kda_dim=32, kda_heads=4, mla_at=3, ranks=306),
+    "mid": dict(hidden=1024, layers=12, inter=2048, moe_inter=512, experts=64, top_k=8, heads=8, nope=64, rope=32,
+                v=64, kv_lora=128, kda_dim=128, kda_heads=8, mla_at=4, ranks=32768 - SPECIAL_SLOTS),
+}
+
+
+def _text_config(model, ranks, shape="tiny"):
+    d = SHAPES[shape]
+    layers = d["layers"]
+    kda, mla = _layer_lists(layers, d["mla_at"])
     c = {
-        "hidden_size": 128, "num_hidden_layers": layers, "first_k_dense_replace": 1, "intermediate_size": 256,
-        "moe_intermediate_size": 64, "num_experts": 8, "num_experts_per_token": 2, "num_shared_experts": 1,
+        "hidden_size": d["hidden"], "num_hidden_layers": layers, "first_k_dense_replace": 1,
+        "intermediate_size": d["inter"], "moe_intermediate_size": d["moe_inter"], "num_experts": d["experts"],
+        "num_experts_per_token": d["top_k"], "num_shared_experts": 1,
         "moe_renormalize": True, "moe_router_activation_func": "sigmoid", "routed_scaling_factor": 2.0,
-        "num_attention_heads": 4, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
-        "kv_lora_rank": 32, "q_lora_rank": None, "mla_use_nope": True, "rms_norm_eps": 1e-5,
-        "vocab_size": ranks + SPECIAL_SLOTS, "tie_word_embeddings": False,
+        "num_attention_heads": d["heads"], "qk_nope_head_dim": d["nope"], "qk_rope_head_dim": d["rope"],
+        "v_head_dim": d["v"], "kv_lora_rank": d["kv_lora"], "q_lora_rank": None, "mla_use_nope": True,
+        "rms_norm_eps": 1e-5, "vocab_size": ranks + SPECIAL_SLOTS, "tie_word_embeddings": False,
         "bos_token_id": ranks, "eos_token_id": ranks + 2,
-        "linear_attn_config": {"head_dim": 32, "num_heads": 4, "short_conv_kernel_size": 4,
+        "linear_attn_config": {"head_dim": d["kda_dim"], "num_heads": d["kda_heads"], "short_conv_kernel_size": 4,
                                "kda_layers": kda, "full_attn_layers": mla},
     }
     if model == "kimi-linear":
         c.update({"model_type": "kimi_linear", "architectures": ["KimiLinearForCausalLM"]})
         return c
+    if shape != "tiny":
+        raise ValueError("k3 has only the tiny shape")
     c.update({
         "model_type": "kimi_k3", "architectures": ["KimiK3ForCausalLM"],
         "num_experts": 16, "num_experts_per_token": 4, "num_shared_experts": 2, "routed_scaling_factor": 1.5,
@@ -161,9 +180,12 @@ def vision_tensors(vc, rng):
     return out
 
 
-def config_json(model, ranks, experts_format="bf16", trunk_format="bf16"):
-    """The release's config.json: flat for Kimi-Linear, text_config nested for K3."""
-    text = _text_config(model, ranks)
+def config_json(model, ranks, experts_format="bf16", trunk_format="bf16", shape="tiny", kda_heads=None):
+    """The release's config.json: flat for Kimi-Linear, text_config nested for K3.
+    kda_heads: KDA heads other than the MLA heads (as kimi-mini: 2 vs 4)."""
+    text = _text_config(model, ranks, shape)
+    if kda_heads:
+        text["linear_attn_config"]["num_heads"] = kda_heads
     q = quantization_config(experts_format, trunk_format)
     if model == "kimi-linear":
         out = dict(text, torch_dtype="bfloat16")
@@ -236,7 +258,8 @@ def tokenizer_files(ranks):
 
 
 def text_tensors(cfg, rng, prefix):
-    """-> list of (name, float64 array, kind); kind in linear/router/embed/lm_head/expert/f32/other."""
+    """Yields (name, float64 array, kind); kind in linear/router/embed/lm_head/expert/f32/other.
+    A generator, so that a large shape never holds more than one float64 tensor."""
     H, V = cfg["hidden_size"], cfg["vocab_size"]
     lac = cfg["linear_attn_config"]
     nh, D, K = lac["num_heads"], lac["head_dim"], lac["short_conv_kernel_size"]
@@ -258,9 +281,14 @@ def text_tensors(cfg, rng, prefix):
     def norm(name, n):
         add(name, 1.0 + NORM_STD * rng.standard_normal(n), "other")
 
+    def flush():
+        yield from out
+        out.clear()
+
     add("model.embed_tokens.weight", rng.standard_normal((V, H)), "embed")
     kda = set(lac["kda_layers"])
     for L in range(layers):
+        yield from flush()
         p = f"model.layers.{L}."
         norm(p + "input_layernorm.weight", H)
         norm(p + "post_attention_layernorm.weight", H)
@@ -323,6 +351,7 @@ def text_tensors(cfg, rng, prefix):
                 lin(x + "w1.weight", inter, ein, kind="expert")
                 lin(x + "w3.weight", inter, ein, kind="expert")
                 lin(x + "w2.weight", ein, inter, out_gain, kind="expert")
+                yield from flush()
         if k3:
             for kind in ("self_attention_res", "mlp_res"):
                 add(p + kind + "_norm.weight", 1.0 + NORM_STD * rng.standard_normal(H), "other")
@@ -333,7 +362,7 @@ def text_tensors(cfg, rng, prefix):
     norm("model.norm.weight", H)
     if not cfg.get("tie_word_embeddings"):
         lin("lm_head.weight", V, H, LM_HEAD_GAIN, kind="lm_head")
-    return out
+    yield from flush()
 
 
 def encode_tensor(name, arr, kind, experts_format, trunk_format):
@@ -367,8 +396,12 @@ def encode_tensor(name, arr, kind, experts_format, trunk_format):
 
 
 def write_checkpoint(out_dir, model="k3", seed=1, shards=3, experts_format="bf16", trunk_format="auto",
-                     scales_apart=False, ranks=306):
-    """Write the checkpoint; return the config.json dict."""
+                     scales_apart=False, ranks=None, shape="tiny", kda_heads=None):
+    """Write the checkpoint; return the config.json dict. Peak memory is about
+    the checkpoint's size (encoded tensors are kept until the shards are split)."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {sorted(SHAPES)}, got {shape!r}")
+    ranks = ranks or SHAPES[shape]["ranks"]
     if model not in ("k3", "kimi-linear"):
         raise ValueError(f"model must be k3 or kimi-linear, got {model!r}")
     if experts_format not in ("bf16", "fp8", "mxfp4", "int4"):
@@ -380,16 +413,18 @@ def write_checkpoint(out_dir, model="k3", seed=1, shards=3, experts_format="bf16
     if shards < 1:
         raise ValueError("shards must be >= 1")
     os.makedirs(out_dir, exist_ok=True)
-    cfg = config_json(model, ranks, experts_format, trunk_format)
+    cfg = config_json(model, ranks, experts_format, trunk_format, shape, kda_heads)
     text = cfg.get("text_config", cfg)
     rng = np.random.default_rng(seed)
     prefix = "language_model." if model == "k3" else ""
-    logical = text_tensors(text, rng, prefix)
-    if model == "k3":  # outside the text prefix: the vision tower
-        logical += vision_tensors(cfg["vision_config"], rng)
+
+    def logical():  # in this order: the vision tower draws from rng after the text
+        yield from text_tensors(text, rng, prefix)
+        if model == "k3":  # outside the text prefix: the vision tower
+            yield from vision_tensors(cfg["vision_config"], rng)
 
     main, apart = [], []
-    for name, arr, kind in logical:
+    for name, arr, kind in logical():
         parts = encode_tensor(name, arr, kind, experts_format, trunk_format)
         main.append(parts[0])
         (apart if scales_apart else main).extend(parts[1:])
@@ -435,8 +470,9 @@ def load_config(ckpt_dir):
     return cfg, cfg.get("text_config", cfg)
 
 
-def load_physical(ckpt_dir):
-    """-> {name: (dtype, shape, bytes)} over every shard the index (or model.safetensors) names."""
+def load_physical(ckpt_dir, mapped=False):
+    """-> {name: (dtype, shape, bytes)} over every shard the index (or model.safetensors) names
+    (memoryviews of the mapped shards when `mapped`, see safetensors_io.read)."""
     index = os.path.join(ckpt_dir, "model.safetensors.index.json")
     if os.path.exists(index):
         with open(index) as f:
@@ -446,14 +482,14 @@ def load_physical(ckpt_dir):
         wm, files = None, ["model.safetensors"]
     out = {}
     for fname in files:
-        tensors, _ = st.read(os.path.join(ckpt_dir, fname))
+        tensors, _ = st.read(os.path.join(ckpt_dir, fname), mapped)
         for name, t in tensors.items():
             if wm is None or wm.get(name) == fname:
                 out[name] = t
     return out
 
 
-def _float(dtype, shape, data):
+def decode_float(dtype, shape, data):
     a = st.to_numpy(dtype, shape, data)
     if dtype == "BF16":
         return st.bf16_decode(a).astype(np.float64)
@@ -472,14 +508,14 @@ def load_weights(ckpt_dir):
     for name, (dtype, shape, data) in phys.items():
         if dtype == "F8_E4M3":
             s = phys[name + "_scale_inv"]
-            out[name] = st.fp8_block_dequantize(st.to_numpy(dtype, shape, data), _float(*s).astype(np.float32),
+            out[name] = st.fp8_block_dequantize(st.to_numpy(dtype, shape, data), decode_float(*s).astype(np.float32),
                                                 block).astype(np.float64)
             used |= {name, name + "_scale_inv"}
         elif name.endswith("_packed") and dtype == "I32":
             base = name[:-len("_packed")]
             sd, ss, sb = phys[base + "_scale"]
             n = int(st.to_numpy(*phys[base + "_shape"])[1]) if base + "_shape" in phys else shape[1] * 8
-            scale_bits = st.bf16_encode(_float(sd, ss, sb))  # exact: bf16 values round-trip
+            scale_bits = st.bf16_encode(decode_float(sd, ss, sb))  # exact: bf16 values round-trip
             out[base] = st.int4_dequantize(st.to_numpy(dtype, shape, data), scale_bits, n).astype(np.float64)
             used |= {name, base + "_scale", base + "_shape"}
         elif name.endswith("_packed") and dtype == "U8":
@@ -489,7 +525,7 @@ def load_weights(ckpt_dir):
             used |= {name, sname}
     for name, t in phys.items():
         if name not in used:
-            out[name] = _float(*t)
+            out[name] = decode_float(*t)
     return out
 
 
@@ -510,6 +546,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="waste_ref.hf_synth", description="synthetic HF checkpoint of a tiny Kimi model")
     ap.add_argument("out")
     ap.add_argument("--model", default="k3", choices=["k3", "kimi-linear"])
+    ap.add_argument("--shape", default="tiny", choices=sorted(SHAPES),
+                    help="mid: waste synth --preset mid's dimensions (kimi-linear only; 2.4 GB of bf16)")
+    ap.add_argument("--kda-heads", type=int, help="KDA heads when they should differ from the MLA heads")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shards", type=int, default=3)
     ap.add_argument("--experts-format", default="bf16", choices=["bf16", "fp8", "mxfp4", "int4"])
@@ -522,7 +561,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     write_checkpoint(args.out, model=args.model, seed=args.seed, shards=args.shards,
                      experts_format=args.experts_format, trunk_format=args.trunk_format,
-                     scales_apart=args.scales_apart)
+                     scales_apart=args.scales_apart, shape=args.shape, kda_heads=args.kda_heads)
     if args.expected_f32:
         write_expected_f32(args.out, args.expected_f32)
     print(args.out)

@@ -57,16 +57,24 @@ def write(path, tensors, metadata=None):
             f.write(data)
 
 
-def read(path):
-    """-> ({name: (dtype, shape, raw bytes)}, metadata). Bounds-checked, small files only."""
-    with open(path, "rb") as f:
-        blob = f.read()
+def read(path, mapped=False):
+    """-> ({name: (dtype, shape, raw bytes)}, metadata). Bounds-checked. Reads
+    the whole file, unless `mapped`: then each tensor's bytes are a zero-copy
+    memoryview of the file mapped read-only (for checkpoints larger than one
+    wants in memory; the views keep the mapping alive)."""
+    if mapped:
+        import mmap
+        with open(path, "rb") as f:
+            blob = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    else:
+        with open(path, "rb") as f:
+            blob = f.read()
     if len(blob) < 8:
         raise SafetensorsError(f"{path}: too short")
     (n,) = struct.unpack_from("<Q", blob, 0)
     if n > len(blob) - 8:
         raise SafetensorsError(f"{path}: header length {n} past the end")
-    header = json.loads(blob[8:8 + n])
+    header = json.loads(bytes(blob[8:8 + n]))
     base = 8 + n
     out = {}
     meta = header.pop("__metadata__", {})
