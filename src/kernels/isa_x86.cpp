@@ -221,23 +221,40 @@ inline void tile_tokens(const float* tile, size_t ld_tile, size_t cols, const fl
     else if (tokens - t == 1) tile_dot<R, 1>(tile, ld_tile, cols, x, ldx, y, ldy, r0, t);
 }
 
-template <TrunkFormat F>
+// How a tile is laid out and dotted: its row stride for `cols` columns, the
+// scratch floats it needs beyond tile_rows rows to start where it must, and
+// the dot of its first n (≤ tile_rows) rows with every token. These are the
+// 8-lane kernels; the AVX-512 region has 16-lane ones (avx512::Tiles16) and
+// runs the decoding loops below through them.
+struct Tiles8 {
+    static size_t ld(size_t cols) { return (cols + 7) / 8 * 8 + 8; }
+    static constexpr size_t slack = 0;
+    static float* start(float* scratch) { return scratch; }
+    static void dot(size_t n, const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, size_t tokens,
+                    float* y, size_t ldy, size_t r) {
+        switch (n) {
+            case 4: tile_tokens<4>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            case 3: tile_tokens<3>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            case 2: tile_tokens<2>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            default: tile_tokens<1>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+        }
+    }
+};
+
+template <class Tiles, TrunkFormat F>
 void matmul_range(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
-                  size_t row_end, float* tile) {
-    const size_t ld_tile = (t.cols + 7) / 8 * 8 + 8;
+                  size_t row_end, float* scratch) {
+    const size_t ld_tile = Tiles::ld(t.cols);
+    float* tile = Tiles::start(scratch);
     for (size_t r = row_begin; r < row_end; r += tile_rows) {
         const size_t n = std::min(tile_rows, row_end - r);
         for (size_t k = 0; k < n; ++k) decode_row<F>(t, r + k, tile + k * ld_tile);
-        switch (n) {
-            case 4: tile_tokens<4>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
-            case 3: tile_tokens<3>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
-            case 2: tile_tokens<2>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
-            default: tile_tokens<1>(tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r); break;
-        }
+        Tiles::dot(n, tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r);
     }
 }
 
-size_t matmul_tile_floats(const TrunkView& t) { return tile_rows * ((t.cols + 7) / 8 * 8 + 8); }
+template <class Tiles>
+size_t matmul_tile_floats(const TrunkView& t) { return tile_rows * Tiles::ld(t.cols) + Tiles::slack; }
 
 bool dequantize_rows(const TrunkView& t, size_t row_begin, size_t n, float* out, size_t ld) {
     if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
@@ -293,22 +310,17 @@ inline void dequantise_vq_rows(const VqTableShape& shape, const uint8_t* indices
             _mm256_storeu_ps(tile + k * ld_tile + v * 8, vq_weights<P6, S>(p[k] + v * 64 * bytes, books, stages, book_floats));
 }
 
-template <bool P6, int S>
+template <class Tiles, bool P6, int S>
 void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
                      const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
-    const size_t cols = static_cast<size_t>(shape.positions) * 8, ld_tile = cols + 8;
+    const size_t cols = static_cast<size_t>(shape.positions) * 8, ld_tile = Tiles::ld(cols);
     thread_local std::vector<float> tile_buffer;
-    if (tile_buffer.size() < tile_rows * ld_tile) tile_buffer.resize(tile_rows * ld_tile);
-    float* tile = tile_buffer.data();
+    if (tile_buffer.size() < tile_rows * ld_tile + Tiles::slack) tile_buffer.resize(tile_rows * ld_tile + Tiles::slack);
+    float* tile = Tiles::start(tile_buffer.data());
     for (size_t r = row_begin; r < row_end; r += tile_rows) {
         const size_t n = std::min(tile_rows, row_end - r);
         dequantise_vq_rows<P6, S>(shape, indices, books, r, n, tile, ld_tile);
-        switch (n) {
-            case 4: tile_tokens<4>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-            case 3: tile_tokens<3>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-            case 2: tile_tokens<2>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-            default: tile_tokens<1>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-        }
+        Tiles::dot(n, tile, ld_tile, cols, x, ldx, tokens, y, ldy, r);
         for (size_t k = 0; k < n; ++k) {
             uint16_t bits;
             std::memcpy(&bits, scales_f16 + 2 * (r + k), 2);
@@ -318,12 +330,13 @@ void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const ui
     }
 }
 
+template <class Tiles>
 bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                     const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
                     size_t row_end) {
     if (shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
     const auto run = [&]<bool P6, int S>() {
-        vq_matmul_range<P6, S>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+        vq_matmul_range<Tiles, P6, S>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
     };
     if (packed6) run.template operator()<true, 4>();
     else if (shape.stages == 3) run.template operator()<false, 3>();
@@ -332,14 +345,15 @@ bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indi
     return true;
 }
 
+template <class Tiles>
 bool matmul_rows(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
-                 size_t row_end, float* tile) {
+                 size_t row_end, float* scratch) {
     if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
     switch (t.fmt) {
-        case TrunkFormat::f32: matmul_range<TrunkFormat::f32>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-        case TrunkFormat::q8g: matmul_range<TrunkFormat::q8g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-        case TrunkFormat::q4g: matmul_range<TrunkFormat::q4g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-        case TrunkFormat::q3g: matmul_range<TrunkFormat::q3g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
+        case TrunkFormat::f32: matmul_range<Tiles, TrunkFormat::f32>(t, x, ldx, tokens, y, ldy, row_begin, row_end, scratch); return true;
+        case TrunkFormat::q8g: matmul_range<Tiles, TrunkFormat::q8g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, scratch); return true;
+        case TrunkFormat::q4g: matmul_range<Tiles, TrunkFormat::q4g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, scratch); return true;
+        case TrunkFormat::q3g: matmul_range<Tiles, TrunkFormat::q3g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, scratch); return true;
     }
     return false;
 }
@@ -690,8 +704,8 @@ namespace avx512 {
 #undef WASTE_KEEP
 
 // ---- prefill's matrix products (trunk_matmul.h, vq_matmul.h) on 16 lanes:
-// the tiles are decoded as for AVX2 (avx2::decode_row, avx2::dequantise_vq_rows
-// — the same tile), then dotted 16 columns a step with up to 6 tokens at once
+// the tiles are decoded by avx2's loops (avx2::matmul_rows and vq_matmul_rows
+// given Tiles16, below), then dotted 16 columns a step with up to 6 tokens at once
 // (4 rows × 6 tokens = 24 accumulators, 6 x vectors and a weight vector: 31
 // of the 32 registers). Per (token, row): 16 lanes of fmas along the columns,
 // then their sum — the same for every split of rows or tokens.
@@ -754,78 +768,23 @@ inline void tile_tokens16(const float* tile, size_t ld_tile, size_t cols, const 
     }
 }
 
-inline void tile_rows_tokens16(size_t n, const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx,
-                               size_t tokens, float* y, size_t ldy, size_t r) {
-    switch (n) {
-        case 4: tile_tokens16<4>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-        case 3: tile_tokens16<3>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-        case 2: tile_tokens16<2>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-        default: tile_tokens16<1>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
-    }
-}
-
-// rows of whole 64-byte lines from a 64-byte boundary: a 16-lane load never
-// straddles two lines
-inline size_t tile_ld(size_t cols) { return (cols + 15) / 16 * 16; }
-inline size_t matmul_tile_floats(const TrunkView& t) { return avx2::tile_rows * tile_ld(t.cols) + 16; }
-
-template <TrunkFormat F>
-void matmul_range(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
-                  size_t row_end, float* tile_scratch) {
-    const size_t ld_tile = tile_ld(t.cols);
-    float* tile = align_up_64(tile_scratch);
-    for (size_t r = row_begin; r < row_end; r += avx2::tile_rows) {
-        const size_t n = std::min(avx2::tile_rows, row_end - r);
-        for (size_t k = 0; k < n; ++k) avx2::decode_row<F>(t, r + k, tile + k * ld_tile);
-        tile_rows_tokens16(n, tile, ld_tile, t.cols, x, ldx, tokens, y, ldy, r);
-    }
-}
-
-bool matmul_rows(const TrunkView& t, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
-                 size_t row_end, float* tile) {
-    if (t.fmt != TrunkFormat::f32 && (t.group == 0 || t.group % 8 != 0)) return false;
-    switch (t.fmt) {
-        case TrunkFormat::f32: matmul_range<TrunkFormat::f32>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-        case TrunkFormat::q8g: matmul_range<TrunkFormat::q8g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-        case TrunkFormat::q4g: matmul_range<TrunkFormat::q4g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-        case TrunkFormat::q3g: matmul_range<TrunkFormat::q3g>(t, x, ldx, tokens, y, ldy, row_begin, row_end, tile); return true;
-    }
-    return false;
-}
-
-template <bool P6, int S>
-void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
-                     const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
-    const size_t cols = static_cast<size_t>(shape.positions) * 8, ld_tile = tile_ld(cols);
-    thread_local std::vector<float> tile_buffer;
-    if (tile_buffer.size() < avx2::tile_rows * ld_tile + 16) tile_buffer.resize(avx2::tile_rows * ld_tile + 16);
-    float* tile = align_up_64(tile_buffer.data());
-    for (size_t r = row_begin; r < row_end; r += avx2::tile_rows) {
-        const size_t n = std::min(avx2::tile_rows, row_end - r);
-        avx2::dequantise_vq_rows<P6, S>(shape, indices, books, r, n, tile, ld_tile);
-        tile_rows_tokens16(n, tile, ld_tile, cols, x, ldx, tokens, y, ldy, r);
-        for (size_t k = 0; k < n; ++k) {
-            uint16_t bits;
-            std::memcpy(&bits, scales_f16 + 2 * (r + k), 2);
-            const float scale = format::f16_to_f32(bits);
-            for (size_t t = 0; t < tokens; ++t) y[t * ldy + r + k] = scale * y[t * ldy + r + k];
+// The 16-lane tile kernels for avx2's decoding loops (avx2::Tiles8's
+// counterpart): rows of whole 64-byte lines from a 64-byte boundary, so a
+// 16-lane load never straddles two lines.
+struct Tiles16 {
+    static size_t ld(size_t cols) { return (cols + 15) / 16 * 16; }
+    static constexpr size_t slack = 16;  // room to move the start to a line
+    static float* start(float* scratch) { return align_up_64(scratch); }
+    static void dot(size_t n, const float* tile, size_t ld_tile, size_t cols, const float* x, size_t ldx, size_t tokens,
+                    float* y, size_t ldy, size_t r) {
+        switch (n) {
+            case 4: tile_tokens16<4>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            case 3: tile_tokens16<3>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            case 2: tile_tokens16<2>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
+            default: tile_tokens16<1>(tile, ld_tile, cols, x, ldx, tokens, y, ldy, r); break;
         }
     }
-}
-
-bool vq_matmul_rows(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
-                    const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
-                    size_t row_end) {
-    if (shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
-    const auto run = [&]<bool P6, int S>() {
-        vq_matmul_range<P6, S>(shape, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
-    };
-    if (packed6) run.template operator()<true, 4>();
-    else if (shape.stages == 3) run.template operator()<false, 3>();
-    else if (shape.stages == 2) run.template operator()<false, 2>();
-    else run.template operator()<false, 0>();
-    return true;
-}
+};
 }  // namespace avx512
 
 #pragma GCC pop_options
@@ -862,20 +821,24 @@ bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const 
                         size_t row_end) {
     if (isa == Isa::scalar) return false;
     if (isa == Isa::avx512)
-        return avx512::vq_matmul_rows(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
-    return avx2::vq_matmul_rows(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin, row_end);
+        return avx2::vq_matmul_rows<avx512::Tiles16>(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy,
+                                                     row_begin, row_end);
+    return avx2::vq_matmul_rows<avx2::Tiles8>(shape, packed6, indices, scales_f16, books, x, ldx, tokens, y, ldy, row_begin,
+                                              row_end);
 }
 
 size_t matmul_tile_floats_x86(const format::LoadedTensor& w) {
     // the AVX-512 body's layout (rows of whole lines, from a 64-byte boundary) fits too
-    return std::max(avx2::matmul_tile_floats(trunk_view(w)), avx512::matmul_tile_floats(trunk_view(w)));
+    return std::max(avx2::matmul_tile_floats<avx2::Tiles8>(trunk_view(w)),
+                    avx2::matmul_tile_floats<avx512::Tiles16>(trunk_view(w)));
 }
 
 bool matmul_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy,
                      size_t row_begin, size_t row_end, float* tile) {
     if (isa == Isa::scalar) return false;
-    if (isa == Isa::avx512) return avx512::matmul_rows(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
-    return avx2::matmul_rows(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
+    if (isa == Isa::avx512)
+        return avx2::matmul_rows<avx512::Tiles16>(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
+    return avx2::matmul_rows<avx2::Tiles8>(trunk_view(w), x, ldx, tokens, y, ldy, row_begin, row_end, tile);
 }
 
 bool dequantize_rows_x86(Isa isa, const format::LoadedTensor& w, size_t row_begin, size_t n, float* out, size_t ld) {
