@@ -151,6 +151,9 @@ void add_convert_command(CLI::App& app) {
                    s["mean_seconds_per_expert"].get<double>(), s["seconds"].get<double>(),
                    s.value("already_complete", false) ? " (already complete)" : "");
         if (!s["skipped"].empty()) fmt::print("skipped {} tensors outside the text model\n", s["skipped"].size());
+        if (s.value("skipped_mtp_tensors", 0) > 0)
+            fmt::print("  of which {} belong to multi-token-prediction layers (not used for next-token decoding)\n",
+                       s["skipped_mtp_tensors"].get<int>());
         if (s.value("vision", false)) fmt::print("vision tower converted (vision.json written)\n");
         for (const auto& warning : s.value("warnings", nlohmann::json::array())) fmt::print(stderr, "warning: {}\n", warning.get<std::string>());
     });

@@ -198,6 +198,45 @@ class Qwen3MoeVsLlamaCpp(LlamaCppCase):
         self.assertDiffers(got[1:], wrong[1:], "qwen3moe, interleaved RoPE after position 0")
 
 
+class EngineVsLlamaCpp(LlamaCppCase):
+    """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2: a tiny
+    checkpoint converted by `waste convert`, its dequantised weights (the
+    model the engine runs) written as an F32 GGUF; the engine's logits after
+    the first id and after each of the 19 decode steps against llama.cpp's
+    20 positions. Same tolerance and routing-margin check as above (the
+    margins from the reference on the same weights)."""
+
+    def engine_case(self, family, cfg, label):
+        import json
+        from waste_ref import hf_families
+        cli = os.environ.get("WASTE_CLI", os.path.join(_paths.REPO_ROOT, "build", "release", "waste"))
+        src, out = os.path.join(self.work, family + "-src"), os.path.join(self.work, family + ".waste")
+        hf_families.write_checkpoint(src, family, cfg, seed=11)
+        subprocess.run([cli, "convert", src, out, "--sample-experts", "8", "--train-vectors", "8192",
+                        "--iterations", "8"], check=True, capture_output=True)
+        sd = {k: v.float() for k, v in hf_families.container_state_dict(out).items()}
+        ids = prompt(cfg["vocab_size"])
+        self.deepseek_reference({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"))
+        path = os.path.join(self.work, family + ".gguf")
+        gguf_moe.write_deepseek_v3(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        r = subprocess.run([cli, "eval", out, "--ids", str(ids[0]), "--decode-ids", " ".join(map(str, ids[1:])),
+                            "--top", "1", "--full", "--json"], check=True, capture_output=True, text=True)
+        engine = torch.tensor(json.loads(r.stdout)["step_logits"], dtype=torch.float32)
+        self.assertAgrees(engine, got, label)
+
+    def test_deepseek_v3(self):
+        cfg = deepseek_v3.tiny_config(moe_intermediate_size=24)
+        self.engine_case("deepseek_v3", cfg, "engine vs llama.cpp, deepseek_v3")
+
+    def test_kimi_k2(self):
+        rs = dict(type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32, beta_slow=1,
+                  mscale=1.0, mscale_all_dim=1.0)
+        cfg = deepseek_v3.tiny_config(moe_intermediate_size=24, n_group=1, topk_group=1, rope_theta=50000.0,
+                                      rope_scaling=rs, routed_scaling_factor=2.827, max_position_embeddings=131072)
+        self.engine_case("kimi_k2", cfg, "engine vs llama.cpp, kimi_k2")
+
+
 class DeepseekV3VsLlamaCpp(LlamaCppCase):
     def run_case(self, cfg, seed, **ckpt):
         sd = deepseek_v3.random_checkpoint(cfg, seed, **ckpt)

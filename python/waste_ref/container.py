@@ -273,7 +273,7 @@ class Container:
 
         self.books, valid = read_codebooks(os.path.join(self.path, "codebooks.bin"), self.entries, self.vec_dim)
         n_books = self.books.shape[0]
-        E = int(cfg["num_experts"])
+        E = int(cfg.get("num_experts", cfg.get("n_routed_experts")))  # Kimi's key, or DeepSeek's
         for L in moe_layers:
             lay = layers[str(L)]
             fname = lay["file"]

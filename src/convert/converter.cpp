@@ -651,6 +651,14 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     add_vision_unit(plan, vision);
     const bool has_moe = model.first_dense < model.layers;
     const format::ExpertQuant quant = resolve_quant(options);
+    // Every row of an expert matrix is whole VQ vectors (container-v0 §5).
+    if (has_moe)
+        for (auto [key, value] : {std::pair{"moe_intermediate_size", model.moe_intermediate},
+                                  std::pair{model.latent > 0 ? "routed_expert_hidden_size" : "hidden_size",
+                                            model.expert_input()}})
+            if (value % quant.vec_dim != 0)
+                fail(WASTE_ERR_UNSUPPORTED, "config.json: {} {} is not a multiple of the {}-value VQ vectors", key,
+                     value, quant.vec_dim);
     const format::ExpertLayout layout = has_moe ? format::expert_layout(model, quant) : format::ExpertLayout{};
     const TokenizerFiles tokenizer =
         source_dir.empty() ? TokenizerFiles{} : read_tokenizer_files(source_dir, model.vocab);
@@ -882,6 +890,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                     {"max_error", 0.0},
                     {"mean_seconds_per_expert", layers.empty() ? 0.0 : seconds_per_expert_sum / static_cast<double>(layers.size())},
                     {"skipped", plan.skipped},
+                    {"skipped_mtp_tensors", plan.skipped_mtp},
                     {"vision", vision.present},
                     {"warnings", vision.warnings},
                     {"tokenizer", tokenizer.rank_file.has_value() || tokenizer.tokenizer_json.has_value()},

@@ -135,12 +135,12 @@ std::string kimi_arch(const nlohmann::json& config) {
     const std::string type = config.contains("model_type") && config["model_type"].is_string()
                                  ? config["model_type"].get<std::string>()
                                  : std::string();
-    if (type == "kimi_linear" || type == "kimi_k3") return type;
+    if (type == "kimi_linear" || type == "kimi_k3" || type == "deepseek_v3" || type == "kimi_k2") return type;
     std::string architectures = "none";
     if (config.contains("architectures")) architectures = config["architectures"].dump();
     fail(WASTE_ERR_UNSUPPORTED,
          "config.json: model_type \"{}\" (architectures {}) is not an architecture the converter knows "
-         "(kimi_linear, kimi_k3)",
+         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2)",
          type, architectures);
 }
 
@@ -176,7 +176,7 @@ ConvertPlan plan_kimi_conversion(const nlohmann::json& text_config, const Weight
             p.need(u, m + "up_proj.weight", {c.intermediate, H});
             p.need(u, m + "down_proj.weight", {H, c.intermediate});
         } else {
-            const std::string m = lx + "block_sparse_moe.";
+            const std::string m = lx + format::moe_block_prefix(c.family);
             p.need(u, m + "gate.weight", {c.experts, H});
             p.maybe(u, m + "gate.e_score_correction_bias", {c.experts});
             if (c.shared_experts > 0) {
@@ -211,8 +211,25 @@ ConvertPlan plan_kimi_conversion(const nlohmann::json& text_config, const Weight
     if (!c.tie_embeddings) p.need(final_unit, "lm_head.weight", {c.vocab, H});
     plan.units.push_back(std::move(final_unit));
 
+    // DeepSeek-V3's multi-token-prediction layers (model.layers.61.* after 61
+    // layers; num_nextn_predict_layers) are not part of the next-token model:
+    // skipped and reported, never an error.
+    const int mtp_layers = text_config.contains("num_nextn_predict_layers") &&
+                                   text_config["num_nextn_predict_layers"].is_number_integer()
+                               ? std::clamp(text_config["num_nextn_predict_layers"].get<int>(), 0, 64)
+                               : 0;
+    auto is_mtp = [&](const std::string& name) {
+        for (int k = 0; k < mtp_layers; ++k)
+            if (name.starts_with(fmt::format("{}model.layers.{}.", plan.tensor_prefix, c.layers + k))) return true;
+        return false;
+    };
     for (const std::string& name : names) {
         if (p.used().count(name)) continue;
+        if (is_mtp(name)) {
+            plan.skipped.push_back(name);
+            ++plan.skipped_mtp;
+            continue;
+        }
         const bool text = name.starts_with(plan.tensor_prefix + "model.") || name == plan.tensor_prefix + "lm_head.weight";
         if (text && (plan.tensor_prefix.empty() || name.starts_with(plan.tensor_prefix)))
             fail(WASTE_ERR_FORMAT, "checkpoint: tensor {} in {} is not part of a {} model with this config",

@@ -43,11 +43,12 @@ struct ConvertUnit {
 };
 
 struct ConvertPlan {
-    std::string arch;              // "kimi_linear" or "kimi_k3"
+    std::string arch;              // the config's model_type: kimi_linear, kimi_k3, deepseek_v3, kimi_k2
     std::string tensor_prefix;
     format::ModelConfig model;
     std::vector<ConvertUnit> units;
     std::vector<std::string> skipped;  // tensors outside the text model
+    int skipped_mtp = 0;               // of those, multi-token-prediction layers' tensors
 };
 
 // The architecture name of a text config ("kimi_linear", "kimi_k3"); throws

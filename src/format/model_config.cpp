@@ -93,7 +93,33 @@ std::vector<int> one_based_layer_list(const json& list, const std::string& where
     return result;
 }
 
+// rope_scaling: null, or YaRN (the only kind these families publish); any
+// other kind is refused by name rather than run without its scaling.
+void parse_rope_scaling(const json& config, const std::string& where, ModelConfig* c) {
+    auto it = config.find("rope_scaling");
+    if (it == config.end() || it->is_null()) return;
+    const std::string at = where + ".rope_scaling";
+    if (!it->is_object()) fail_format("{}: expected an object or null", at);
+    Reader read{*it, at};
+    std::string kind = read.string("type", "");
+    if (kind.empty()) kind = read.string("rope_type", "");
+    if (kind == "default") return;
+    if (kind != "yarn")
+        fail(WASTE_ERR_UNSUPPORTED, "{}.type: \"{}\" is not supported (yarn, default)", at, kind);
+    c->yarn_enabled = true;
+    YarnScaling& y = c->yarn;
+    y.factor = read.real({"factor"}, 1.0, 1e6, 1.0);
+    y.original_max_position = static_cast<double>(read.integer({"original_max_position_embeddings"}, 1, 1LL << 40));
+    y.beta_fast = read.real({"beta_fast"}, 1e-6, 1e6, 32.0);
+    y.beta_slow = read.real({"beta_slow"}, 1e-6, 1e6, 1.0);
+    y.mscale = read.real({"mscale"}, 0.0, 1e6, 0.0);
+    y.mscale_all_dim = read.real({"mscale_all_dim"}, 0.0, 1e6, 0.0);
+    y.truncate = read.boolean({"truncate"}, true);
+}
+
 }  // namespace
+
+const char* moe_block_prefix(Family family) { return family == Family::kimi ? "block_sparse_moe." : "mlp."; }
 
 int ModelConfig::kda_layer_count() const {
     return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::kda));
@@ -107,6 +133,12 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     Reader read{config, where};
     ModelConfig c;
     c.model_type = read.string("model_type", "");
+    // "" is an older container that wrote no model_type: Kimi-Linear's math.
+    if (c.model_type.empty() || c.model_type == "kimi_linear" || c.model_type == "kimi_k3") c.family = Family::kimi;
+    else if (c.model_type == "deepseek_v3" || c.model_type == "kimi_k2") c.family = Family::deepseek;
+    else
+        fail(WASTE_ERR_UNSUPPORTED, "{}.model_type: \"{}\" is not a family this engine runs (kimi_linear, kimi_k3, "
+             "deepseek_v3, kimi_k2)", where, c.model_type);
     c.hidden = static_cast<int>(read.integer({"hidden_size"}, 1, max_dimension));
     c.layers = static_cast<int>(read.integer({"num_hidden_layers"}, 1, max_layers));
     c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, 0));
@@ -126,6 +158,11 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     if (c.expert_groups > 1 && c.top_k > c.top_groups * (c.experts / c.expert_groups))
         fail_format("{}.num_experts_per_token: {} exceeds the experts of the {} kept groups", where, c.top_k,
                     c.top_groups);
+    for (const char* key : {"scoring_func", "moe_router_activation_func"}) {
+        const std::string scoring = read.string(key, "sigmoid");
+        if (scoring != "sigmoid")
+            fail(WASTE_ERR_UNSUPPORTED, "{}.{}: \"{}\" is not supported (sigmoid)", where, key, scoring);
+    }
     c.latent = static_cast<int>(read.integer({"routed_expert_hidden_size"}, 0, max_dimension, 0));
     c.vocab = static_cast<int>(read.integer({"vocab_size"}, 1, max_vocab));
     c.tie_embeddings = read.boolean({"tie_word_embeddings"}, false);
@@ -149,6 +186,10 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.kv_lora = static_cast<int>(read.integer({"kv_lora_rank"}, 0, max_dimension, 0));
     c.q_lora = static_cast<int>(read.integer({"q_lora_rank"}, 0, max_dimension, 0));
     c.mla_output_gate = read.boolean({"mla_use_output_gate"}, false);
+    c.mla_rope = !read.boolean({"mla_use_nope"}, c.family == Family::kimi);
+    c.rope_theta = read.real({"rope_theta"}, 1e-3, 1e12, 10000.0);
+    c.rope_interleave = read.boolean({"rope_interleave"}, true);
+    parse_rope_scaling(config, where, &c);
 
     c.layer_kinds.assign(c.layers, LayerKind::mla);
     auto linear = config.find("linear_attn_config");

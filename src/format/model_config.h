@@ -18,8 +18,25 @@ namespace waste::format {
 enum class LayerKind : uint8_t { kda, mla };
 enum class Activation : uint8_t { silu, situ };
 
+// Which published family the config describes (its model_type). The family
+// decides defaults the config leaves unsaid (Kimi's MLA has no positional
+// encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
+// names; docs/FORMAT.md "Other families".
+enum class Family : uint8_t { kimi, deepseek };
+
+// YaRN context extension (other-families.md §0; HF modeling_rope_utils
+// _compute_yarn_parameters). mscale / mscale_all_dim are 0 when unset.
+struct YarnScaling {
+    double factor = 1.0;
+    double original_max_position = 0;  // original_max_position_embeddings
+    double beta_fast = 32.0, beta_slow = 1.0;
+    double mscale = 0.0, mscale_all_dim = 0.0;
+    bool truncate = true;               // floor/ceil the correction range
+};
+
 struct ModelConfig {
     std::string model_type;
+    Family family = Family::kimi;
     int hidden = 0;                  // hidden_size
     int layers = 0;                  // num_hidden_layers
     int first_dense = 0;             // first_k_dense_replace: layers [0, first_dense) are dense
@@ -48,6 +65,11 @@ struct ModelConfig {
     int kv_lora = 0;                 // kv_lora_rank
     int q_lora = 0;                  // q_lora_rank (0 = plain q_proj)
     bool mla_output_gate = false;    // mla_use_output_gate
+    bool mla_rope = false;           // !mla_use_nope: RoPE on q_pe and k_pe (DeepSeek); Kimi's MLA is NoPE
+    double rope_theta = 10000.0;     // rope_theta
+    bool rope_interleave = true;     // rope_interleave: pairs (2i, 2i+1), else (i, i + d/2)
+    bool yarn_enabled = false;       // rope_scaling {type: yarn}
+    YarnScaling yarn;
 
     // KDA (linear_attn_config)
     int kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;
@@ -59,6 +81,10 @@ struct ModelConfig {
     int kda_layer_count() const;
     int mla_layer_count() const;
 };
+
+// The MoE block's tensor names under "model.layers.N.": Kimi's
+// "block_sparse_moe.", DeepSeek's "mlp." (its dense layers' FFN is "mlp." too).
+const char* moe_block_prefix(Family family);
 
 // Throws waste::Error(WASTE_ERR_FORMAT) naming the key and value of the first
 // rule broken. `where` prefixes messages ("manifest: config").

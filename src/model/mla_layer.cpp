@@ -1,8 +1,10 @@
 // mla_layer.cpp — Multi-head Latent Attention over a chunk, absorbed form
 // (models.md §2): only [c | k_pe] is cached per token; W_UK folds into the
-// query and W_UV applies after the attention-weighted sum. No positional
-// encoding in this family (mla_use_nope). Token t of the chunk attends to the
-// cache up to and including itself.
+// query and W_UV applies after the attention-weighted sum. Kimi's MLA has no
+// positional encoding (mla_use_nope); DeepSeek-V3 / K2 rotate q_pe and k_pe
+// (other-families.md §1), and the cache holds k_pe already rotated, as the
+// reference's absorbed decode does. Token t of the chunk attends to the cache
+// up to and including itself.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -37,8 +39,14 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     project(ctx, *w.kv_a, x, hidden, tokens, entries, row);
     for (size_t t = 0; t < tokens; ++t)
         kernels::rmsnorm(isa, entries + t * row, w.kv_a_norm.data(), eps, rank, entries + t * row);
+    if (w.rope.dim() > 0)
+        for (size_t t = 0; t < tokens; ++t) {
+            const uint32_t at = position + static_cast<uint32_t>(t);
+            w.rope.apply(q + t * ld + nope, heads, qk, at);  // every head's q_pe
+            w.rope.apply(entries + t * row + rank, 1, rope, at);  // the shared k_pe
+        }
     s.n_kv = position + static_cast<uint32_t>(tokens);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
+    const float scale = w.score_scale;
     float* head_out = ws.head_out.data();  // [T][heads][vd]
     ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
         std::vector<float> uk(nope * rank), uv(vd * rank);  // W_UK[h] [nope][rank], W_UV[h] [vd][rank]

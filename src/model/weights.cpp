@@ -98,6 +98,14 @@ struct Binder {
         w.g = optional_matrix(p + "g_proj.weight", heads * c.v_head, h);
         if (c.mla_output_gate && !w.g) fail_format("config.mla_use_output_gate is true but {} is missing", full(p + "g_proj.weight"));
         w.o = matrix(p + "o_proj.weight", h, heads * c.v_head);
+        if (c.mla_rope && c.qk_rope > 0) {
+            if (c.qk_rope % 2 != 0) fail_format("config.qk_rope_head_dim: {} is odd; RoPE rotates pairs", c.qk_rope);
+            w.rope = Rope(c.qk_rope, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
+        }
+        // (written as before YaRN existed, so Kimi's scale keeps its bits)
+        w.score_scale = 1.0f / std::sqrt(static_cast<float>(qk));
+        if (const double m2 = mla_softmax_scale_factor(c); m2 != 1.0)
+            w.score_scale = static_cast<float>(m2 / std::sqrt(static_cast<double>(qk)));
         return w;
     }
 
@@ -146,7 +154,7 @@ ModelWeights bind_weights(const Container& container) {
             lw.mla = bind.mla(p + "self_attn.");
         }
         lw.moe = c.is_moe_layer(layer);
-        if (lw.moe) lw.moe_weights = bind.moe(p + "block_sparse_moe.");
+        if (lw.moe) lw.moe_weights = bind.moe(p + format::moe_block_prefix(c.family));
         else lw.dense = bind.ffn(p + "mlp.", c.intermediate);
         if (c.attn_res_block > 0) {
             lw.attn_res.attn_norm = bind.vector(p + "self_attention_res_norm.weight", c.hidden);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "format/container.h"
+#include "model/rope.h"
 
 namespace waste::model {
 
@@ -38,6 +39,11 @@ struct MlaWeights {
     Matrix kv_b = nullptr;                         // [heads*(nope+v), kv_lora]
     Matrix g = nullptr;                            // output gate [heads*v, H] (optional)
     Matrix o = nullptr;                            // [H, heads*v]
+    // Positions (DeepSeek-V3 / K2; Kimi's MLA is NoPE): RoPE on q_pe and k_pe
+    // when rope.dim() > 0, and the softmax scale (nope+rope)^-0.5 times YaRN's
+    // mscale^2 (other-families.md §0).
+    Rope rope;
+    float score_scale = 0.0f;
 };
 
 struct FfnWeights {

@@ -1,0 +1,114 @@
+"""Hugging Face checkpoints of the other families (issue 16), written from their
+references' seeded weights, and the same weights read back from a container.
+
+write_checkpoint(out_dir, family, cfg, seed, fmt) writes config.json and
+safetensors shards under the published names (per-expert keys), every linear
+weight in bf16 or DeepSeek's FP8 e4m3 with 128x128 block scales (the
+embedding, norms, router and LM head stay bf16 / f32, as in the releases).
+With mtp_layers, DeepSeek's multi-token-prediction layers are written after
+the last layer, as V3's model.layers.61.*, for the converter to skip.
+
+container_state_dict(container) gives the weights the engine actually runs:
+the container's trunk tensors (dequantised) under their names and each
+routed expert's dequantised VQ matrices under the checkpoint's expert names,
+in float64 for the reference forward passes.
+"""
+import json
+import os
+
+import numpy as np
+import torch
+
+from . import deepseek_v3, hf_synth
+from . import safetensors_io as st
+from .container import Container
+
+FAMILIES = {
+    # model_type -> (architecture, reference module)
+    "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
+    "kimi_k2": ("DeepseekV3ForCausalLM", deepseek_v3),
+}
+
+
+def _kind(name):
+    """How a release stores the tensor: 'f32' (the correction bias), 'linear'
+    (FP8 in an FP8 release) or 'other' (bf16 always)."""
+    if name.endswith("e_score_correction_bias"):
+        return "f32"
+    if name.endswith("_proj.weight") or name.endswith("_proj_with_mqa.weight"):
+        return "expert" if ".experts." in name else "linear"
+    return "other"
+
+
+def config_json(family, cfg, fmt="bf16", mtp_layers=0):
+    arch, _ = FAMILIES[family]
+    c = dict(cfg, model_type=family, architectures=[arch], scoring_func="sigmoid", topk_method="noaux_tc",
+             tie_word_embeddings=False, num_nextn_predict_layers=mtp_layers)
+    if fmt == "fp8":
+        c["quantization_config"] = hf_synth.quantization_config("fp8", "fp8")
+    return c
+
+
+def mtp_tensors(cfg, seed):
+    """V3's MTP layer names (model.layers.L.* with L = num_hidden_layers): an
+    embedding/head projection and a decoder layer's norms; values unused."""
+    g = torch.Generator().manual_seed(seed)
+    H, L = cfg["hidden_size"], cfg["num_hidden_layers"]
+    p = "model.layers.%d." % L
+    return {p + "enorm.weight": torch.ones(H), p + "hnorm.weight": torch.ones(H),
+            p + "eh_proj.weight": torch.randn(H, 2 * H, generator=g) / np.sqrt(2 * H),
+            p + "shared_head.norm.weight": torch.ones(H), p + "input_layernorm.weight": torch.ones(H)}
+
+
+def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, shards=2, tweak=None):
+    """Writes the checkpoint; returns (config.json dict, the float32 state dict
+    before encoding). tweak(sd, cfg), if given, edits the weights first (a
+    test's awkward case)."""
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
+    if fmt not in ("bf16", "fp8"):
+        raise ValueError(f"fmt must be bf16 or fp8, got {fmt!r}")
+    _, ref = FAMILIES[family]
+    sd = ref.random_checkpoint(cfg, seed)
+    if tweak:
+        tweak(sd, cfg)
+    extra = mtp_tensors(cfg, seed + 1) if mtp_layers else {}
+    os.makedirs(out_dir, exist_ok=True)
+    parts = []
+    for name, t in list(sd.items()) + list(extra.items()):
+        kind = _kind(name)
+        arr = t.numpy().astype(np.float32)
+        parts.extend(hf_synth.encode_tensor(name, arr, kind, fmt, fmt))
+    total = sum(len(p[3]) for p in parts)
+    groups, acc = [[] for _ in range(shards)], 0
+    for p in parts:
+        groups[min(shards - 1, acc * shards // max(total, 1))].append(p)
+        acc += len(p[3])
+    weight_map = {}
+    for i, g in enumerate(groups):
+        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        st.write(os.path.join(out_dir, fname), g, metadata={"format": "pt"})
+        weight_map.update({name: fname for name, _, _, _ in g})
+    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}, f, indent=1)
+    full = config_json(family, cfg, fmt, mtp_layers)
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(full, f, indent=1)
+    return full, sd
+
+
+def container_state_dict(container, dtype=torch.float64):
+    """The container's weights under the checkpoint's names (see the module doc)."""
+    if not isinstance(container, Container):
+        container = Container(container)
+    cfg = container.config
+    sd = {name: torch.from_numpy(np.asarray(t)).to(dtype) for name, t in container.tensors.items()}
+    experts = int(cfg.get("num_experts", cfg.get("n_routed_experts", 0)) or 0)
+    for layer in sorted(container.layers):
+        for e in range(experts):
+            gate, up, down = container.expert(layer, e)
+            p = "model.layers.%d.mlp.experts.%d." % (layer, e)
+            sd[p + "gate_proj.weight"] = torch.from_numpy(gate).to(dtype)
+            sd[p + "up_proj.weight"] = torch.from_numpy(up).to(dtype)
+            sd[p + "down_proj.weight"] = torch.from_numpy(down).to(dtype)
+    return sd
