@@ -32,6 +32,17 @@ EXPERT_FMT_CODES = {"VQ3R": (4,), "VQ2R": (4, 5), "VQ4P": (8,)}
 MAX_DIM = 1 << 26
 
 
+def moe_layer_list(cfg):
+    """The 0-based MoE layers of a config: Qwen3-MoE's decoder_sparse_step /
+    mlp_only_layers rule, else layers from first_k_dense_replace on."""
+    n_layers = int(cfg["num_hidden_layers"])
+    if cfg.get("model_type") == "qwen3_moe":
+        step, only = int(cfg.get("decoder_sparse_step", 1) or 1), set(cfg.get("mlp_only_layers") or [])
+        experts = int(cfg.get("num_experts", 0) or 0)
+        return [i for i in range(n_layers) if i not in only and experts > 0 and (i + 1) % step == 0]
+    return list(range(int(cfg.get("first_k_dense_replace", 0)), n_layers))
+
+
 class ContainerError(ValueError):
     """A container violates the v0 format; the message names the object."""
 
@@ -245,8 +256,7 @@ class Container:
     def _check_moe(self):
         cfg, m = self.config, self.manifest
         n_layers = int(cfg["num_hidden_layers"])
-        first_dense = int(cfg.get("first_k_dense_replace", 0))
-        moe_layers = list(range(first_dense, n_layers))
+        moe_layers = moe_layer_list(cfg)
         layers = m.get("layers", {}) or {}
         if not moe_layers:
             return

@@ -435,7 +435,7 @@ struct Job {
     }
 
     uint32_t codebook_base(int layer) const {
-        return static_cast<uint32_t>((layer - plan.model.first_dense) * 3 * quant.stages);
+        return static_cast<uint32_t>(plan.model.moe_ordinal(layer) * 3 * quant.stages);
     }
 
     // Codebooks and bank of one MoE layer; returns its ledger fields.
@@ -649,7 +649,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     const format::ModelConfig& model = plan.model;
     const VisionPlan vision = plan_vision_conversion(release_config, model.hidden, source, source_dir);
     add_vision_unit(plan, vision);
-    const bool has_moe = model.first_dense < model.layers;
+    const bool has_moe = model.has_moe();
     const format::ExpertQuant quant = resolve_quant(options);
     // Every row of an expert matrix is whole VQ vectors (container-v0 §5).
     if (has_moe)
@@ -834,7 +834,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     ordered_json bank_index = ordered_json::object();
     if (has_moe) {
         std::string books;
-        for (int layer = model.first_dense; layer < model.layers; ++layer) {
+        for (int layer = 0; layer < model.layers; ++layer) {
+            if (!model.is_moe_layer(layer)) continue;
             const json& experts = ledger.unit(fmt::format("layer {}", layer)).at("experts");
             books += platform::read_small_file((work / experts.at("codebooks").get<std::string>()).string(), uint64_t{1} << 30);
             bank_index[std::to_string(layer)] = ordered_json{{"file", experts.at("bank")},

@@ -152,11 +152,11 @@ ExpertQuant standard_expert_quant(std::string_view name) {
 ContainerWriter::ContainerWriter(std::string directory, ContainerSpec spec, ContainerWriterOptions options)
     : directory_(std::move(directory)), spec_(std::move(spec)), options_(options) {
     config_ = parse_model_config(nlohmann::json::parse(spec_.config.dump()), "writer: config");
-    const bool has_moe = config_.first_dense < config_.layers;
+    const bool has_moe = config_.has_moe();
     if (has_moe) {
         if (!spec_.quant)
-            fail(WASTE_ERR_INVALID_ARGUMENT, "writer: layers {}..{} are MoE but no expert quantisation was given",
-                 config_.first_dense, config_.layers - 1);
+            fail(WASTE_ERR_INVALID_ARGUMENT, "writer: {} layers are MoE but no expert quantisation was given",
+                 config_.moe_layer_count());
         const int vec = spec_.quant->vec_dim;
         if (vec < 1 || config_.expert_input() % vec != 0 || config_.moe_intermediate % vec != 0)
             fail(WASTE_ERR_INVALID_ARGUMENT, "writer: vec_dim {} does not divide the expert shapes {} and {}", vec,
@@ -340,8 +340,8 @@ void ContainerWriter::begin_bank(int layer, uint32_t codebook_base) {
         fail(WASTE_ERR_INVALID_ARGUMENT, "writer: bank of layer {} begun while {}", layer,
              finished_ ? "the container is finished" : "another bank is open");
     if (!config_.is_moe_layer(layer))
-        fail(WASTE_ERR_INVALID_ARGUMENT, "writer: layer {} is not an MoE layer (MoE layers are {}..{})", layer,
-             config_.first_dense, config_.layers - 1);
+        fail(WASTE_ERR_INVALID_ARGUMENT, "writer: layer {} is not an MoE layer (the config's {} MoE layers)", layer,
+             config_.moe_layer_count());
     if (banks_.count(layer)) fail(WASTE_ERR_INVALID_ARGUMENT, "writer: the bank of layer {} was already written", layer);
     const uint64_t books_end = static_cast<uint64_t>(codebook_base) + 3ull * spec_.quant->stages;
     if (codebook_base > 0xFFFF || books_end > codebook_count_)
@@ -469,8 +469,8 @@ void ContainerWriter::finish() {
     if (finished_) fail(WASTE_ERR_INVALID_ARGUMENT, "writer: finish called twice");
     if (open_tensor_) fail(WASTE_ERR_INVALID_ARGUMENT, "writer: finish with trunk tensor {} still open", open_tensor_->name);
     if (open_bank_) fail(WASTE_ERR_INVALID_ARGUMENT, "writer: finish with the bank of layer {} still open", open_bank_->layer);
-    for (int layer = config_.first_dense; layer < config_.layers; ++layer)
-        if (!banks_.count(layer)) fail(WASTE_ERR_INVALID_ARGUMENT, "writer: MoE layer {} has no expert bank", layer);
+    for (int layer = 0; layer < config_.layers; ++layer)
+        if (config_.is_moe_layer(layer) && !banks_.count(layer)) fail(WASTE_ERR_INVALID_ARGUMENT, "writer: MoE layer {} has no expert bank", layer);
 
     if (!trunk_file_) {
         platform::OutputFileOptions file_options;

@@ -217,12 +217,12 @@ Manifest parse_manifest(std::string_view text) {
     manifest.config = parse_model_config(*config, "manifest: config");
     const ModelConfig& c = manifest.config;
 
-    const bool has_moe = c.first_dense < c.layers;
+    const bool has_moe = c.has_moe();
     auto quant = root.find("expert_quant");
     if (quant != root.end()) {
         manifest.quant = parse_expert_quant(*quant);
         manifest.has_quant = true;
-    } else if (has_moe) fail_format("manifest: expert_quant is missing but layers {}..{} are MoE", c.first_dense, c.layers - 1);
+    } else if (has_moe) fail_format("manifest: expert_quant is missing but {} layers are MoE", c.moe_layer_count());
     if (has_moe) {
         const int vec = manifest.quant.vec_dim;
         if (c.expert_input() % vec != 0 || c.moe_intermediate % vec != 0)
@@ -243,8 +243,8 @@ Manifest parse_manifest(std::string_view text) {
                 fail_format("{}: the key is not a decimal layer index", where);
             int layer = std::stoi(key);
             if (!c.is_moe_layer(layer))
-                fail_format("{}: layer {} is not an MoE layer (MoE layers are {}..{})", where, layer, c.first_dense,
-                            c.layers - 1);
+                fail_format("{}: layer {} is not an MoE layer (the config's {} MoE layers)", where, layer,
+                            c.moe_layer_count());
             if (!value.is_object()) fail_format("{}: expected an object", where);
             ExpertBank bank;
             bank.layer = layer;
@@ -266,8 +266,8 @@ Manifest parse_manifest(std::string_view text) {
             manifest.banks[layer] = bank;
         }
     }
-    for (int layer = c.first_dense; layer < c.layers; ++layer)
-        if (!manifest.banks.count(layer)) fail_format("manifest: layers.{} is missing (MoE layer)", layer);
+    for (int layer = 0; layer < c.layers; ++layer)
+        if (c.is_moe_layer(layer) && !manifest.banks.count(layer)) fail_format("manifest: layers.{} is missing (MoE layer)", layer);
 
     auto trunk = root.find("trunk");
     if (trunk == root.end() || !trunk->is_array()) fail_format("manifest: trunk is missing or not an array");

@@ -117,10 +117,82 @@ void parse_rope_scaling(const json& config, const std::string& where, ModelConfi
     y.truncate = read.boolean({"truncate"}, true);
 }
 
+// Qwen3-MoE's dense layers (HF Qwen3MoeDecoderLayer): layer i (0-based) is
+// MoE unless it is in mlp_only_layers, num_experts is 0, or (i + 1) is not a
+// multiple of decoder_sparse_step.
+void parse_qwen3_moe_layers(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    if (config.contains("first_k_dense_replace"))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.first_k_dense_replace: not a qwen3_moe key (its dense layers are "
+             "decoder_sparse_step / mlp_only_layers)", where);
+    const int step = static_cast<int>(read.integer({"decoder_sparse_step"}, 1, max_layers, 1));
+    const int64_t experts = read.integer({"num_experts"}, 0, max_experts, 0);
+    std::vector<uint8_t> mlp_only(c->layers, 0);
+    auto list = config.find("mlp_only_layers");
+    if (list != config.end() && !list->is_null()) {
+        if (!list->is_array()) fail_format("{}.mlp_only_layers: expected an array of 0-based layer numbers", where);
+        for (const json& item : *list) {
+            if (!item.is_number_integer())
+                fail_format("{}.mlp_only_layers: expected 0-based layer numbers, got {}", where, item.dump());
+            const int64_t layer = item.get<int64_t>();
+            if (layer < 0 || layer >= c->layers)
+                fail_format("{}.mlp_only_layers: layer {} is out of range [0, {}]", where, layer, c->layers - 1);
+            mlp_only[layer] = 1;
+        }
+    }
+    c->moe_layer.assign(c->layers, 0);
+    for (int i = 0; i < c->layers; ++i) c->moe_layer[i] = !mlp_only[i] && experts > 0 && (i + 1) % step == 0;
+}
+
+// Qwen3-MoE's attention (other-families.md §4): GQA on every layer, per-head
+// q_norm / k_norm, NEOX RoPE over the whole head. What this engine does not
+// run is refused by name, never run without it.
+void parse_qwen3_attention(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    c->kv_heads = static_cast<int>(read.integer({"num_key_value_heads"}, 1, max_heads, c->heads));
+    if (c->heads % c->kv_heads != 0)
+        fail_format("{}.num_key_value_heads: {} does not divide num_attention_heads {}", where, c->kv_heads, c->heads);
+    const int64_t fallback_dim = c->hidden / c->heads;
+    c->head_dim = static_cast<int>(read.integer({"head_dim"}, 2, max_heads, fallback_dim));
+    if (c->head_dim < 2) fail_format("{}.head_dim: missing, and hidden_size / num_attention_heads is {}", where, fallback_dim);
+    if (c->head_dim % 2 != 0) fail_format("{}.head_dim: {} is odd; RoPE rotates pairs", where, c->head_dim);
+    c->rope_interleave = false;  // NEOX pairs (i, i + d/2)
+    if (read.boolean({"attention_bias"}, false))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.attention_bias: true is not supported (q/k/v/o without biases)", where);
+    if (read.boolean({"use_sliding_window"}, false))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.use_sliding_window: true is not supported (full causal attention)", where);
+    if (c->yarn_enabled)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.rope_scaling: YaRN is not supported for qwen3_moe yet (null)", where);
+    if (config.contains("linear_attn_config") && !config["linear_attn_config"].is_null())
+        fail(WASTE_ERR_UNSUPPORTED, "{}.linear_attn_config: not a qwen3_moe key", where);
+    if (c->shared_experts > 0 || config.contains("shared_expert_intermediate_size"))
+        fail(WASTE_ERR_UNSUPPORTED, "{}: shared experts are not part of qwen3_moe", where);
+    if (c->expert_groups > 1)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.n_group: expert groups are not part of qwen3_moe's router", where);
+    if (c->routed_scaling != 1.0)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (qwen3_moe's router has no scaling)", where,
+             c->routed_scaling);
+    if (c->latent > 0) fail(WASTE_ERR_UNSUPPORTED, "{}.routed_expert_hidden_size: not a qwen3_moe key", where);
+    if (c->activation != Activation::silu)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.hidden_act: qwen3_moe experts are SwiGLU (silu)", where);
+    if (c->attn_res_block > 0) fail(WASTE_ERR_UNSUPPORTED, "{}.attn_res_block_size: not a qwen3_moe key", where);
+    c->layer_kinds.assign(c->layers, LayerKind::gqa);
+}
+
 }  // namespace
 
 const char* moe_block_prefix(Family family) { return family == Family::kimi ? "block_sparse_moe." : "mlp."; }
 
+int ModelConfig::moe_layer_count() const {
+    return static_cast<int>(std::count(moe_layer.begin(), moe_layer.end(), uint8_t{1}));
+}
+int ModelConfig::moe_ordinal(int layer) const {
+    if (!is_moe_layer(layer)) return -1;
+    return static_cast<int>(std::count(moe_layer.begin(), moe_layer.begin() + layer, uint8_t{1}));
+}
+int ModelConfig::gqa_layer_count() const {
+    return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::gqa));
+}
 int ModelConfig::kda_layer_count() const {
     return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::kda));
 }
@@ -136,21 +208,32 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     // "" is an older container that wrote no model_type: Kimi-Linear's math.
     if (c.model_type.empty() || c.model_type == "kimi_linear" || c.model_type == "kimi_k3") c.family = Family::kimi;
     else if (c.model_type == "deepseek_v3" || c.model_type == "kimi_k2") c.family = Family::deepseek;
+    else if (c.model_type == "qwen3_moe") c.family = Family::qwen3;
     else
         fail(WASTE_ERR_UNSUPPORTED, "{}.model_type: \"{}\" is not a family this engine runs (kimi_linear, kimi_k3, "
-             "deepseek_v3, kimi_k2)", where, c.model_type);
+             "deepseek_v3, kimi_k2, qwen3_moe)", where, c.model_type);
+    const bool qwen3 = c.family == Family::qwen3;
     c.hidden = static_cast<int>(read.integer({"hidden_size"}, 1, max_dimension));
     c.layers = static_cast<int>(read.integer({"num_hidden_layers"}, 1, max_layers));
-    c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, 0));
-    c.intermediate = static_cast<int>(read.integer({"intermediate_size"}, c.first_dense > 0 ? 1 : 0, max_dimension, 0));
-    const bool has_moe = c.first_dense < c.layers;
+    if (qwen3) parse_qwen3_moe_layers(config, where, &c);
+    else {
+        c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, 0));
+        c.moe_layer.assign(c.layers, 0);
+        std::fill(c.moe_layer.begin() + c.first_dense, c.moe_layer.end(), uint8_t{1});
+    }
+    const bool has_moe = c.has_moe();
+    // required when a layer is dense
+    const bool dense = c.dense_layer_count() > 0;
+    c.intermediate = static_cast<int>(read.integer({"intermediate_size"}, dense ? 1 : 0, max_dimension,
+                                                   dense ? std::nullopt : std::optional<int64_t>(0)));
     c.moe_intermediate = static_cast<int>(read.integer({"moe_intermediate_size"}, has_moe ? 1 : 0, max_dimension, 0));
     c.experts = static_cast<int>(read.integer({"num_experts", "n_routed_experts"}, has_moe ? 1 : 0, max_experts, 0));
     c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok"}, has_moe ? 1 : 0,
                                             std::max(c.experts, 1), 0));
     c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, 0));
-    c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, true);
+    c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, !qwen3);  // HF Qwen3MoeConfig: false
     c.routed_scaling = read.real({"routed_scaling_factor"}, 0.0, 1e6, 1.0);
+    c.router = qwen3 ? RouterKind::softmax_topk : RouterKind::sigmoid_grouped;
     c.expert_groups = static_cast<int>(read.integer({"n_group", "num_expert_group"}, 1, std::max(c.experts, 1), 1));
     c.top_groups = static_cast<int>(read.integer({"topk_group"}, 1, c.expert_groups, c.expert_groups));
     if (c.experts > 0 && c.experts % c.expert_groups != 0)
@@ -158,10 +241,12 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     if (c.expert_groups > 1 && c.top_k > c.top_groups * (c.experts / c.expert_groups))
         fail_format("{}.num_experts_per_token: {} exceeds the experts of the {} kept groups", where, c.top_k,
                     c.top_groups);
+    const std::string scoring_kind = qwen3 ? "softmax" : "sigmoid";
     for (const char* key : {"scoring_func", "moe_router_activation_func"}) {
-        const std::string scoring = read.string(key, "sigmoid");
-        if (scoring != "sigmoid")
-            fail(WASTE_ERR_UNSUPPORTED, "{}.{}: \"{}\" is not supported (sigmoid)", where, key, scoring);
+        const std::string scoring = read.string(key, scoring_kind);
+        if (scoring != scoring_kind)
+            fail(WASTE_ERR_UNSUPPORTED, "{}.{}: \"{}\" is not supported for {} ({})", where, key, scoring,
+                 c.model_type.empty() ? "kimi_linear" : c.model_type, scoring_kind);
     }
     c.latent = static_cast<int>(read.integer({"routed_expert_hidden_size"}, 0, max_dimension, 0));
     c.vocab = static_cast<int>(read.integer({"vocab_size"}, 1, max_vocab));
@@ -191,6 +276,10 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.rope_interleave = read.boolean({"rope_interleave"}, true);
     parse_rope_scaling(config, where, &c);
 
+    if (qwen3) {
+        parse_qwen3_attention(config, where, &c);
+        return c;
+    }
     c.layer_kinds.assign(c.layers, LayerKind::mla);
     auto linear = config.find("linear_attn_config");
     if (linear != config.end() && !linear->is_null()) {

@@ -15,14 +15,22 @@
 
 namespace waste::format {
 
-enum class LayerKind : uint8_t { kda, mla };
+// The attention kind of a layer: Kimi's KDA and MLA (also DeepSeek's), or
+// grouped-query softmax attention with per-head q/k norms (Qwen3).
+enum class LayerKind : uint8_t { kda, mla, gqa };
 enum class Activation : uint8_t { silu, situ };
 
 // Which published family the config describes (its model_type). The family
 // decides defaults the config leaves unsaid (Kimi's MLA has no positional
 // encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
 // names; docs/FORMAT.md "Other families".
-enum class Family : uint8_t { kimi, deepseek };
+enum class Family : uint8_t { kimi, deepseek, qwen3 };
+
+// How the MoE router turns logits into experts and weights (model/routers.h):
+// Kimi / DeepSeek's sigmoid with a selection-only bias, expert groups,
+// renormalisation and routed scaling; Qwen3's softmax over all experts, top-k,
+// optional renormalisation (norm_topk_prob).
+enum class RouterKind : uint8_t { sigmoid_grouped, softmax_topk };
 
 // YaRN context extension (other-families.md §0; HF modeling_rope_utils
 // _compute_yarn_parameters). mscale / mscale_all_dim are 0 when unset.
@@ -39,13 +47,16 @@ struct ModelConfig {
     Family family = Family::kimi;
     int hidden = 0;                  // hidden_size
     int layers = 0;                  // num_hidden_layers
-    int first_dense = 0;             // first_k_dense_replace: layers [0, first_dense) are dense
+    int first_dense = 0;             // first_k_dense_replace (Kimi / DeepSeek): layers [0, first_dense) are dense
+    std::vector<uint8_t> moe_layer;  // per 0-based layer: 1 = MoE, 0 = dense FFN (first_k_dense_replace, or
+                                     // Qwen3's decoder_sparse_step / mlp_only_layers)
     int intermediate = 0;            // intermediate_size (dense FFN)
     int moe_intermediate = 0;        // moe_intermediate_size (one routed expert)
     int experts = 0;                 // num_experts / n_routed_experts
     int top_k = 0;                   // num_experts_per_token / num_experts_per_tok
     int shared_experts = 0;          // num_shared_experts / n_shared_experts
-    bool renormalize = true;         // moe_renormalize / norm_topk_prob
+    RouterKind router = RouterKind::sigmoid_grouped;
+    bool renormalize = true;         // moe_renormalize / norm_topk_prob (Qwen3's default: false)
     double routed_scaling = 1.0;     // routed_scaling_factor
     int expert_groups = 1;           // n_group / num_expert_group
     int top_groups = 1;              // topk_group
@@ -71,19 +82,32 @@ struct ModelConfig {
     bool yarn_enabled = false;       // rope_scaling {type: yarn}
     YarnScaling yarn;
 
+    // GQA (Qwen3): heads query heads over kv_heads shared key/value heads of head_dim
+    int kv_heads = 0;                // num_key_value_heads
+    int head_dim = 0;                // head_dim (q_proj's output is heads * head_dim, not hidden)
+
     // KDA (linear_attn_config)
     int kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;
     double gate_lower_bound = 0.0;   // < 0: K3's bounded sigmoid decay gate
     std::vector<LayerKind> layer_kinds;  // per 0-based layer
 
     int expert_input() const { return latent > 0 ? latent : hidden; }
-    bool is_moe_layer(int layer) const { return layer >= first_dense && layer < layers; }
+    bool is_moe_layer(int layer) const {
+        return layer >= 0 && layer < layers && static_cast<size_t>(layer) < moe_layer.size() && moe_layer[layer] != 0;
+    }
+    bool has_moe() const { return moe_layer_count() > 0; }
+    int moe_layer_count() const;
+    int dense_layer_count() const { return layers - moe_layer_count(); }
+    // The layer's place among the MoE layers (0 for the first), -1 for a dense layer.
+    int moe_ordinal(int layer) const;
     int kda_layer_count() const;
     int mla_layer_count() const;
+    int gqa_layer_count() const;
 };
 
 // The MoE block's tensor names under "model.layers.N.": Kimi's
-// "block_sparse_moe.", DeepSeek's "mlp." (its dense layers' FFN is "mlp." too).
+// "block_sparse_moe.", DeepSeek's and Qwen3's "mlp." (their dense layers' FFN
+// is "mlp." too).
 const char* moe_block_prefix(Family family);
 
 // Throws waste::Error(WASTE_ERR_FORMAT) naming the key and value of the first
