@@ -1,6 +1,6 @@
 // ffn_layer.cpp — the dense SwiGLU FFN and the MoE block over a chunk
-// (models.md §3, §4, §7): sigmoid router with correction bias, grouped
-// top-k, renormalise, scale; routed experts through VQ lookup tables, each
+// (models.md §3, §4, §7): the router of the config's kind (model/routers.h);
+// routed experts through VQ lookup tables, each
 // distinct expert of the chunk read once (ascending id); latent MoE; shared
 // experts.
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "kernels/elementwise.h"
 #include "model/forward.h"
 #include "model/moe_experts.h"
+#include "model/routers.h"
 #include "platform/error.h"
 
 namespace waste::model {
@@ -28,40 +29,6 @@ void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, s
 }
 
 namespace {
-
-// Top-k over the biased scores, grouped when n_group > 1; ties to the lower id.
-std::vector<int> select_experts(const format::ModelConfig& c, const float* biased) {
-    const int experts = c.experts;
-    std::vector<char> allowed(experts, 1);
-    if (c.expert_groups > 1) {
-        const int per_group = experts / c.expert_groups;
-        std::vector<float> group_score(c.expert_groups);
-        for (int g = 0; g < c.expert_groups; ++g) {
-            // sum of the top-2 scores in the group (a one-expert group scores its one)
-            float first = -INFINITY, second = -INFINITY;
-            for (int e = g * per_group; e < (g + 1) * per_group; ++e) {
-                if (biased[e] > first) {
-                    second = first;
-                    first = biased[e];
-                } else if (biased[e] > second) second = biased[e];
-            }
-            group_score[g] = per_group >= 2 ? first + second : first;
-        }
-        std::vector<int> order(c.expert_groups);
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return group_score[a] > group_score[b]; });
-        std::fill(allowed.begin(), allowed.end(), 0);
-        for (int i = 0; i < c.top_groups; ++i)
-            for (int e = order[i] * per_group; e < (order[i] + 1) * per_group; ++e) allowed[e] = 1;
-    }
-    std::vector<int> candidates;
-    for (int e = 0; e < experts; ++e)
-        if (allowed[e]) candidates.push_back(e);
-    std::partial_sort(candidates.begin(), candidates.begin() + c.top_k, candidates.end(),
-                      [&](int a, int b) { return biased[a] > biased[b] || (biased[a] == biased[b] && a < b); });
-    candidates.resize(c.top_k);
-    return candidates;
-}
 
 // One (token, slot) that routed to an expert.
 struct Assignment {
@@ -87,21 +54,9 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     project(ctx, *w.router, x, hidden, tokens, scores, experts);
     std::vector<std::vector<int>> chosen(tokens);
     std::vector<float> weights(tokens * top_k);  // [T][top_k]
-    std::vector<float> biased(experts);
+    std::vector<float> scratch(experts);
     for (size_t t = 0; t < tokens; ++t) {
-        float* s = scores + t * experts;
-        for (size_t e = 0; e < experts; ++e) {
-            s[e] = kernels::sigmoid(s[e]);
-            biased[e] = s[e] + w.router_bias[e];
-        }
-        chosen[t] = select_experts(c, biased.data());
-        double sum = 0;
-        for (size_t j = 0; j < top_k; ++j) sum += s[chosen[t][j]];
-        for (size_t j = 0; j < top_k; ++j) {
-            float weight = s[chosen[t][j]];
-            if (c.renormalize) weight = static_cast<float>(weight / (sum + 1e-20));
-            weights[t * top_k + j] = weight * static_cast<float>(c.routed_scaling);
-        }
+        route_token(c, w.router_bias.data(), scores + t * experts, scratch.data(), &chosen[t], weights.data() + t * top_k);
         if (ctx.routes) {  // the lookahead prediction, if any, is already there
             RouteChoice& route = (*ctx.routes)[t][layer];
             route.experts = chosen[t];

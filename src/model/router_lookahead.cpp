@@ -1,8 +1,9 @@
 // router_lookahead.cpp — predicting the next MoE layer's experts in decode
 // (docs/anchors.md: upstream measured 92% precision at rank 1 and 81% in the
 // top 6): the next layer's router, on the current post-attention hidden
-// state normed with the next layer's own FFN norm, ranked by the biased
-// sigmoid score the router itself selects by. Ungrouped: a prediction only
+// state normed with the next layer's own FFN norm, ranked by the score the
+// router's kind itself selects by (model/routers.h: the biased sigmoid, or the
+// softmax probability). Ungrouped: a prediction only
 // needs a ranking, and the demand step still chooses exactly. Never touches
 // what the MoE step computes; a wrong prediction costs a read, nothing else.
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "kernels/elementwise.h"
 #include "model/forward.h"
+#include "model/routers.h"
 #include "platform/error.h"
 
 namespace waste::model {
@@ -27,7 +29,7 @@ void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x) {
     float* scores = ctx.ws.router.data() + experts;      // [E]
     kernels::rmsnorm(kernels::active_isa(), x, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed);
     project(ctx, *lw.moe_weights.router, normed, hidden, 1, scores, experts);
-    for (size_t e = 0; e < experts; ++e) scores[e] = kernels::sigmoid(scores[e]) + lw.moe_weights.router_bias[e];
+    selection_scores(c, lw.moe_weights.router_bias.data(), scores);
     const size_t n = std::min(want, experts);
     std::vector<int> ranked(experts);
     std::iota(ranked.begin(), ranked.end(), 0);
