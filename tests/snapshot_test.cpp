@@ -546,6 +546,81 @@ TEST(Snapshot, PlanCoversWhatSnapshotsHold) {
     EXPECT_LE(waste_snapshot_bytes(snapshot.get()), file + 4 * vocab + 4 * 128 * 8 + 256);
 }
 
+// ------------------------------------------------------------ Qwen3-MoE
+
+// A tiny Qwen3-MoE container (GQA: 4 query heads over 2 key/value heads of
+// 16; layer 1 dense via mlp_only_layers), converted from a checkpoint the
+// PyTorch reference's writer makes (python/waste_ref/hf_families.py).
+const std::string& qwen3_container() {
+    static waste_test::TempDir dir;
+    static std::string path;
+    if (path.empty()) {
+        const std::string ckpt = (dir / "ckpt").string(), out = (dir / "qwen3.waste").string();
+        const std::string command =
+            "cd '" + (waste_test::source_dir() / "python").string() +
+            "' && /usr/bin/python3 -c \"from waste_ref import hf_families, qwen3_moe; "
+            "hf_families.write_checkpoint('" + ckpt + "', 'qwen3_moe', qwen3_moe.tiny_config(vocab_size=320, "
+            "num_hidden_layers=3, num_key_value_heads=2, moe_intermediate_size=24, mlp_only_layers=[1]), seed=11)\"" +
+            " && '" + waste_test::cli_path().string() + "' convert '" + ckpt + "' '" + out +
+            "' --sample-experts 8 --train-vectors 8192 --iterations 8";
+        std::string output;
+        EXPECT_EQ(waste_test::run_command(command, &output), 0) << command << "\n" << output;
+        path = out;
+    }
+    return path;
+}
+
+TEST(Snapshot, Qwen3StateFileAndSnapshotRoundTripsAreBitExact) {
+    // The GQA key/value cache travels in the state file (after its layer's
+    // i32 n_kv, the header's two last words saying num_key_value_heads and
+    // head_dim) and in snapshots: a session loaded or restored from either
+    // continues with the very bits of the original.
+    Model m(qwen3_container(), 0, plenty);
+    ASSERT_EQ(m.status, WASTE_OK) << m.message;
+    SessionPtr a = new_session(m.model), loaded = new_session(m.model), restored = new_session(m.model, 1);
+    eval(a.get(), tokens(70, 21));
+    waste_test::TempDir tmp;
+    waste_error error{};
+    ASSERT_EQ(waste_state_save(a.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+    const SnapshotPtr snapshot = take(a.get());
+    const std::string bytes = waste_test::read_file(tmp / "a.state");
+    ASSERT_GE(bytes.size(), 64u);
+    uint32_t gqa_words[2] = {0, 0};
+    std::memcpy(gqa_words, bytes.data() + 56, sizeof gqa_words);
+    EXPECT_EQ(gqa_words[0], 2u);
+    EXPECT_EQ(gqa_words[1], 16u);
+    // 3 layers of [70][2][2*16] floats after an i32 each, and the residual stream [48]
+    EXPECT_EQ(bytes.size(), 64u + 3 * (4 + 70 * 2 * 32 * 4) + 48 * 4);
+    ASSERT_EQ(waste_state_load(loaded.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_session_restore(restored.get(), snapshot.get(), &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_state_save(restored.get(), (tmp / "b.state").c_str(), &error), WASTE_OK) << error.message;
+    EXPECT_TRUE(bytes == waste_test::read_file(tmp / "b.state"));
+    const Continuation expected = continue_greedy(a.get(), 12);
+    const Continuation from_file = continue_greedy(loaded.get(), 12);
+    const Continuation from_snapshot = continue_greedy(restored.get(), 12);
+    EXPECT_EQ(from_file.tokens, expected.tokens);
+    EXPECT_EQ(from_snapshot.tokens, expected.tokens);
+    EXPECT_TRUE(same_bits(from_file.logits, expected.logits));
+    EXPECT_TRUE(same_bits(from_snapshot.logits, expected.logits));
+}
+
+TEST(Snapshot, Qwen3StateFileOfAnotherGqaShapeIsRefusedByName) {
+    Model m(qwen3_container(), 0, plenty);
+    ASSERT_EQ(m.status, WASTE_OK) << m.message;
+    SessionPtr a = new_session(m.model), b = new_session(m.model);
+    eval(a.get(), tokens(10, 22));
+    waste_test::TempDir tmp;
+    waste_error error{};
+    ASSERT_EQ(waste_state_save(a.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+    std::string bytes = waste_test::read_file(tmp / "a.state");
+    const uint32_t other_heads = 1;
+    std::memcpy(bytes.data() + 56, &other_heads, sizeof other_heads);
+    waste_test::write_file(tmp / "b.state", bytes);
+    EXPECT_EQ(waste_state_load(b.get(), (tmp / "b.state").c_str(), &error), WASTE_ERR_FORMAT);
+    EXPECT_NE(std::string(error.message).find("num_key_value_heads 1"), std::string::npos) << error.message;
+    EXPECT_EQ(waste_session_position(b.get()), 0u);
+}
+
 // ------------------------------------------------------------ peak RSS
 
 TEST(Snapshot, PeakRssStaysUnderTheBudgetWithSessionsAndAFullSnapshotReserve) {

@@ -16,7 +16,8 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
     hidden = c.hidden;
     const size_t kda_width = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
     const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
-    attn_width = std::max({kda_width, mla_width, size_t{1}});
+    const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim;  // GQA: q and the heads' outputs
+    attn_width = std::max({kda_width, mla_width, gqa_width, size_t{1}});
     small_width = std::max({static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), size_t{1}});
     ffn_width = std::max({static_cast<size_t>(c.intermediate),
                           static_cast<size_t>(c.moe_intermediate) * std::max(c.shared_experts, 1), size_t{1}});
@@ -107,6 +108,7 @@ void attn_res(const std::vector<const float*>& values, const std::vector<float>&
 void attention(ForwardContext& ctx, int layer, SessionState& state, const float* normed, size_t tokens, float* out) {
     const LayerWeights& lw = ctx.weights.layers[layer];
     if (lw.kind == format::LayerKind::kda) kda_chunk(ctx, lw.kda, state.layers[layer], normed, tokens, out);
+    else if (lw.kind == format::LayerKind::gqa) gqa_chunk(ctx, lw.gqa, state.layers[layer], state.position, normed, tokens, out);
     else mla_chunk(ctx, lw.mla, state.layers[layer], state.position, normed, tokens, out);
 }
 

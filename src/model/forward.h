@@ -136,6 +136,8 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
 void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const float* x, size_t tokens, float* out);
 void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
                float* out);
+void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
+               float* out);
 void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, size_t tokens, float* out);
 void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, size_t tokens, float* out);
 

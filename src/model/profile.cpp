@@ -9,6 +9,7 @@ const char* profile_category_name(ProfileCategory category) {
         case ProfileCategory::lut_apply: return "lut_apply";
         case ProfileCategory::kda: return "kda";
         case ProfileCategory::mla: return "mla";
+        case ProfileCategory::gqa: return "gqa";
         case ProfileCategory::router: return "router";
         case ProfileCategory::lm_head: return "lm_head";
         case ProfileCategory::expert_wait: return "expert_wait";

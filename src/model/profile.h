@@ -17,6 +17,7 @@ enum class ProfileCategory : int {
     lut_apply,     // the lookups themselves (and the expert activation)
     kda,           // KDA conv, norms, recurrence
     mla,           // MLA absorbed attention
+    gqa,           // grouped-query attention (Qwen3): q/k norms, RoPE, softmax over the cache
     router,        // router scores and top-k selection
     lm_head,       // final norm and lm_head
     expert_wait,   // waiting for expert records (cache misses: disk reads)

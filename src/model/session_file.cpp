@@ -33,6 +33,15 @@ std::array<int32_t, shape_fields> header_fields(const format::ModelConfig& c, co
             static_cast<int32_t>(s.position), static_cast<int32_t>(s.n_blocks)};
 }
 
+// The two words after the shape fields: 0 for Kimi and DeepSeek (reserved:
+// written 0, not read),
+// num_key_value_heads and head_dim for a model with GQA layers (Qwen3), so a
+// state saved from another GQA shape is refused by name.
+std::array<uint32_t, 2> gqa_fields(const format::ModelConfig& c) {
+    if (c.gqa_layer_count() == 0) return {0, 0};
+    return {static_cast<uint32_t>(c.kv_heads), static_cast<uint32_t>(c.head_dim)};
+}
+
 struct FileCloser {
     void operator()(std::FILE* file) const { std::fclose(file); }
 };
@@ -52,10 +61,10 @@ void save_session_state(const format::ModelConfig& c, const SessionState& s, con
     write(magic, sizeof magic);
     const auto fields = header_fields(c, s);
     write(fields.data(), sizeof(int32_t) * fields.size());
-    const uint32_t reserved[2] = {0, 0};
-    write(reserved, sizeof reserved);
+    const auto gqa = gqa_fields(c);
+    write(gqa.data(), sizeof(uint32_t) * gqa.size());
     for_each_state_field(c, s, s.position, s.n_blocks, [&](const StateSpan<const float>& span) {
-        if (span.field == StateField::latent) {  // an MLA layer's i32 n_kv comes first
+        if (span.field == StateField::latent || span.field == StateField::kv) {  // an attention cache's i32 n_kv comes first
             WASTE_CHECK(s.layers[span.layer].n_kv == s.position);
             const int32_t n_kv = static_cast<int32_t>(s.position);
             write(&n_kv, sizeof n_kv);
@@ -97,6 +106,14 @@ void load_session_state(const format::ModelConfig& c, const std::string& path, S
             if (i != pos_field && i != blocks_field && got[i] != want[i])
                 fail(WASTE_ERR_FORMAT, "state file {}: saved from a model with {} {}, this model has {} {}", path,
                      field_names[i], got[i], field_names[i], want[i]);
+        std::array<uint32_t, 2> got_gqa{};
+        std::memcpy(got_gqa.data(), header + 8 + sizeof(int32_t) * shape_fields, sizeof(uint32_t) * got_gqa.size());
+        const auto want_gqa = gqa_fields(c);
+        constexpr const char* gqa_names[2] = {"num_key_value_heads", "head_dim"};
+        for (int i = 0; i < 2 && c.gqa_layer_count() > 0; ++i)  // (reserved, and ignored, without GQA layers)
+            if (got_gqa[i] != want_gqa[i])
+                fail(WASTE_ERR_FORMAT, "state file {}: saved from a model with {} {}, this model has {} {}", path,
+                     gqa_names[i], got_gqa[i], gqa_names[i], want_gqa[i]);
         const int32_t position = got[pos_field], blocks = got[blocks_field];
         if (position < 0 || static_cast<uint32_t>(position) > s.context_length)
             fail(WASTE_ERR_FORMAT, "state file {}: pos {} is outside [0, {}] (this session's context length; open with a larger --ctx)",
@@ -108,7 +125,8 @@ void load_session_state(const format::ModelConfig& c, const std::string& path, S
         uint64_t expected = session_file_header_bytes;
         for_each_state_field(c, s, static_cast<uint32_t>(position), static_cast<uint32_t>(blocks),
                              [&](const StateSpan<float>& span) {
-                                 if (span.field == StateField::latent) expected += sizeof(int32_t);
+                                 if (span.field == StateField::latent || span.field == StateField::kv)
+                                     expected += sizeof(int32_t);
                                  expected += sizeof(float) * static_cast<uint64_t>(span.floats);
                              });
         if (file_bytes != expected)
@@ -120,13 +138,13 @@ void load_session_state(const format::ModelConfig& c, const std::string& path, S
             const std::string where = span.layer >= 0
                                           ? fmt::format("{} of layer {}", state_field_name(span.field), span.layer)
                                           : std::string(state_field_name(span.field));
-            if (span.field == StateField::latent) {
+            if (span.field == StateField::latent || span.field == StateField::kv) {
                 int32_t n_kv = 0;
                 if (std::fread(&n_kv, sizeof n_kv, 1, file.get()) != 1)
                     fail(WASTE_ERR_IO, "state file {}: short read at n_kv of layer {}", path, span.layer);
                 if (n_kv != position)
-                    fail(WASTE_ERR_CORRUPT, "state file {}: layer {} (MLA) has n_kv {}, must equal pos {}", path, span.layer,
-                         n_kv, position);
+                    fail(WASTE_ERR_CORRUPT, "state file {}: layer {} ({}) has n_kv {}, must equal pos {}", path, span.layer,
+                         span.field == StateField::kv ? "GQA" : "MLA", n_kv, position);
                 s.layers[span.layer].n_kv = static_cast<uint32_t>(n_kv);
             }
             if (std::fread(span.data, sizeof(float), span.floats, file.get()) != span.floats)

@@ -1,6 +1,7 @@
 // session_file.h — the session state file (container-v0 §7): a 64-byte
 // header (u32 'WDAS', u32 version 1, 12 i32 shape fields and the position,
-// 2 reserved u32), then each layer's state in order, the block residuals and
+// 2 u32: 0 reserved, or num_key_value_heads and head_dim when the model has GQA
+// layers), then each layer's state in order, the block residuals and
 // the residual stream; the file ends exactly there.
 //
 // Loading treats the file as hostile: the header is checked against the open

@@ -12,6 +12,8 @@ SessionState::SessionState(const format::ModelConfig& c, uint32_t context) : con
             const size_t channels = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
             s.kda.assign(channels * c.kda_head_dim, 0.0f);
             s.conv.assign(3 * static_cast<size_t>(std::max(c.conv_kernel - 1, 0)) * channels, 0.0f);
+        } else if (c.layer_kinds[l] == format::LayerKind::gqa) {
+            s.kv.assign(static_cast<size_t>(context) * gqa_cache_row(c), 0.0f);
         } else {
             s.latent.assign(static_cast<size_t>(context) * (c.kv_lora + c.qk_rope), 0.0f);
         }
@@ -37,6 +39,7 @@ const char* state_field_name(StateField field) {
         case StateField::kda: return "the KDA state";
         case StateField::conv: return "the conv state";
         case StateField::latent: return "the latent cache";
+        case StateField::kv: return "the key/value cache";
         case StateField::block_residuals: return "the block residuals";
         case StateField::residual: return "the residual stream";
     }

@@ -2,8 +2,9 @@
 //
 // Per KDA layer: S [heads][D][D] f32 (keys x values) and the short-conv rings
 // [3 projections][kernel-1][C] (oldest first). Per MLA layer: the absorbed
-// latent cache [ctx][kv_lora + rope]. With Attention Residuals: the block
-// residuals [n][H]. The layout is the session file's (container-v0 §7).
+// latent cache [ctx][kv_lora + rope]. Per GQA layer (Qwen3): the key/value
+// cache [ctx][2][kv_heads * head_dim], each token's keys (normed and rotated)
+// then its values. With Attention Residuals: the block residuals [n][H]. The layout is the session file's (container-v0 §7).
 //
 // for_each_state_field walks the fields in that order; the state file
 // (session_file.cpp) and the in-RAM snapshots (runtime/session_snapshot.h)
@@ -23,6 +24,7 @@ struct LayerState {
     std::vector<float> kda;    // [heads][D][D]
     std::vector<float> conv;   // [3][kernel-1][C]
     std::vector<float> latent; // [ctx][kv_lora+rope], first n_kv rows used
+    std::vector<float> kv;     // GQA: [ctx][2][kv_heads*head_dim], first n_kv rows used
     uint32_t n_kv = 0;
 };
 
@@ -38,7 +40,10 @@ struct SessionState {
     void reset();
 };
 
-enum class StateField { kda, conv, latent, block_residuals, residual };
+enum class StateField { kda, conv, latent, kv, block_residuals, residual };
+
+// Floats per token of a GQA layer's cache: its keys then its values.
+inline size_t gqa_cache_row(const format::ModelConfig& c) { return 2 * static_cast<size_t>(c.kv_heads) * c.head_dim; }
 
 // One field of a state: `floats` values at `data` (float*, or const float*
 // for a const state).
@@ -52,8 +57,8 @@ struct StateSpan {
 
 // Calls visit(StateSpan) for each field of a state holding `position` tokens
 // and `n_blocks` block residuals, in the session file's order: per layer, a
-// KDA layer's state then its conv rings, or an MLA layer's latent rows
-// [0, position); then the n_blocks block residuals; then the residual stream.
+// KDA layer's state then its conv rings, an MLA layer's latent rows
+// [0, position), or a GQA layer's key/value rows [0, position); then the n_blocks block residuals; then the residual stream.
 // position and n_blocks are parameters, not the state's own, so that a
 // loader can size and fill a state from a header before trusting it; the
 // caller bounds them (position <= context_length, n_blocks * hidden <=
@@ -67,6 +72,8 @@ void for_each_state_field(const format::ModelConfig& c, State& s, uint32_t posit
         if (c.layer_kinds[l] == format::LayerKind::kda) {
             visit(StateSpan<Float>{StateField::kda, l, layer.kda.data(), layer.kda.size()});
             visit(StateSpan<Float>{StateField::conv, l, layer.conv.data(), layer.conv.size()});
+        } else if (c.layer_kinds[l] == format::LayerKind::gqa) {
+            visit(StateSpan<Float>{StateField::kv, l, layer.kv.data(), static_cast<size_t>(position) * gqa_cache_row(c)});
         } else {
             visit(StateSpan<Float>{StateField::latent, l, layer.latent.data(),
                                    static_cast<size_t>(position) * (c.kv_lora + c.qk_rope)});

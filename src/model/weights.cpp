@@ -109,6 +109,20 @@ struct Binder {
         return w;
     }
 
+    GqaWeights gqa(const std::string& p) const {
+        GqaWeights w;
+        const int64_t d = c.head_dim, q_width = static_cast<int64_t>(c.heads) * d, kv_width = static_cast<int64_t>(c.kv_heads) * d;
+        w.q = matrix(p + "q_proj.weight", q_width, c.hidden);
+        w.k = matrix(p + "k_proj.weight", kv_width, c.hidden);
+        w.v = matrix(p + "v_proj.weight", kv_width, c.hidden);
+        w.o = matrix(p + "o_proj.weight", c.hidden, q_width);
+        w.q_norm = vector(p + "q_norm.weight", d);
+        w.k_norm = vector(p + "k_norm.weight", d);
+        w.rope = Rope(c.head_dim, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
+        w.score_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+        return w;
+    }
+
     MoeWeights moe(const std::string& p) const {
         MoeWeights w;
         w.router = matrix(p + "gate.weight", c.experts, c.hidden);
@@ -150,6 +164,8 @@ ModelWeights bind_weights(const Container& container) {
         if (lw.kind == format::LayerKind::kda) {
             if (c.kda_heads < 1) fail_format("layer {} is KDA but config.linear_attn_config is missing", layer);
             lw.kda = bind.kda(p + "self_attn.");
+        } else if (lw.kind == format::LayerKind::gqa) {
+            lw.gqa = bind.gqa(p + "self_attn.");
         } else {
             lw.mla = bind.mla(p + "self_attn.");
         }

@@ -46,6 +46,16 @@ struct MlaWeights {
     float score_scale = 0.0f;
 };
 
+// Grouped-query attention (Qwen3-MoE; other-families.md §4).
+struct GqaWeights {
+    Matrix q = nullptr;                            // [heads*head_dim, H]
+    Matrix k = nullptr, v = nullptr;               // [kv_heads*head_dim, H]
+    Matrix o = nullptr;                            // [H, heads*head_dim]
+    std::vector<float> q_norm, k_norm;             // [head_dim]: per-head RMSNorm before RoPE
+    Rope rope;                                     // NEOX pairs over the whole head
+    float score_scale = 0.0f;                      // head_dim^-0.5
+};
+
 struct FfnWeights {
     Matrix gate = nullptr, up = nullptr, down = nullptr;  // [I, H], [I, H], [H, I]
     int intermediate = 0;
@@ -70,6 +80,7 @@ struct LayerWeights {
     std::vector<float> input_norm, post_norm;      // [H]
     KdaWeights kda;
     MlaWeights mla;
+    GqaWeights gqa;
     FfnWeights dense;
     MoeWeights moe_weights;
     AttnResWeights attn_res;

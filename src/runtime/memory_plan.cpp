@@ -23,6 +23,8 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
             const uint64_t channels = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
             bytes += channels * c.kda_head_dim * 4;                                      // S: [heads][D][D] f32
             bytes += 3 * channels * static_cast<uint64_t>(std::max(c.conv_kernel - 1, 0)) * 4;  // q/k/v conv rings
+        } else if (kind == LayerKind::gqa) {
+            bytes += static_cast<uint64_t>(context_length) * model::gqa_cache_row(c) * 4;  // keys, values [ctx][2][kv*d]
         } else {
             bytes += static_cast<uint64_t>(context_length) * (c.kv_lora + c.qk_rope) * 4;  // latent cache [ctx][r+rope]
         }
@@ -44,13 +46,14 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
     constexpr uint64_t prefill_chunk = 64;  // tokens per prefill chunk (models.md §7)
     const uint64_t kda_width = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
     const uint64_t mla_width = static_cast<uint64_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
+    const uint64_t gqa_width = static_cast<uint64_t>(c.heads) * c.head_dim;
     const uint64_t ffn_width = std::max<uint64_t>({static_cast<uint64_t>(c.intermediate),
                                                    static_cast<uint64_t>(c.moe_intermediate) * std::max(c.shared_experts, 1),
                                                    static_cast<uint64_t>(c.moe_intermediate)});
     // per token of a chunk: residual, normed input, attention output, MoE
     // accumulator and latent (8 x hidden); q/k/v/gate/decay of KDA or the MLA
     // query (6 x the widest attention); gate and up of the widest FFN (2x).
-    const uint64_t per_token = 8 * static_cast<uint64_t>(c.hidden) + 6 * std::max(kda_width, mla_width) + 2 * ffn_width +
+    const uint64_t per_token = 8 * static_cast<uint64_t>(c.hidden) + 6 * std::max({kda_width, mla_width, gqa_width}) + 2 * ffn_width +
                                static_cast<uint64_t>(c.kv_lora + c.qk_rope);
     uint64_t floats = prefill_chunk * per_token;
     floats += c.vocab;                                                      // logits
@@ -59,7 +62,7 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
     uint64_t bytes = floats * 4;
     // Incident: the plan once counted two threads' tables whatever the pool
     // ran, so `--threads 256` on K3 held ~300 MB the budget did not know of.
-    if (c.first_dense < c.layers) {
+    if (c.has_moe()) {
         // decode's lookup tables: [positions][stages][entries] f32 — the gate
         // and up tables shared by the top-k, one down table and one [I] gate
         // and up row per compute thread (forward.h's Workspace); prefill's one

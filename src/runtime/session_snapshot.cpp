@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/session_state.h"
+
 namespace waste::runtime {
 
 uint64_t snapshot_floats(const format::ModelConfig& c, uint32_t position) {
@@ -10,6 +12,8 @@ uint64_t snapshot_floats(const format::ModelConfig& c, uint32_t position) {
     for (format::LayerKind kind : c.layer_kinds) {
         if (kind == format::LayerKind::kda)
             floats += channels * c.kda_head_dim + 3 * channels * static_cast<uint64_t>(std::max(c.conv_kernel - 1, 0));
+        else if (kind == format::LayerKind::gqa)
+            floats += static_cast<uint64_t>(position) * model::gqa_cache_row(c);
         else
             floats += static_cast<uint64_t>(position) * (c.kv_lora + c.qk_rope);
     }

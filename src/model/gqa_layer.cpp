@@ -1,0 +1,77 @@
+// gqa_layer.cpp — grouped-query softmax attention over a chunk (Qwen3-MoE,
+// other-families.md §4): q, k, v projections; each head's q and k RMSNormed
+// over head_dim (q_norm / k_norm) BEFORE NEOX RoPE; the cache holds every
+// token's keys (normed and rotated) and values; query head h reads key/value
+// head h / (heads / kv_heads); scores scaled by head_dim^-0.5. Token t of the
+// chunk attends to the cache up to and including itself.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/elementwise.h"
+#include "kernels/trunk_matvec.h"
+#include "model/forward.h"
+#include "platform/error.h"
+
+namespace waste::model {
+
+void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
+               float* out) {
+    ProfileScope scope(ctx.profile, ProfileCategory::gqa);
+    const format::ModelConfig& c = ctx.config;
+    Workspace& ws = ctx.ws;
+    const size_t heads = c.heads, kv_heads = c.kv_heads, d = c.head_dim, hidden = c.hidden, ld = ws.attn_width;
+    const size_t kv_width = kv_heads * d, row = gqa_cache_row(c), group = heads / kv_heads;
+    const float eps = static_cast<float>(c.rms_eps);
+    const kernels::Isa isa = kernels::active_isa();
+    WASTE_CHECK(s.n_kv == position && (position + tokens) * row <= s.kv.size() && heads * d <= ld);
+    float* q = ws.q.data();  // [T][heads][d]
+    project(ctx, *w.q, x, hidden, tokens, q, ld);
+    float* entries = s.kv.data() + static_cast<size_t>(position) * row;  // [T][keys (kv_width) | values (kv_width)]
+    project(ctx, *w.k, x, hidden, tokens, entries, row);
+    project(ctx, *w.v, x, hidden, tokens, entries + kv_width, row);
+    for (size_t t = 0; t < tokens; ++t) {
+        const uint32_t at = position + static_cast<uint32_t>(t);
+        float* qt = q + t * ld;
+        float* kt = entries + t * row;
+        for (size_t h = 0; h < heads; ++h) kernels::rmsnorm(isa, qt + h * d, w.q_norm.data(), eps, d, qt + h * d);
+        for (size_t h = 0; h < kv_heads; ++h) kernels::rmsnorm(isa, kt + h * d, w.k_norm.data(), eps, d, kt + h * d);
+        w.rope.apply(qt, heads, d, at);
+        w.rope.apply(kt, kv_heads, d, at);
+    }
+    s.n_kv = position + static_cast<uint32_t>(tokens);
+    const float scale = w.score_scale;
+    const float* cache = s.kv.data();
+    float* head_out = ws.head_out.data();  // [T][heads][d]
+    ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
+        std::vector<float> scores(position + tokens);
+        for (size_t h = begin; h < end; ++h) {
+            const size_t g = h / group;  // the key/value head this query head reads
+            for (size_t t = 0; t < tokens; ++t) {
+                const float* qh = q + t * ld + h * d;
+                const size_t n = position + t + 1;
+                float max_score = -INFINITY;
+                for (size_t p = 0; p < n; ++p) {
+                    scores[p] = kernels::dot(isa, qh, cache + p * row + g * d, d) * scale;
+                    max_score = std::max(max_score, scores[p]);
+                }
+                double total = 0;
+                for (size_t p = 0; p < n; ++p) {
+                    scores[p] = std::exp(scores[p] - max_score);
+                    total += scores[p];
+                }
+                const float inv = static_cast<float>(1.0 / total);
+                float* oh = head_out + t * ld + h * d;
+                std::fill(oh, oh + d, 0.0f);
+                for (size_t p = 0; p < n; ++p) {
+                    const float weight = scores[p] * inv;
+                    const float* value = cache + p * row + kv_width + g * d;
+                    for (size_t i = 0; i < d; ++i) oh[i] += weight * value[i];
+                }
+            }
+        }
+    });
+    project(ctx, *w.o, head_out, ld, tokens, out, hidden);
+}
+
+}  // namespace waste::model
