@@ -13,9 +13,15 @@ using nlohmann::json;
 
 void print_info(const json& info) {
     fmt::print("architecture      {} ({})\n", info["arch"].get<std::string>(), info["model_type"].get<std::string>());
-    fmt::print("layers            {} ({} dense, {} MoE; {} KDA, {} MLA)\n", info["layers"].get<int>(),
-               info["dense_layers"].get<int>(), info["moe_layers"].get<int>(), info["kda_layers"].get<int>(),
-               info["mla_layers"].get<int>());
+    const int gqa = info.value("gqa_layers", 0);
+    if (gqa > 0)  // Qwen3: one attention kind
+        fmt::print("layers            {} ({} dense, {} MoE; {} GQA: {} query / {} key-value heads of {})\n",
+                   info["layers"].get<int>(), info["dense_layers"].get<int>(), info["moe_layers"].get<int>(), gqa,
+                   info["heads"].get<int>(), info["kv_heads"].get<int>(), info["head_dim"].get<int>());
+    else
+        fmt::print("layers            {} ({} dense, {} MoE; {} KDA, {} MLA)\n", info["layers"].get<int>(),
+                   info["dense_layers"].get<int>(), info["moe_layers"].get<int>(), info["kda_layers"].get<int>(),
+                   info["mla_layers"].get<int>());
     fmt::print("experts           {} per MoE layer, top-{}, {} shared\n", info["experts"].get<int>(),
                info["top_k"].get<int>(), info["shared_experts"].get<int>());
     fmt::print("hidden / vocab    {} / {}\n", info["hidden"].get<int>(), info["vocab"].get<int>());

@@ -143,10 +143,17 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
         info["arch"] = summary.arch;
         info["model_type"] = c.model_type;
         info["layers"] = c.layers;
-        info["dense_layers"] = c.first_dense;
+        info["dense_layers"] = c.dense_layer_count();
         info["moe_layers"] = container.manifest().banks.size();
         info["kda_layers"] = c.kda_layer_count();
         info["mla_layers"] = c.mla_layer_count();
+        info["gqa_layers"] = c.gqa_layer_count();
+        if (c.gqa_layer_count() > 0) {
+            info["heads"] = c.heads;
+            info["kv_heads"] = c.kv_heads;
+            info["head_dim"] = c.head_dim;
+        }
+        info["router"] = c.router == waste::format::RouterKind::softmax_topk ? "softmax_topk" : "sigmoid_grouped";
         info["experts"] = c.experts;
         info["top_k"] = c.top_k;
         info["shared_experts"] = c.shared_experts;

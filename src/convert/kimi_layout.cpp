@@ -112,6 +112,18 @@ void plan_mla(Planner& p, ConvertUnit& u, const std::string& a, const format::Mo
     p.need(u, a + "o_proj.weight", {H, nh * c.v_head});
 }
 
+// Qwen3-MoE's attention (other-families.md §4): no biases, per-head q/k norms.
+void plan_gqa(Planner& p, ConvertUnit& u, const std::string& a, const format::ModelConfig& c) {
+    const int64_t H = c.hidden, d = c.head_dim, q_width = static_cast<int64_t>(c.heads) * d,
+                  kv_width = static_cast<int64_t>(c.kv_heads) * d;
+    p.need(u, a + "q_proj.weight", {q_width, H});
+    p.need(u, a + "k_proj.weight", {kv_width, H});
+    p.need(u, a + "v_proj.weight", {kv_width, H});
+    p.need(u, a + "o_proj.weight", {H, q_width});
+    p.need(u, a + "q_norm.weight", {d});
+    p.need(u, a + "k_norm.weight", {d});
+}
+
 void plan_experts(Planner& p, ConvertUnit& u, const std::string& m, const format::ModelConfig& c) {
     const int64_t I = c.moe_intermediate, lat = c.expert_input();
     const std::string base = p.prefix() + m + "experts.";
@@ -135,12 +147,13 @@ std::string kimi_arch(const nlohmann::json& config) {
     const std::string type = config.contains("model_type") && config["model_type"].is_string()
                                  ? config["model_type"].get<std::string>()
                                  : std::string();
-    if (type == "kimi_linear" || type == "kimi_k3" || type == "deepseek_v3" || type == "kimi_k2") return type;
+    if (type == "kimi_linear" || type == "kimi_k3" || type == "deepseek_v3" || type == "kimi_k2" || type == "qwen3_moe")
+        return type;
     std::string architectures = "none";
     if (config.contains("architectures")) architectures = config["architectures"].dump();
     fail(WASTE_ERR_UNSUPPORTED,
          "config.json: model_type \"{}\" (architectures {}) is not an architecture the converter knows "
-         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2)",
+         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe)",
          type, architectures);
 }
 
@@ -168,7 +181,9 @@ ConvertPlan plan_kimi_conversion(const nlohmann::json& text_config, const Weight
         const std::string lx = fmt::format("model.layers.{}.", layer);
         p.need(u, lx + "input_layernorm.weight", {H});
         p.need(u, lx + "post_attention_layernorm.weight", {H});
-        if (c.layer_kinds[static_cast<size_t>(layer)] == LayerKind::kda) plan_kda(p, u, lx + "self_attn.", c);
+        const LayerKind kind = c.layer_kinds[static_cast<size_t>(layer)];
+        if (kind == LayerKind::kda) plan_kda(p, u, lx + "self_attn.", c);
+        else if (kind == LayerKind::gqa) plan_gqa(p, u, lx + "self_attn.", c);
         else plan_mla(p, u, lx + "self_attn.", c);
         if (!c.is_moe_layer(layer)) {
             const std::string m = lx + "mlp.";
@@ -178,7 +193,7 @@ ConvertPlan plan_kimi_conversion(const nlohmann::json& text_config, const Weight
         } else {
             const std::string m = lx + format::moe_block_prefix(c.family);
             p.need(u, m + "gate.weight", {c.experts, H});
-            p.maybe(u, m + "gate.e_score_correction_bias", {c.experts});
+            if (c.router == format::RouterKind::sigmoid_grouped) p.maybe(u, m + "gate.e_score_correction_bias", {c.experts});
             if (c.shared_experts > 0) {
                 const int64_t shared = static_cast<int64_t>(c.moe_intermediate) * c.shared_experts;
                 p.need(u, m + "shared_experts.gate_proj.weight", {shared, H});
