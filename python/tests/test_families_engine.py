@@ -29,6 +29,11 @@ strongly negative correction biases pins that down (engine = reference with
 whose groups 0 and 1 hold identical rows and biases makes group and expert
 scores tie exactly; engine and reference both keep the lower id.
 
+Qwen3-MoE (Qwen3Family below): GQA with per-head q/k RMSNorm before NEOX
+RoPE, softmax router over all experts then top-k, optional renormalisation
+(norm_topk_prob), dense layers from decoder_sparse_step / mlp_only_layers;
+the same tolerances against waste_ref/qwen3_moe.py.
+
 Converter: FP8 e4m3 128x128-block checkpoints convert to the same model (the
 dequantised comparison above, and `verify --source`); V3's multi-token-
 prediction layer (model.layers.<L>.*) is skipped and reported; a kill -9
@@ -50,7 +55,7 @@ try:
     from ._paths import REPO_ROOT
 except ImportError:
     from _paths import REPO_ROOT
-from waste_ref import deepseek_v3, hf_families
+from waste_ref import deepseek_v3, hf_families, qwen3_moe
 from waste_ref.moe_ops import topk_lowest_index
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -238,6 +243,163 @@ class DeepSeekFamilyEngine(unittest.TestCase):
             if os.path.isfile(path):
                 with open(path, "rb") as a, open(os.path.join(out, name), "rb") as b:
                     self.assertEqual(a.read(), b.read(), f"{name} differs after kill -9 and resume")
+
+
+def qwen3_config(**overrides):
+    """qwen3_moe.tiny_config (GQA 4:1, head_dim 16 != hidden / heads) with an
+    expert width of whole 8-value VQ vectors (the reference's 24 is; the
+    override keeps it so if the reference changes)."""
+    return qwen3_moe.tiny_config(**dict(dict(moe_intermediate_size=24), **overrides))
+
+
+QWEN3_MODELS = {
+    # name -> config: renormalised and not; GQA 2:1; dense layers by
+    # mlp_only_layers (MoE layers 0 and 2 around a dense 1) and by
+    # decoder_sparse_step (only layer 1 of 3 MoE)
+    "q3": qwen3_config(norm_topk_prob=True),
+    "q3-unnormalised": qwen3_config(norm_topk_prob=False, num_key_value_heads=2),
+    "q3-mlp-only": qwen3_config(norm_topk_prob=True, num_hidden_layers=3, mlp_only_layers=[1]),
+    "q3-sparse-step": qwen3_config(norm_topk_prob=False, num_hidden_layers=3, decoder_sparse_step=2,
+                                   num_key_value_heads=2),
+}
+
+
+class Qwen3Family(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.built = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def model(self, name, fmt="bf16"):
+        """-> (checkpoint dir, container dir, convert summary, config.json, unquantised sd, dequantised sd)."""
+        key = (name, fmt)
+        if key in self.built:
+            return self.built[key]
+        src = os.path.join(self.tmp.name, f"{name}-{fmt}-src")
+        out = os.path.join(self.tmp.name, f"{name}-{fmt}.waste")
+        full, sd = hf_families.write_checkpoint(src, "qwen3_moe", QWEN3_MODELS[name], seed=11, fmt=fmt)
+        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
+        verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
+        self.assertTrue(verify["ok"], verify.get("failures"))
+        self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
+        return self.built[key]
+
+    def engine_eval(self, path, ids, *extra):
+        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
+        return json.loads(out)
+
+    def check_logits_and_greedy(self, name, lengths=(1, 20, 100), fmt="bf16"):
+        _, out, _, cfg, _, dq = self.model(name, fmt)
+        errors = []
+        for n in lengths:
+            with self.subTest(model=name, tokens=n):
+                ids = prompt(n, cfg["vocab_size"], seed=n)
+                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+                                         "--ignore-eos", "--json"]))["tokens"]
+                ref = qwen3_moe.forward(dq, cfg, ids + tokens).double()
+                got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+                rel = relative(got, ref[n - 1].numpy())
+                errors.append(rel)
+                self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
+                want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
+                self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
+        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
+
+    def test_logits_and_greedy(self):
+        self.check_logits_and_greedy("q3")
+
+    def test_norm_topk_prob_false(self):
+        self.check_logits_and_greedy("q3-unnormalised")
+        # and the flag really matters on these weights
+        _, out, _, cfg, _, dq = self.model("q3-unnormalised")
+        ids = prompt(20, cfg["vocab_size"], 20)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        renormalised = qwen3_moe.forward(dq, dict(cfg, norm_topk_prob=True), ids)[-1].double().numpy()
+        self.assertGreater(relative(got, renormalised), 1e-3)
+
+    def test_dense_layers_from_mlp_only_layers(self):
+        _, out, summary, cfg, _, dq = self.model("q3-mlp-only")
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        self.assertEqual((info["dense_layers"], info["moe_layers"]), (1, 2))
+        self.check_logits_and_greedy("q3-mlp-only", lengths=(20, 100))
+
+    def test_dense_layers_from_decoder_sparse_step(self):
+        _, out, _, _, _, _ = self.model("q3-sparse-step")
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        self.assertEqual((info["dense_layers"], info["moe_layers"]), (2, 1))
+        self.check_logits_and_greedy("q3-sparse-step", lengths=(20, 100))
+
+    def test_decode_step_by_step(self):
+        for name in ("q3", "q3-unnormalised"):
+            _, out, _, cfg, _, dq = self.model(name)
+            ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
+            got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
+            steps = np.array(got["step_logits"], dtype=np.float64)
+            ref = qwen3_moe.forward(dq, cfg, ids + fed).double().numpy()[59:]
+            errors = [relative(steps[k], ref[k]) for k in range(17)]
+            self.assertLessEqual(max(errors), 1e-5, f"{name}: per-step relative errors {errors}")
+
+    def test_token_by_token_prefill(self):
+        _, out, _, cfg, _, dq = self.model("q3")
+        ids = prompt(70, cfg["vocab_size"], 7)
+        ref = qwen3_moe.forward(dq, cfg, ids)[-1].double().numpy()
+        got = {}
+        for chunk in ("1", "64"):
+            got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
+            self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"--chunk {chunk}")
+        self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
+
+    def test_quantisation_is_the_only_difference(self):
+        _, out, _, cfg, sd, dq = self.model("q3")
+        unq = {k: v.double() for k, v in sd.items()}
+        ids = prompt(20, cfg["vocab_size"], 5)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        ref_q = qwen3_moe.forward(dq, cfg, ids)[-1].double().numpy()
+        ref_hf = qwen3_moe.forward(unq, cfg, ids)[-1].double().numpy()
+        d_engine = np.linalg.norm(got - ref_hf) / np.linalg.norm(ref_hf)
+        d_quant = np.linalg.norm(ref_q - ref_hf) / np.linalg.norm(ref_hf)
+        self.assertLessEqual(abs(d_engine - d_quant), 1e-4)
+        self.assertGreater(d_engine, 0.0)
+
+    def test_fp8_checkpoint(self):
+        self.check_logits_and_greedy("q3", lengths=(20,), fmt="fp8")
+
+    def test_info_and_convert_summary(self):
+        _, out, summary, cfg, _, _ = self.model("q3")
+        self.assertEqual(summary["arch"], "qwen3_moe")
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        self.assertEqual(info["arch"], "qwen3-moe")
+        self.assertEqual((info["gqa_layers"], info["heads"], info["kv_heads"], info["head_dim"]), (2, 4, 1, 16))
+        self.assertEqual(info["router"], "softmax_topk")
+        self.assertEqual((info["kda_layers"], info["mla_layers"]), (0, 0))
+
+    def test_unsupported_options_are_refused_by_name(self):
+        for key, value in (("attention_bias", True), ("use_sliding_window", True)):
+            src = os.path.join(self.tmp.name, f"refused-{key}")
+            hf_families.write_checkpoint(src, "qwen3_moe", qwen3_config(), seed=3)
+            with open(os.path.join(src, "config.json")) as f:
+                config = json.load(f)
+            config[key] = value
+            with open(os.path.join(src, "config.json"), "w") as f:
+                json.dump(config, f)
+            done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
+            self.assertNotEqual(done.returncode, 0)
+            self.assertIn(key, done.stderr)
+
+    def test_a_missing_q_norm_is_named(self):
+        def drop(sd, cfg):
+            del sd["model.layers.1.self_attn.q_norm.weight"]
+        src = os.path.join(self.tmp.name, "no-q-norm")
+        hf_families.write_checkpoint(src, "qwen3_moe", qwen3_config(), seed=3, tweak=drop)
+        done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("model.layers.1.self_attn.q_norm.weight", done.stderr)
 
 
 if __name__ == "__main__":

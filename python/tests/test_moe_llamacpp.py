@@ -199,26 +199,34 @@ class Qwen3MoeVsLlamaCpp(LlamaCppCase):
 
 
 class EngineVsLlamaCpp(LlamaCppCase):
-    """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2: a tiny
+    """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2 and
+    Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises): a tiny
     checkpoint converted by `waste convert`, its dequantised weights (the
     model the engine runs) written as an F32 GGUF; the engine's logits after
     the first id and after each of the 19 decode steps against llama.cpp's
     20 positions. Same tolerance and routing-margin check as above (the
     margins from the reference on the same weights)."""
 
-    def engine_case(self, family, cfg, label):
+    def engine_case(self, family, cfg, label, seed=11):
         import json
         from waste_ref import hf_families
         cli = os.environ.get("WASTE_CLI", os.path.join(_paths.REPO_ROOT, "build", "release", "waste"))
         src, out = os.path.join(self.work, family + "-src"), os.path.join(self.work, family + ".waste")
-        hf_families.write_checkpoint(src, family, cfg, seed=11)
+        hf_families.write_checkpoint(src, family, cfg, seed=seed)
         subprocess.run([cli, "convert", src, out, "--sample-experts", "8", "--train-vectors", "8192",
                         "--iterations", "8"], check=True, capture_output=True)
         sd = {k: v.float() for k, v in hf_families.container_state_dict(out).items()}
         ids = prompt(cfg["vocab_size"])
-        self.deepseek_reference({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"))
         path = os.path.join(self.work, family + ".gguf")
-        gguf_moe.write_deepseek_v3(sd, cfg, path)
+        if family == "qwen3_moe":
+            trace = []
+            qwen3_moe.forward({k: v.double() for k, v in sd.items()}, cfg, ids, trace=trace)
+            for probs in trace:
+                self.assertGreater(margins_topk(probs, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+            gguf_moe.write_qwen3_moe(sd, cfg, path)
+        else:
+            self.deepseek_reference({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"))
+            gguf_moe.write_deepseek_v3(sd, cfg, path)
         got = self.llama_logits(path, ids)
         r = subprocess.run([cli, "eval", out, "--ids", str(ids[0]), "--decode-ids", " ".join(map(str, ids[1:])),
                             "--top", "1", "--full", "--json"], check=True, capture_output=True, text=True)
@@ -235,6 +243,11 @@ class EngineVsLlamaCpp(LlamaCppCase):
         cfg = deepseek_v3.tiny_config(moe_intermediate_size=24, n_group=1, topk_group=1, rope_theta=50000.0,
                                       rope_scaling=rs, routed_scaling_factor=2.827, max_position_embeddings=131072)
         self.engine_case("kimi_k2", cfg, "engine vs llama.cpp, kimi_k2")
+
+    def test_qwen3_moe(self):
+        # GQA 4:1, head_dim 16 != hidden / heads, NEOX RoPE, softmax top-3 of 8, renormalised
+        cfg = qwen3_moe.tiny_config(moe_intermediate_size=24, norm_topk_prob=True)
+        self.engine_case("qwen3_moe", cfg, "engine vs llama.cpp, qwen3_moe")
 
 
 class DeepseekV3VsLlamaCpp(LlamaCppCase):

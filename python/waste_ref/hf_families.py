@@ -1,5 +1,6 @@
-"""Hugging Face checkpoints of the other families (issue 16), written from their
-references' seeded weights, and the same weights read back from a container.
+"""Hugging Face checkpoints of the other families (issue 16): DeepSeek-V3 /
+Kimi K2 and Qwen3-MoE, written from their references' seeded weights, and the
+same weights read back from a container.
 
 write_checkpoint(out_dir, family, cfg, seed, fmt) writes config.json and
 safetensors shards under the published names (per-expert keys), every linear
@@ -19,7 +20,7 @@ import os
 import numpy as np
 import torch
 
-from . import deepseek_v3, hf_synth
+from . import deepseek_v3, hf_synth, qwen3_moe
 from . import safetensors_io as st
 from .container import Container
 
@@ -27,6 +28,7 @@ FAMILIES = {
     # model_type -> (architecture, reference module)
     "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "kimi_k2": ("DeepseekV3ForCausalLM", deepseek_v3),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
 }
 
 
@@ -42,8 +44,15 @@ def _kind(name):
 
 def config_json(family, cfg, fmt="bf16", mtp_layers=0):
     arch, _ = FAMILIES[family]
-    c = dict(cfg, model_type=family, architectures=[arch], scoring_func="sigmoid", topk_method="noaux_tc",
-             tie_word_embeddings=False, num_nextn_predict_layers=mtp_layers)
+    if family == "qwen3_moe":  # the keys Qwen3-30B-A3B's config.json carries besides the reference's
+        if mtp_layers:
+            raise ValueError("qwen3_moe has no multi-token-prediction layers")
+        c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_bias=False,
+                 attention_dropout=0.0, hidden_act="silu", use_sliding_window=False, sliding_window=None,
+                 rope_scaling=None, output_router_logits=False, router_aux_loss_coef=0.001)
+    else:
+        c = dict(cfg, model_type=family, architectures=[arch], scoring_func="sigmoid", topk_method="noaux_tc",
+                 tie_word_embeddings=False, num_nextn_predict_layers=mtp_layers)
     if fmt == "fp8":
         c["quantization_config"] = hf_synth.quantization_config("fp8", "fp8")
     return c
