@@ -215,6 +215,9 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         if (c.kv_lora < 1) fail_format("{}.kv_lora_rank: MLA layers need a rank >= 1", where);
         if (c.qk_nope + c.qk_rope < 1) fail_format("{}: MLA layers need qk_nope_head_dim + qk_rope_head_dim >= 1", where);
         if (c.v_head < 1) fail_format("{}.v_head_dim: MLA layers need v_head_dim >= 1", where);
+        // RoPE rotates pairs; 1024 dims is far above any release (64) and bounds the angle table
+        if (c.mla_rope && (c.qk_rope % 2 != 0 || c.qk_rope > 1024))
+            fail_format("{}.qk_rope_head_dim: {} must be even and at most 1024 for RoPE", where, c.qk_rope);
     }
     return c;
 }
