@@ -3,9 +3,18 @@
 # from a fresh machine: no llama.cpp build, only the prebuilt CPU libraries of
 # the pinned npm node-llama-cpp (tools/llama-cpp/package-lock.json).
 #
-#   sudo scripts/compare-llama.sh [--work DIR] [--build DIR] [--runs N]
+#   sudo scripts/compare-llama.sh [--family kimi|deepseek] [--work DIR] [--build DIR] [--runs N]
 #        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
 #        [--headroom-mib M] [--no-quality]
+#
+# --family deepseek (issue 16): the model is `waste synth --preset
+# mid-deepseek` (DeepSeek-V3's architecture at the mid size, seed 1), and
+# llama.cpp gets that container's own weights (trunk and dequantised VQ
+# experts) as an F16 `deepseek2` GGUF (python -m waste_ref.gguf_moe), then
+# Q4_K_M; files are named mid-deepseek*, results results-deepseek.json,
+# the picture docs/compare-llama-deepseek.svg. No quality step: the F16 file
+# is the container's model itself, so there is no unquantised model to
+# measure both against.
 #
 # 1. installs the npm package if missing, clones the llama.cpp sources bundled
 #    in it (headers only are used), builds tools/llama-cpp/{bench_llama,
@@ -29,10 +38,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
+family=kimi work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
 quality=1
 while [ $# -gt 0 ]; do
   case "$1" in
+    --family) family=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
@@ -46,6 +56,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+case "$family" in kimi|deepseek) ;; *) echo "--family must be kimi or deepseek" >&2; exit 2 ;; esac
 if [ -n "$sweep" ] && { [ ! -w /sys/fs/cgroup/memory ] || [ ! -w /proc/sys/vm/drop_caches ]; }; then
   echo "the sweep needs root, a writable cgroup v1 memory controller and drop_caches (or pass --no-sweep)" >&2
   exit 2
@@ -79,36 +90,61 @@ waste=$(realpath "$build/waste")
 
 # 3. the same weights for both engines
 ckpt=$work/mid-hf container=$work/mid.waste f16=$work/mid-f16.gguf q4=$work/mid-q4_k_m.gguf
-if [ ! -f "$ckpt/config.json" ]; then
+results=$work/results.json table=$work/table.md svg=docs/compare-llama.svg
+if [ "$family" = deepseek ]; then
+  container=$work/mid-deepseek.waste f16=$work/mid-deepseek-f16.gguf q4=$work/mid-deepseek-q4_k_m.gguf
+  results=$work/results-deepseek.json table=$work/table-deepseek.md svg=docs/compare-llama-deepseek.svg quality=0
+  if [ ! -f "$container/manifest.json" ]; then
+    log "waste synth --preset mid-deepseek (DeepSeek-V3 architecture, VQ3R experts)"
+    rm -rf "$container"
+    "$waste" synth "$container" --preset mid-deepseek --seed 1 > /dev/null
+  fi
+  if [ ! -f "$q4" ]; then
+    log "the container's weights as an F16 deepseek2 GGUF, then llama.cpp's quantiser to Q4_K_M"
+    PYTHONPATH=python $py -m waste_ref.gguf_moe "$container" "$f16.part" --f16 >/dev/null && mv "$f16.part" "$f16"
+    "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "$work/quantize-deepseek.log" 2>&1 && mv "$q4.part" "$q4"
+  fi
+fi
+if [ "$family" = kimi ] && [ ! -f "$ckpt/config.json" ]; then
   log "writing the mid Kimi-Linear checkpoint (1.2 B parameters, bf16)"
   rm -rf "$ckpt"
   PYTHONPATH=python $py -m waste_ref.hf_synth "$ckpt" --model kimi-linear --shape mid --seed 1 --shards 6 >/dev/null
 fi
-if [ ! -f "$container/manifest.json" ]; then
+if [ "$family" = kimi ] && [ ! -f "$container/manifest.json" ]; then
   log "waste convert (VQ3R experts)"
   "$waste" convert "$ckpt" "$container" --json > "$work/convert.json"
 fi
-if [ ! -f "$q4" ]; then
+if [ "$family" = kimi ] && [ ! -f "$q4" ]; then
   log "F16 GGUF, then llama.cpp's quantiser to Q4_K_M"
   PYTHONPATH=python $py -m waste_ref.gguf_kimi "$ckpt" "$f16.part" --f16 && mv "$f16.part" "$f16"
   "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "$work/quantize.log" 2>&1 && mv "$q4.part" "$q4"
 fi
 
 # 4, 5. measure, tabulate, draw
+model="mid Kimi-Linear (1.2 B)"
+[ "$family" = deepseek ] && model="mid DeepSeek-V3 architecture ($($py -c 'import json, sys
+print(round(json.load(sys.stdin)["params_total"] / 1e9, 2))' < <("$waste" info "$container" --json)) B)"
 extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.argv[1]), "f16_gguf_bytes": int(sys.argv[2]),
-  "waste_commit": sys.argv[3], "llama_cpp": "npm node-llama-cpp 3.21.1 (llama.cpp release bundled there), CPU backends as shipped"}))' \
-  "$(du -sb "$container" | cut -f1)" "$(stat -c %s "$f16")" "$(git rev-parse --short HEAD)")
+  "waste_commit": sys.argv[3], "model": sys.argv[4], "family": sys.argv[5],
+  "llama_cpp": "npm node-llama-cpp 3.21.1 (llama.cpp release bundled there), CPU backends as shipped"}))' \
+  "$(du -sb "$container" | cut -f1)" "$(stat -c %s "$f16")" "$(git rev-parse --short HEAD)" "$model" "$family")
 log "measuring (runs $runs, threads $threads, sweep '${sweep}')"
 $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$q4" \
-  --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "$work/results.json" --table "$work/table.md" \
+  --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "$results" --table "$table" \
   --runs "$runs" --threads "$threads" --sweep "$sweep" --sweep-threads "$sweep_threads" --timeout "$timeout" --headroom-mib "$headroom" --extra "$extra"
+if [ "$family" = deepseek ]; then
+  log "in RAM again with llama.cpp on the F16 file"
+  $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$f16" \
+    --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "${results%.json}-f16.json" --table "${table%.md}-f16.md" \
+    --runs "$runs" --threads "$threads" --sweep "" --timeout "$timeout" --extra "$extra"
+fi
 if [ -n "$sweep" ]; then
-  $py scripts/compare_llama_svg.py "$work/results.json" docs/compare-llama.svg
-  log "wrote docs/compare-llama.svg"
+  $py scripts/compare_llama_svg.py "$results" "$svg"
+  log "wrote $svg"
 fi
 if [ "$quality" = 1 ]; then
   log "quantisation cost: logits against the F16 model's"
   $py scripts/compare_llama_quality.py --waste "$waste" --container "$container" --logits-dump "$work/logits_dump" \
     --backend-dir "$bins" --f16 "$f16" --q4 "$q4" --out "$work/quality.json" | tee -a "$work/table.md"
 fi
-log "results: $work/results.json, $work/table.md"
+log "results: $results, $table"

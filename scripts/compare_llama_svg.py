@@ -51,8 +51,9 @@ def main(argv):
     threads = sweep[0]["threads"]
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (W, H),
          '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="%d" y="22" font-size="14">Decode speed under a memory limit: mid Kimi-Linear (1.2 B), '
-         '%d thread%s, %s</text>' % (LEFT, threads, "" if threads == 1 else "s", esc(res.get("date_utc", "")))]
+         '<text x="%d" y="22" font-size="14">Decode speed under a memory limit: %s, '
+         '%d thread%s, %s</text>' % (LEFT, esc(res.get("model", "mid Kimi-Linear (1.2 B)")), threads,
+                                     "" if threads == 1 else "s", esc(res.get("date_utc", "")))]
     for v in (0.1, 0.3, 1, 3, 10, 30, 100, 300):  # y grid
         o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (LEFT, W - RIGHT, Y(v), Y(v)))
         o.append('<text x="%d" y="%.1f" text-anchor="end">%g</text>' % (LEFT - 6, Y(v) + 4, v))

@@ -128,6 +128,7 @@ TEST(ModelConfig, Qwen3RefusesWhatTheEngineDoesNotRunByName) {
     EXPECT_EQ(status, WASTE_ERR_FORMAT);
     EXPECT_NE(message.find("num_key_value_heads"), std::string::npos) << message;
     EXPECT_EQ(refusal(qwen3({{"head_dim", 15}})).first, WASTE_ERR_FORMAT);  // odd: RoPE rotates pairs
+    EXPECT_EQ(refusal(qwen3({{"head_dim", 1026}})).first, WASTE_ERR_FORMAT);  // beyond RoPE's angle table
 }
 
 TEST(ModelConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {

@@ -57,6 +57,15 @@ Synthetic& churn_model() {
     return *model;
 }
 
+// The same churn on DeepSeek-V3's architecture (MLA with YaRN RoPE on every
+// layer, 4 groups with 2 kept): the other families stream through the same
+// cache and readers.
+Synthetic& deepseek_churn_model() {
+    static std::unique_ptr<Synthetic> model = synth(
+        "tiny-deepseek", R"({"num_hidden_layers": 6, "num_experts": 32, "num_experts_per_token": 4, "n_group": 4, "topk_group": 2})");
+    return *model;
+}
+
 json plan_of(const std::string& path, uint32_t context) {
     waste_open_options options;
     waste_open_options_init(&options);
@@ -80,6 +89,7 @@ struct RunOptions {
     uint32_t flags = 0;
     uint32_t chunk = 64;
     std::string route_dump;
+    uint32_t threads = 2;
 };
 
 struct RunResult {
@@ -97,7 +107,7 @@ RunResult run_engine(const std::string& path, const RunOptions& run) {
     waste_open_options options;
     waste_open_options_init(&options);
     options.context_length = test_context;
-    options.threads = 2;
+    options.threads = run.threads;
     options.budget_bytes = run.budget;
     options.io_backend = run.io;
     options.flags = run.flags | WASTE_OPEN_NO_HOTLIST;
@@ -150,8 +160,7 @@ bool io_uring_available(const std::string& path) {
 
 // --------------------------------------------------------------- identity
 
-TEST(Streaming, BitIdenticalAcrossCacheSizesBackendsAndLookahead) {
-    const std::string& path = churn_model().path;
+void expect_identical_across_placements(const std::string& path) {
     const json plan = plan_of(path, test_context);
     const uint64_t floor = plan["floor_bytes"].get<uint64_t>();
     const uint64_t full = floor + plan["all_experts_bytes"].get<uint64_t>();
@@ -182,6 +191,19 @@ TEST(Streaming, BitIdenticalAcrossCacheSizesBackendsAndLookahead) {
                     }
                 }
             }
+    // and one compute thread gives the same bits as two
+    const RunResult one = run_engine(path, RunOptions{.budget = floor, .io = WASTE_IO_PREAD, .threads = 1});
+    EXPECT_TRUE(one.logits == reference.logits) << "1 thread";
+}
+
+TEST(Streaming, BitIdenticalAcrossCacheSizesBackendsAndLookahead) {
+    expect_identical_across_placements(churn_model().path);
+}
+
+TEST(Streaming, DeepSeekBitIdenticalAcrossCacheSizesBackendsAndLookahead) {
+    const std::string& path = deepseek_churn_model().path;
+    ASSERT_EQ(run_engine(path, RunOptions{}).info["arch"], "deepseek-v3");
+    expect_identical_across_placements(path);
 }
 
 TEST(Streaming, TokenByTokenPrefillAlsoIdenticalAcrossBackends) {

@@ -59,17 +59,20 @@ struct ExpectedParams {
 ExpectedParams expected_params(const json& c, bool k3_like) {
     const uint64_t H = get(c, "hidden_size"), V = get(c, "vocab_size"), L = get(c, "num_hidden_layers");
     const uint64_t first_dense = get(c, "first_k_dense_replace"), I = get(c, "intermediate_size");
-    const uint64_t Im = get(c, "moe_intermediate_size"), E = get(c, "num_experts"), k = get(c, "num_experts_per_token");
-    const uint64_t shared = get(c, "num_shared_experts"), lat = get(c, "routed_expert_hidden_size");
+    // Kimi's key names, or DeepSeek's
+    const uint64_t Im = get(c, "moe_intermediate_size"), E = get(c, "num_experts", get(c, "n_routed_experts"));
+    const uint64_t k = get(c, "num_experts_per_token", get(c, "num_experts_per_tok"));
+    const uint64_t shared = get(c, "num_shared_experts", get(c, "n_shared_experts")), lat = get(c, "routed_expert_hidden_size");
     const uint64_t nh = get(c, "num_attention_heads"), nope = get(c, "qk_nope_head_dim"), rope = get(c, "qk_rope_head_dim");
     const uint64_t vd = get(c, "v_head_dim"), r = get(c, "kv_lora_rank"), ql = get(c, "q_lora_rank");
     const bool mla_gate = c.value("mla_use_output_gate", false), latent_norm = c.value("latent_moe_use_norm", false);
     const bool attn_res = get(c, "attn_res_block_size") > 0;
-    const json& lac = c["linear_attn_config"];
-    const uint64_t kh = lac["num_heads"], D = lac["head_dim"], K = lac["short_conv_kernel_size"], C = kh * D;
+    const json lac = c.value("linear_attn_config", json::object());  // absent: every layer MLA (DeepSeek)
+    const uint64_t kh = lac.value("num_heads", 0), D = lac.value("head_dim", 0), K = lac.value("short_conv_kernel_size", 0),
+                   C = kh * D;
     const bool full_gate = lac.value("use_full_rank_gate", false);
     std::set<uint64_t> kda;
-    for (const json& layer : lac["kda_layers"]) kda.insert(layer.get<uint64_t>() - 1);
+    for (const json& layer : lac.value("kda_layers", json::array())) kda.insert(layer.get<uint64_t>() - 1);
 
     uint64_t trunk = 2 * V * H + H;  // embed, lm_head, final norm
     for (uint64_t l = 0; l < L; ++l) {
@@ -111,13 +114,22 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 4u);
+    ASSERT_EQ(synth::presets().size(), 6u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
         const format::ModelConfig c = format::parse_model_config(config);
-        EXPECT_GT(c.kda_layer_count(), 0);
-        EXPECT_GT(c.mla_layer_count(), 0);
+        if (c.family == format::Family::deepseek) {  // MLA with RoPE on every layer
+            EXPECT_EQ(c.kda_layer_count(), 0);
+            EXPECT_EQ(c.mla_layer_count(), c.layers);
+            EXPECT_TRUE(c.mla_rope);
+            EXPECT_TRUE(c.yarn_enabled);
+            EXPECT_GT(c.expert_groups, 1);
+        } else {
+            EXPECT_GT(c.kda_layer_count(), 0);
+            EXPECT_GT(c.mla_layer_count(), 0);
+            EXPECT_FALSE(c.mla_rope);
+        }
         EXPECT_EQ(c.first_dense, 1);
         EXPECT_FALSE(preset.summary.empty());
     }
@@ -328,7 +340,7 @@ TEST(Synth, PresetsListThroughTheCApi) {
     waste_string_free(text);
     std::vector<std::string> names;
     for (const json& preset : list) names.push_back(preset["name"]);
-    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "k3"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "k3"}));
 }
 
 // Each preset opens through the C API (trunk loaded, every record's CRC
@@ -339,8 +351,11 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         json overrides;
         bool k3_like;
         std::string prefix;
+        std::string arch = "";  // "" = by k3_like
     };
     const std::vector<Case> cases = {
+        {"tiny-deepseek", json::object(), false, "", "deepseek-v3"},
+        {"mid-deepseek", {{"num_hidden_layers", 3}}, false, "", "deepseek-v3"},
         {"tiny", json::object(), false, ""},
         {"tiny-k3", json::object(), true, "language_model."},
         {"tiny-k3", {{"tensor_prefix", ""}, {"expert_quant", "VQ4P"}}, true, ""},
@@ -361,12 +376,12 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         EXPECT_EQ(info["params_total"].get<uint64_t>(), expected.total);
         EXPECT_EQ(info["params_active"].get<uint64_t>(), expected.active);
         EXPECT_EQ(info["layers"], config["num_hidden_layers"]);
-        EXPECT_EQ(info["experts"], config["num_experts"]);
-        EXPECT_EQ(info["top_k"], config["num_experts_per_token"]);
+        EXPECT_EQ(info["experts"], config.value("num_experts", config.value("n_routed_experts", json())));
+        EXPECT_EQ(info["top_k"], config.value("num_experts_per_token", config.value("num_experts_per_tok", json())));
         EXPECT_EQ(info["hidden"], config["hidden_size"]);
         EXPECT_EQ(info["vocab"], config["vocab_size"]);
         EXPECT_EQ(info["tensor_prefix"], c.prefix);
-        EXPECT_EQ(info["arch"], c.k3_like ? "kimi-k3" : "kimi-linear");
+        EXPECT_EQ(info["arch"], !c.arch.empty() ? c.arch : c.k3_like ? "kimi-k3" : "kimi-linear");
         EXPECT_EQ(info["container_bytes"].get<uint64_t>(),
                   synth::synthetic_container_bytes(options_for(c.preset, c.overrides)) +
                       fs::file_size(dir / "manifest.json"));

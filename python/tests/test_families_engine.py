@@ -227,6 +227,19 @@ class DeepSeekFamilyEngine(unittest.TestCase):
         self.assertEqual(len(skipped), 5)
         self.assertEqual(summary["skipped_mtp_tensors"], 5)
 
+    def test_synth_preset(self):
+        # `waste synth --preset tiny-deepseek` (the C++ writer, its own config
+        # and random weights) is the model the reference computes from its config
+        out = os.path.join(self.tmp.name, "synth-deepseek")
+        run([CLI, "synth", out, "--preset", "tiny-deepseek", "--seed", "4"])
+        with open(os.path.join(out, "manifest.json")) as f:
+            cfg = json.load(f)["config"]
+        dq = hf_families.container_state_dict(out)
+        ids = prompt(70, cfg["vocab_size"], 4)
+        ref = deepseek_v3.forward(dq, cfg, ids, dropped_group_score=NEG_INF)[-1].double().numpy()
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        self.assertLessEqual(relative(got, ref), 1e-5)
+
     def test_kill_and_resume_is_byte_identical(self):
         src, ref, _, _, _, _ = self.model("v3")
         out = os.path.join(self.tmp.name, "killed.waste")

@@ -173,11 +173,16 @@ def write_qwen3_moe(sd, cfg, path):
     w.write(path)
 
 
-def write_deepseek_v3(sd, cfg, path):
+def write_deepseek_v3(sd, cfg, path, f16=False):
     """Arch `deepseek2` (llama.cpp runs V2, V3 and K2 under it), in the current
     MLA layout: kv_b_proj is split per head into attn_k_b (k_nope part,
     transposed to [H, kv_lora, nope]) and attn_v_b ([H, v, kv_lora]), which
-    llama.cpp uses for absorbed attention (conversion/deepseek.py)."""
+    llama.cpp uses for absorbed attention (conversion/deepseek.py).
+
+    f16: the projection matrices as F16 (the input of llama.cpp's quantiser),
+    norms and the bias F32; attn_k_b / attn_v_b stay F32, because this
+    llama.cpp build asserts on F16 ones with an F32 KV cache (BENCHMARKS,
+    "llama.cpp on the same weights")."""
     from .deepseek_v3 import is_moe_layer
     if not cfg.get("rope_interleave", True):
         # deepseek2 is a NORM (interleaved) RoPE model in llama.cpp; the converter does not permute q/k
@@ -186,6 +191,14 @@ def write_deepseek_v3(sd, cfg, path):
     nope, rope, vdim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
     kvr, qr = cfg["kv_lora_rank"], cfg.get("q_lora_rank")
     w = GGUFWriter("deepseek2")
+    if f16:
+        w.u32("general.file_type", 1)  # llama_ftype MOSTLY_F16
+        plain = w.tensor
+
+        def tensor(name, t, ggml_type=GGML_F32):
+            keep_f32 = len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name
+            plain(name, t, ggml_type if keep_f32 else GGML_F16)
+        w.tensor = tensor
     _common(w, cfg, cfg["intermediate_size"])
     # MLA runs in llama.cpp as MQA over the latent: one KV head of kv_lora + rope
     w.u32("{arch}.attention.head_count_kv", 1)
@@ -251,3 +264,28 @@ def write_deepseek_v3(sd, cfg, path):
         for p, d in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
             w.tensor(blk + d + ".weight", sd[hf + "mlp.shared_experts." + p + ".weight"])
     w.write(path)
+
+
+def main(argv=None):
+    """python -m waste_ref.gguf_moe CONTAINER OUT.gguf [--f16]: the model a
+    WASTE container holds (its trunk and dequantised VQ experts) as a GGUF
+    for llama.cpp: the same weights for both engines (scripts/compare-llama.sh
+    --family deepseek)."""
+    import argparse
+    from .hf_families import container_state_dict
+    from .container import Container
+    ap = argparse.ArgumentParser(prog="waste_ref.gguf_moe", description=main.__doc__.split("\n")[0])
+    ap.add_argument("container")
+    ap.add_argument("out")
+    ap.add_argument("--f16", action="store_true")
+    args = ap.parse_args(argv)
+    c = Container(args.container)
+    if c.config.get("model_type") not in ("deepseek_v3", "kimi_k2"):
+        raise SystemExit("only DeepSeek-V3 / Kimi K2 containers are written here, got %r" % c.config.get("model_type"))
+    write_deepseek_v3(container_state_dict(c, torch.float32), c.config, args.out, f16=args.f16)
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -155,7 +155,9 @@ void parse_qwen3_attention(const json& config, const std::string& where, ModelCo
     const int64_t fallback_dim = c->hidden / c->heads;
     c->head_dim = static_cast<int>(read.integer({"head_dim"}, 2, max_heads, fallback_dim));
     if (c->head_dim < 2) fail_format("{}.head_dim: missing, and hidden_size / num_attention_heads is {}", where, fallback_dim);
-    if (c->head_dim % 2 != 0) fail_format("{}.head_dim: {} is odd; RoPE rotates pairs", where, c->head_dim);
+    // RoPE rotates pairs over the whole head; 1024 dims is far above any release (128) and bounds the angle table
+    if (c->head_dim % 2 != 0 || c->head_dim > 1024)
+        fail_format("{}.head_dim: {} must be even and at most 1024 for RoPE", where, c->head_dim);
     c->rope_interleave = false;  // NEOX pairs (i, i + d/2)
     if (read.boolean({"attention_bias"}, false))
         fail(WASTE_ERR_UNSUPPORTED, "{}.attention_bias: true is not supported (q/k/v/o without biases)", where);
@@ -304,6 +306,9 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         if (c.kv_lora < 1) fail_format("{}.kv_lora_rank: MLA layers need a rank >= 1", where);
         if (c.qk_nope + c.qk_rope < 1) fail_format("{}: MLA layers need qk_nope_head_dim + qk_rope_head_dim >= 1", where);
         if (c.v_head < 1) fail_format("{}.v_head_dim: MLA layers need v_head_dim >= 1", where);
+        // RoPE rotates pairs; 1024 dims is far above any release (64) and bounds the angle table
+        if (c.mla_rope && (c.qk_rope % 2 != 0 || c.qk_rope > 1024))
+            fail_format("{}.qk_rope_head_dim: {} must be even and at most 1024 for RoPE", where, c.qk_rope);
     }
     return c;
 }

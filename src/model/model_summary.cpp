@@ -11,8 +11,9 @@ ModelSummary summarize(const format::Container& container) {
     ModelSummary s;
     const bool k3_like = c.latent > 0 || c.attn_res_block > 0 || c.activation == format::Activation::situ ||
                          c.gate_lower_bound < 0;
-    s.arch = k3_like ? "kimi-k3" : "kimi-linear";
-    if (c.family == format::Family::qwen3) s.arch = "qwen3-moe";
+    if (c.family == format::Family::deepseek) s.arch = c.model_type == "kimi_k2" ? "kimi-k2" : "deepseek-v3";
+    else if (c.family == format::Family::qwen3) s.arch = "qwen3-moe";
+    else s.arch = k3_like ? "kimi-k3" : "kimi-linear";
     const std::string embed = m.tensor_prefix + "model.embed_tokens.weight";
     uint64_t embed_params = 0;
     std::set<format::TrunkFormat> formats;

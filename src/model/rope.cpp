@@ -51,7 +51,8 @@ Rope::Rope(int dim, double theta, bool interleaved, const format::YarnScaling* y
 
 void Rope::apply(float* x, size_t heads, size_t stride, uint32_t position) const {
     const size_t pairs = inv_freq_.size();
-    // cos/sin of this position, once for all heads (at most a few hundred pairs)
+    // cos/sin of this position, once for all heads (the config bounds the
+    // rotated dims to 1024)
     float cs[512], sn[512];
     WASTE_CHECK(pairs <= 512);
     for (size_t i = 0; i < pairs; ++i) {

@@ -99,7 +99,6 @@ struct Binder {
         if (c.mla_output_gate && !w.g) fail_format("config.mla_use_output_gate is true but {} is missing", full(p + "g_proj.weight"));
         w.o = matrix(p + "o_proj.weight", h, heads * c.v_head);
         if (c.mla_rope && c.qk_rope > 0) {
-            if (c.qk_rope % 2 != 0) fail_format("config.qk_rope_head_dim: {} is odd; RoPE rotates pairs", c.qk_rope);
             w.rope = Rope(c.qk_rope, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
         }
         // (written as before YaRN existed, so Kimi's scale keeps its bits)

@@ -18,6 +18,7 @@ using nlohmann::ordered_json;
 enum class MlaPattern {
     third_of_four,           // 3, 7, 11, ...: the upstream tiny fixtures (KDA 1, 2, 4; MLA 3)
     every_fourth_and_last,   // 4, 8, ..., and the last: Kimi-Linear-48B (…, 24, 27) and K3 (…, 92, 93)
+    none,                    // no linear_attn_config: every layer is MLA (DeepSeek)
 };
 
 struct PresetDefinition {
@@ -105,6 +106,53 @@ ordered_json k3_config(const Dimensions& d) {
     return c;
 }
 
+// DeepSeek-V3's config.json (other-families.md §1) at the given size: MLA
+// with q-LoRA and YaRN RoPE on every layer, sigmoid router with groups,
+// one leading dense layer. The MoE keys are DeepSeek's own names
+// (n_routed_experts, num_experts_per_tok, ...), as in the release.
+ordered_json deepseek_config(const Dimensions& d, int groups, int top_groups) {
+    return ordered_json{
+        {"model_type", "deepseek_v3"},
+        {"architectures", {"DeepseekV3ForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"first_k_dense_replace", 1},
+        {"intermediate_size", d.intermediate},
+        {"moe_intermediate_size", d.moe_intermediate},
+        {"n_routed_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"n_shared_experts", d.shared_experts},
+        {"norm_topk_prob", true},
+        {"scoring_func", "sigmoid"},
+        {"topk_method", "noaux_tc"},
+        {"n_group", groups},
+        {"topk_group", top_groups},
+        {"routed_scaling_factor", d.routed_scaling},
+        {"num_attention_heads", d.heads},
+        {"q_lora_rank", d.q_lora},
+        {"kv_lora_rank", d.kv_lora},
+        {"qk_nope_head_dim", d.qk_nope},
+        {"qk_rope_head_dim", d.qk_rope},
+        {"v_head_dim", d.v_head},
+        {"rope_theta", 10000.0},
+        {"rope_interleave", true},
+        {"rope_scaling",
+         {{"type", "yarn"},
+          {"factor", 40.0},
+          {"original_max_position_embeddings", 4096},
+          {"beta_fast", 32},
+          {"beta_slow", 1},
+          {"mscale", 1.0},
+          {"mscale_all_dim", 1.0}}},
+        {"max_position_embeddings", 163840},
+        {"rms_norm_eps", 1e-6},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
 const PresetDefinition preset_definitions[] = {
     {"tiny", "Kimi-Linear-like, ~1 MB: hidden 128, 4 layers (KDA 1,2,4; MLA 3), 8 experts top-2, vocab 316 with a tokenizer",
      "kimi_linear", "", 10, MlaPattern::third_of_four, false,
@@ -132,6 +180,28 @@ const PresetDefinition preset_definitions[] = {
                                     .experts = 64, .top_k = 8, .shared_experts = 1, .routed_scaling = 2.0, .heads = 8,
                                     .qk_nope = 64, .qk_rope = 32, .v_head = 64, .kv_lora = 128, .vocab = 32768,
                                     .kda_heads = 8, .kda_head_dim = 128});
+     }},
+    {"tiny-deepseek",
+     "DeepSeek-V3-like, ~1 MB: hidden 128, 4 layers of MLA with q-LoRA and YaRN RoPE, 16 experts in 4 groups "
+     "(2 kept) top-4, 1 shared, vocab 316 with a tokenizer",
+     "deepseek_v3", "", 10, MlaPattern::none, false,
+     [] {
+         return deepseek_config({.hidden = 128, .layers = 4, .intermediate = 256, .moe_intermediate = 64,
+                                 .experts = 16, .top_k = 4, .shared_experts = 1, .routed_scaling = 2.5, .heads = 4,
+                                 .qk_nope = 16, .qk_rope = 8, .v_head = 16, .kv_lora = 32, .vocab = 316,
+                                 .kda_heads = 0, .kda_head_dim = 0, .q_lora = 48},
+                                4, 2);
+     }},
+    {"mid-deepseek",
+     "the DeepSeek-V3 benchmark shape, ~0.5 GB: hidden 1024, 12 layers of MLA (q-LoRA, YaRN RoPE), 64 experts "
+     "in 8 groups (4 kept) top-8, vocab 32768",
+     "deepseek_v3", "", 256, MlaPattern::none, false,
+     [] {
+         return deepseek_config({.hidden = 1024, .layers = 12, .intermediate = 2048, .moe_intermediate = 512,
+                                 .experts = 64, .top_k = 8, .shared_experts = 1, .routed_scaling = 2.5, .heads = 8,
+                                 .qk_nope = 64, .qk_rope = 32, .v_head = 64, .kv_lora = 128, .vocab = 32768,
+                                 .kda_heads = 0, .kda_head_dim = 0, .q_lora = 256},
+                                8, 4);
      }},
     {"k3",
      "Kimi K3's real dimensions (~1 TB): hidden 7168, 93 layers, 896 experts top-16, latent 3584; shrink with "
@@ -261,10 +331,21 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
     const std::optional<int64_t> block = integer_at(config, "attn_res_block_size");
     if (layers && block && !has_key(patch, "attn_res_block_size"))
         config["attn_res_block_size"] = std::min(*block, *layers);
-    const std::optional<int64_t> experts = integer_at(config, "num_experts");
-    const std::optional<int64_t> top_k = integer_at(config, "num_experts_per_token");
+    // Kimi's key names, or DeepSeek's
+    const char* experts_key = config.contains("n_routed_experts") ? "n_routed_experts" : "num_experts";
+    const char* top_k_key = config.contains("num_experts_per_tok") ? "num_experts_per_tok" : "num_experts_per_token";
+    if (has_key(patch, "num_experts") && config.contains("n_routed_experts")) {
+        config["n_routed_experts"] = config["num_experts"];  // one copy of the key, under the preset's name
+        config.erase("num_experts");
+    }
+    if (has_key(patch, "num_experts_per_token") && config.contains("num_experts_per_tok")) {
+        config["num_experts_per_tok"] = config["num_experts_per_token"];
+        config.erase("num_experts_per_token");
+    }
+    const std::optional<int64_t> experts = integer_at(config, experts_key);
+    const std::optional<int64_t> top_k = integer_at(config, top_k_key);
     if (experts && top_k && *experts >= 1 && !has_key(patch, "num_experts_per_token"))
-        config["num_experts_per_token"] = std::min(*top_k, *experts);
+        config[top_k_key] = std::min(*top_k, *experts);
 
     const std::optional<int64_t> vocab = integer_at(config, "vocab_size");
     if (r.tokenizer && vocab) {

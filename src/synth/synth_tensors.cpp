@@ -126,7 +126,7 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
             p.linear(m + "up_proj.weight", c.intermediate, H);
             p.linear(m + "down_proj.weight", H, c.intermediate, out_gain);
         } else {
-            const std::string m = lx + "block_sparse_moe.";
+            const std::string m = lx + format::moe_block_prefix(c.family);
             p.linear(m + "gate.weight", c.experts, H, router_gain);
             p.add(m + "gate.e_score_correction_bias", {c.experts}, 0.0f, correction_bias_std);
             if (c.shared_experts > 0) {

@@ -1,0 +1,154 @@
+// model_families_test.cpp — the parts the other families (issue 16) add,
+// checked by hand: RoPE frequencies under YaRN and the two pairings
+// (other-families.md §0), the MLA softmax scale's mscale², and the config
+// rules (family from model_type, RoPE defaults, refused kinds).
+//
+// Tolerances: 1e-12 relative on double-precision frequencies computed the
+// same way by hand; 5e-5 on the M² constants (the document rounds them to
+// four decimals); 1e-6 on rotated f32 values of magnitude <= 2 (a few ulps).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include <nlohmann/json.hpp>
+
+#include "format/model_config.h"
+#include "model/rope.h"
+#include "platform/error.h"
+
+namespace waste {
+namespace {
+
+using nlohmann::json;
+
+format::YarnScaling yarn(double factor, double m, double m_all) {
+    format::YarnScaling y;
+    y.factor = factor;
+    y.original_max_position = 4096;
+    y.mscale = m;
+    y.mscale_all_dim = m_all;
+    return y;
+}
+
+TEST(Rope, YarnFrequenciesByHand) {
+    // dim 8, base 1e4, L0 4096, beta 32/1: corr(32) = 1.31 -> low 1,
+    // corr(1) = 2.81 -> high 3, so the ramp over pairs 0..3 is 0, 0, 0.5, 1
+    const format::YarnScaling y = yarn(40, 1, 1);
+    const model::Rope rope(8, 10000.0, true, &y);
+    const double expect[4] = {1.0, 0.1, 0.5 * 0.01 / 40 + 0.5 * 0.01, 0.001 / 40};
+    ASSERT_EQ(rope.inv_freq().size(), 4u);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(rope.inv_freq()[i], expect[i], 1e-12 * expect[i]) << i;
+    EXPECT_EQ(rope.attention_factor(), 1.0);  // mscale == mscale_all_dim
+    const format::YarnScaling unequal = yarn(40, 1, 0.5);
+    EXPECT_NEAR(model::Rope(8, 1e4, true, &unequal).attention_factor(),
+                (1 + 0.1 * std::log(40.0)) / (1 + 0.05 * std::log(40.0)), 1e-12);
+    const format::YarnScaling unset = yarn(32, 0, 0);  // gpt-oss: no mscale keys
+    EXPECT_NEAR(model::Rope(8, 1e4, false, &unset).attention_factor(), 1 + 0.1 * std::log(32.0), 1e-12);
+    const model::Rope plain(8, 10000.0, true, nullptr);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(plain.inv_freq()[i], std::pow(10000.0, -2.0 * i / 8), 1e-15);
+}
+
+TEST(Rope, PairsInterleavedOrByHalves) {
+    // one head of 4 dims, base 1: every pair turns by `position` radians
+    const model::Rope interleaved(4, 1.0, true, nullptr), halves(4, 1.0, false, nullptr);
+    const float c = std::cos(1.0f), s = std::sin(1.0f);
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 2, 3, 4};
+    interleaved.apply(a, 1, 4, 1);  // pairs (0,1), (2,3)
+    halves.apply(b, 1, 4, 1);       // pairs (0,2), (1,3)
+    const float want_a[4] = {1 * c - 2 * s, 2 * c + 1 * s, 3 * c - 4 * s, 4 * c + 3 * s};
+    const float want_b[4] = {1 * c - 3 * s, 2 * c - 4 * s, 3 * c + 1 * s, 4 * c + 2 * s};
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_NEAR(a[i], want_a[i], 1e-6) << i;
+        EXPECT_NEAR(b[i], want_b[i], 1e-6) << i;
+    }
+    float z[8] = {1, 2, 3, 4, 5, 6, 7, 8};  // position 0 is the identity, heads `stride` apart
+    interleaved.apply(z, 2, 4, 0);
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(z[i], static_cast<float>(i + 1));
+}
+
+json deepseek(json extra = json::object()) {
+    json c = {{"model_type", "deepseek_v3"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+              {"first_k_dense_replace", 1}, {"intermediate_size", 64}, {"moe_intermediate_size", 32},
+              {"n_routed_experts", 8}, {"num_experts_per_tok", 2}, {"n_shared_experts", 1}, {"vocab_size", 100},
+              {"num_attention_heads", 2}, {"qk_nope_head_dim", 8}, {"qk_rope_head_dim", 8}, {"v_head_dim", 8},
+              {"kv_lora_rank", 16}, {"q_lora_rank", 16}, {"rope_theta", 10000.0},
+              {"rope_scaling", {{"type", "yarn"}, {"factor", 40.0}, {"original_max_position_embeddings", 4096},
+                                {"mscale", 1.0}, {"mscale_all_dim", 1.0}}}};
+    c.merge_patch(extra);
+    return c;
+}
+
+waste_status status_of(const json& config, std::string* message) {
+    try {
+        format::parse_model_config(config);
+    } catch (const Error& e) {
+        *message = e.what();
+        return e.status();
+    }
+    return WASTE_OK;
+}
+
+TEST(FamilyConfig, DeepSeekGetsRopeAndYarn) {
+    const format::ModelConfig c = format::parse_model_config(deepseek());
+    EXPECT_EQ(c.family, format::Family::deepseek);
+    EXPECT_TRUE(c.mla_rope);
+    EXPECT_TRUE(c.rope_interleave);
+    ASSERT_TRUE(c.yarn_enabled);
+    EXPECT_EQ(c.yarn.factor, 40.0);
+    EXPECT_EQ(c.yarn.beta_fast, 32.0);  // the defaults
+    EXPECT_EQ(c.yarn.beta_slow, 1.0);
+    EXPECT_STREQ(format::moe_block_prefix(c.family), "mlp.");
+    // other-families.md §0: M² for V3 (f=40, m=1) 1.8739, V2-Lite (m=0.707) 1.5896, K2 (f=32) 1.8133
+    EXPECT_NEAR(model::mla_softmax_scale_factor(c), 1.8739, 5e-5);
+    EXPECT_NEAR(model::mla_softmax_scale_factor(format::parse_model_config(deepseek(
+                    {{"rope_scaling", {{"mscale", 0.707}, {"mscale_all_dim", 0.707}}}}))),
+                1.5896, 5e-5);
+    EXPECT_NEAR(model::mla_softmax_scale_factor(format::parse_model_config(deepseek({{"rope_scaling", {{"factor", 32.0}}}}))),
+                1.8133, 5e-5);
+    EXPECT_EQ(format::parse_model_config(deepseek({{"model_type", "kimi_k2"}})).family, format::Family::deepseek);
+    EXPECT_FALSE(format::parse_model_config(deepseek({{"rope_scaling", nullptr}})).yarn_enabled);
+}
+
+TEST(FamilyConfig, KimiKeepsItsNopeMla) {
+    for (const char* type : {"kimi_linear", "kimi_k3", ""}) {
+        SCOPED_TRACE(type);
+        json c = deepseek({{"model_type", type}, {"rope_scaling", nullptr}});
+        if (std::string(type).empty()) c.erase("model_type");
+        const format::ModelConfig m = format::parse_model_config(c);
+        EXPECT_EQ(m.family, format::Family::kimi);
+        EXPECT_FALSE(m.mla_rope);
+        EXPECT_STREQ(format::moe_block_prefix(m.family), "block_sparse_moe.");
+    }
+    EXPECT_TRUE(format::parse_model_config(deepseek({{"model_type", "kimi_linear"}, {"mla_use_nope", false}})).mla_rope);
+}
+
+TEST(FamilyConfig, WhatTheEngineCannotRunIsRefusedByName) {
+    struct Case {
+        json patch;
+        waste_status status;
+        const char* names;
+    };
+    const Case cases[] = {
+        {{{"model_type", "mixtral"}}, WASTE_ERR_UNSUPPORTED, "mixtral"},
+        {{{"rope_scaling", {{"type", "linear"}}}}, WASTE_ERR_UNSUPPORTED, "linear"},
+        {{{"rope_scaling", {{"type", nullptr}, {"rope_type", "llama3"}}}}, WASTE_ERR_UNSUPPORTED, "llama3"},
+        {{{"scoring_func", "softmax"}}, WASTE_ERR_UNSUPPORTED, "softmax"},
+        {{{"rope_scaling", {{"factor", 0.5}}}}, WASTE_ERR_FORMAT, "factor"},
+        {{{"rope_scaling", {{"original_max_position_embeddings", nullptr}}}}, WASTE_ERR_FORMAT,
+         "original_max_position_embeddings"},
+        {{{"qk_rope_head_dim", 7}}, WASTE_ERR_FORMAT, "qk_rope_head_dim"},
+        {{{"qk_rope_head_dim", 2048}}, WASTE_ERR_FORMAT, "qk_rope_head_dim"},
+        {{{"rope_theta", -1.0}}, WASTE_ERR_FORMAT, "rope_theta"},
+        {{{"rope_scaling", 3}}, WASTE_ERR_FORMAT, "rope_scaling"},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.patch.dump());
+        std::string message;
+        EXPECT_EQ(status_of(deepseek(c.patch), &message), c.status);
+        EXPECT_NE(message.find(c.names), std::string::npos) << message;
+    }
+}
+
+}  // namespace
+}  // namespace waste
