@@ -368,6 +368,16 @@ class Qwen3Family(unittest.TestCase):
             self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"--chunk {chunk}")
         self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
 
+    def test_lookahead_and_read_path_never_change_a_bit(self):
+        # the softmax router's lookahead (ranking the next MoE layer's experts,
+        # skipping a dense next layer) and the read path only move reads
+        _, out, _, cfg, _, _ = self.model("q3-mlp-only")
+        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
+        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
+        for other in runs[1:]:
+            self.assertEqual(other, runs[0])
+
     def test_quantisation_is_the_only_difference(self):
         _, out, _, cfg, sd, dq = self.model("q3")
         unq = {k: v.double() for k, v in sd.items()}
