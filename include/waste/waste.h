@@ -330,7 +330,7 @@ WASTE_API waste_status waste_session_set_route_dump(waste_session* session, cons
 
 /* Profiling: when on, each evaluation records where its time goes.
  * waste_session_profile_json returns {"tokens":N,"seconds":{"trunk_matvec":s,
- * "lut_build":s,"lut_apply":s,"kda":s,"mla":s,"router":s,"lm_head":s,
+ * "lut_build":s,"lut_apply":s,"kda":s,"mla":s,"gqa":s,"router":s,"lm_head":s,
  * "expert_wait":s,"other":s}} accumulated since profiling was turned on. */
 WASTE_API waste_status waste_session_set_profiling(waste_session* session, int on, waste_error* error);
 WASTE_API waste_status waste_session_profile_json(const waste_session* session, char** out_json, waste_error* error);
