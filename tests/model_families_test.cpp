@@ -274,6 +274,33 @@ TEST(FamilyConfig, Qwen3RefusesWhatTheEngineDoesNotRunByName) {
     EXPECT_EQ(refusal(qwen3({{"head_dim", 1026}})).first, WASTE_ERR_FORMAT);  // beyond RoPE's angle table
 }
 
+TEST(FamilyConfig, RopeParametersOfNewerTransformersAreRead) {
+    // newer transformers save rope_parameters instead of rope_theta / rope_scaling,
+    // and num_local_experts for num_experts
+    json newer = qwen3({{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 5e5}}}});
+    newer.erase("rope_theta");
+    newer.erase("rope_scaling");
+    newer["num_local_experts"] = newer["num_experts"];
+    newer.erase("num_experts");
+    const ModelConfig c = format::parse_model_config(newer);
+    EXPECT_EQ(c.rope_theta, 5e5);
+    EXPECT_EQ(c.experts, 8);
+    EXPECT_TRUE(c.has_moe());
+    // rope_theta itself wins when both are there
+    EXPECT_EQ(format::parse_model_config(qwen3({{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 5e5}}}}))
+                  .rope_theta,
+              1e6);
+    json yarn = newer;
+    yarn["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 5e5}, {"factor", 4.0},
+                               {"original_max_position_embeddings", 32768}};
+    const auto [status, message] = refusal(yarn);
+    EXPECT_EQ(status, WASTE_ERR_UNSUPPORTED);
+    EXPECT_NE(message.find("rope_parameters"), std::string::npos) << message;
+    json linear = newer;
+    linear["rope_parameters"] = {{"rope_type", "linear"}, {"rope_theta", 5e5}, {"factor", 4.0}};
+    EXPECT_EQ(refusal(linear).first, WASTE_ERR_UNSUPPORTED);
+}
+
 TEST(FamilyConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {
     const auto [status, message] = refusal(qwen3({{"model_type", "qwen2_moe"}}));
     EXPECT_EQ(status, WASTE_ERR_UNSUPPORTED);

@@ -38,7 +38,7 @@ def moe_layer_list(cfg):
     n_layers = int(cfg["num_hidden_layers"])
     if cfg.get("model_type") == "qwen3_moe":
         step, only = int(cfg.get("decoder_sparse_step", 1) or 1), set(cfg.get("mlp_only_layers") or [])
-        experts = int(cfg.get("num_experts", 0) or 0)
+        experts = int(cfg.get("num_experts", cfg.get("num_local_experts", 0)) or 0)
         return [i for i in range(n_layers) if i not in only and experts > 0 and (i + 1) % step == 0]
     return list(range(int(cfg.get("first_k_dense_replace", 0)), n_layers))
 
@@ -283,7 +283,7 @@ class Container:
 
         self.books, valid = read_codebooks(os.path.join(self.path, "codebooks.bin"), self.entries, self.vec_dim)
         n_books = self.books.shape[0]
-        E = int(cfg.get("num_experts", cfg.get("n_routed_experts")))  # Kimi's key, or DeepSeek's
+        E = int(cfg.get("num_experts", cfg.get("n_routed_experts", cfg.get("num_local_experts"))))  # Kimi's/Qwen3's key, DeepSeek's, newer HF's
         for L in moe_layers:
             lay = layers[str(L)]
             fname = lay["file"]

@@ -93,12 +93,14 @@ std::vector<int> one_based_layer_list(const json& list, const std::string& where
     return result;
 }
 
-// rope_scaling: null, or YaRN (the only kind these families publish); any
-// other kind is refused by name rather than run without its scaling.
-void parse_rope_scaling(const json& config, const std::string& where, ModelConfig* c) {
-    auto it = config.find("rope_scaling");
+// rope_scaling (or `key`): null, or YaRN (the only kind these families
+// publish); any other kind is refused by name rather than run without its
+// scaling.
+void parse_rope_scaling(const json& config, const std::string& where, ModelConfig* c,
+                        const char* key = "rope_scaling") {
+    auto it = config.find(key);
     if (it == config.end() || it->is_null()) return;
-    const std::string at = where + ".rope_scaling";
+    const std::string at = where + "." + key;
     if (!it->is_object()) fail_format("{}: expected an object or null", at);
     Reader read{*it, at};
     std::string kind = read.string("type", "");
@@ -126,7 +128,7 @@ void parse_qwen3_moe_layers(const json& config, const std::string& where, ModelC
         fail(WASTE_ERR_UNSUPPORTED, "{}.first_k_dense_replace: not a qwen3_moe key (its dense layers are "
              "decoder_sparse_step / mlp_only_layers)", where);
     const int step = static_cast<int>(read.integer({"decoder_sparse_step"}, 1, max_layers, 1));
-    const int64_t experts = read.integer({"num_experts"}, 0, max_experts, 0);
+    const int64_t experts = read.integer({"num_experts", "num_local_experts"}, 0, max_experts, 0);
     std::vector<uint8_t> mlp_only(c->layers, 0);
     auto list = config.find("mlp_only_layers");
     if (list != config.end() && !list->is_null()) {
@@ -164,7 +166,8 @@ void parse_qwen3_attention(const json& config, const std::string& where, ModelCo
     if (read.boolean({"use_sliding_window"}, false))
         fail(WASTE_ERR_UNSUPPORTED, "{}.use_sliding_window: true is not supported (full causal attention)", where);
     if (c->yarn_enabled)
-        fail(WASTE_ERR_UNSUPPORTED, "{}.rope_scaling: YaRN is not supported for qwen3_moe yet (null)", where);
+        fail(WASTE_ERR_UNSUPPORTED, "{}.rope_scaling: YaRN is not supported for qwen3_moe yet (null, or rope_parameters "
+             "of rope_type default)", where);
     if (config.contains("linear_attn_config") && !config["linear_attn_config"].is_null())
         fail(WASTE_ERR_UNSUPPORTED, "{}.linear_attn_config: not a qwen3_moe key", where);
     if (c->shared_experts > 0 || config.contains("shared_expert_intermediate_size"))
@@ -229,7 +232,8 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.intermediate = static_cast<int>(read.integer({"intermediate_size"}, dense ? 1 : 0, max_dimension,
                                                    dense ? std::nullopt : std::optional<int64_t>(0)));
     c.moe_intermediate = static_cast<int>(read.integer({"moe_intermediate_size"}, has_moe ? 1 : 0, max_dimension, 0));
-    c.experts = static_cast<int>(read.integer({"num_experts", "n_routed_experts"}, has_moe ? 1 : 0, max_experts, 0));
+    c.experts = static_cast<int>(read.integer({"num_experts", "n_routed_experts", "num_local_experts"}, has_moe ? 1 : 0,
+                                              max_experts, 0));
     c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok"}, has_moe ? 1 : 0,
                                             std::max(c.experts, 1), 0));
     c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, 0));
@@ -277,6 +281,17 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.rope_theta = read.real({"rope_theta"}, 1e-3, 1e12, 10000.0);
     c.rope_interleave = read.boolean({"rope_interleave"}, true);
     parse_rope_scaling(config, where, &c);
+    // Configs saved by newer transformers carry rope_parameters ({rope_type,
+    // rope_theta, the scaling keys}) in place of rope_theta and rope_scaling:
+    // read, never left to the defaults.
+    if (auto params = config.find("rope_parameters"); params != config.end() && !params->is_null()) {
+        if (!params->is_object()) fail_format("{}.rope_parameters: expected an object or null", where);
+        auto theta = config.find("rope_theta");
+        if (theta == config.end() || theta->is_null())
+            c.rope_theta = Reader{*params, where + ".rope_parameters"}.real({"rope_theta"}, 1e-3, 1e12, c.rope_theta);
+        auto scaling = config.find("rope_scaling");
+        if (scaling == config.end() || scaling->is_null()) parse_rope_scaling(config, where, &c, "rope_parameters");
+    }
 
     if (qwen3) {
         parse_qwen3_attention(config, where, &c);
