@@ -3,7 +3,8 @@
 // (other-families.md §0), the MLA softmax scale's mscale², and the config
 // rules (family from model_type, RoPE defaults, refused kinds; Qwen3-MoE's
 // GQA keys, router kind and dense layers from decoder_sparse_step /
-// mlp_only_layers, first_k_dense_replace's for Kimi and DeepSeek).
+// mlp_only_layers, first_k_dense_replace's for Kimi and DeepSeek; GLM-4.5's
+// partial rotary dims, q/k/v biases, optional q/k norm and HF defaults).
 //
 // Tolerances: 1e-12 relative on double-precision frequencies computed the
 // same way by hand; 5e-5 on the M² constants (the document rounds them to
@@ -299,6 +300,69 @@ TEST(FamilyConfig, RopeParametersOfNewerTransformersAreRead) {
     json linear = newer;
     linear["rope_parameters"] = {{"rope_type", "linear"}, {"rope_theta", 5e5}, {"factor", 4.0}};
     EXPECT_EQ(refusal(linear).first, WASTE_ERR_UNSUPPORTED);
+}
+
+// GLM-4.5-Air's keys at a tiny size.
+json glm4(json overrides = json::object()) {
+    json c = {{"model_type", "glm4_moe"}, {"hidden_size", 64}, {"num_hidden_layers", 3},
+              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 32},
+              {"partial_rotary_factor", 0.5}, {"attention_bias", true}, {"use_qk_norm", false},
+              {"intermediate_size", 96}, {"moe_intermediate_size", 32}, {"n_routed_experts", 8},
+              {"n_shared_experts", 1}, {"num_experts_per_tok", 2}, {"first_k_dense_replace", 1},
+              {"n_group", 1}, {"topk_group", 1}, {"norm_topk_prob", true}, {"routed_scaling_factor", 1.0},
+              {"rope_theta", 1e6}, {"rms_norm_eps", 1e-5}, {"vocab_size", 100}, {"rope_scaling", nullptr},
+              {"num_nextn_predict_layers", 1}};
+    c.update(overrides);
+    return c;
+}
+
+TEST(FamilyConfig, Glm4IsGqaWithPartialRopeBiasesAndTheSigmoidRouter) {
+    const ModelConfig c = format::parse_model_config(glm4());
+    EXPECT_EQ(c.family, Family::glm4);
+    EXPECT_EQ(c.router, RouterKind::sigmoid_grouped);
+    EXPECT_EQ(c.layer_kinds, std::vector<LayerKind>(3, LayerKind::gqa));
+    EXPECT_EQ(c.rope_dim, 16);  // int(32 * 0.5)
+    EXPECT_TRUE(c.qkv_bias);
+    EXPECT_FALSE(c.qk_norm);
+    EXPECT_FALSE(c.rope_interleave);
+    EXPECT_EQ(moe_layers(c), (std::vector<int>{1, 2}));
+    EXPECT_EQ(c.shared_experts, 1);
+    EXPECT_TRUE(format::parse_model_config(glm4({{"use_qk_norm", true}})).qk_norm);
+    // HF Glm4MoeConfig's defaults: half the head rotated, layer 0 dense, one shared expert, no biases
+    json bare = glm4();
+    for (const char* key : {"partial_rotary_factor", "first_k_dense_replace", "n_shared_experts", "attention_bias"})
+        bare.erase(key);
+    const ModelConfig d = format::parse_model_config(bare);
+    EXPECT_EQ(d.rope_dim, 16);
+    EXPECT_EQ(moe_layers(d), (std::vector<int>{1, 2}));
+    EXPECT_EQ(d.shared_experts, 1);
+    EXPECT_FALSE(d.qkv_bias);
+    // newer transformers keep the factor in rope_parameters
+    json newer = glm4({{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.25}}}});
+    newer.erase("partial_rotary_factor");
+    EXPECT_EQ(format::parse_model_config(newer).rope_dim, 8);
+    // rotated dims must be an even number >= 2
+    const auto [status, message] = refusal(glm4({{"partial_rotary_factor", 0.03}}));
+    EXPECT_EQ(status, WASTE_ERR_FORMAT);
+    EXPECT_NE(message.find("partial_rotary_factor"), std::string::npos) << message;
+    EXPECT_EQ(refusal(glm4({{"use_sliding_window", true}})).first, WASTE_ERR_UNSUPPORTED);
+}
+
+TEST(Rope, PartialRotationLeavesTheTailOfEachHead) {
+    // 4 rotated dims of an 8-dim head (GLM's partial_rotary_factor 0.5): dims 4..7 pass
+    const model::Rope halves(4, 1.0, false, nullptr);
+    float x[16];
+    for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i + 1);
+    halves.apply(x, 2, 8, 3);
+    const float c = std::cos(3.0f), s = std::sin(3.0f);
+    for (int h = 0; h < 2; ++h) {
+        const float* v = x + 8 * h;
+        const float a0 = 8.0f * h + 1, a1 = 8.0f * h + 2, b0 = 8.0f * h + 3, b1 = 8.0f * h + 4;
+        EXPECT_NEAR(v[0], a0 * c - b0 * s, 1e-5);
+        EXPECT_NEAR(v[2], b0 * c + a0 * s, 1e-5);
+        EXPECT_NEAR(v[1], a1 * std::cos(3.0) - b1 * std::sin(3.0), 1e-5);  // pair 1's frequency is 1 too (base 1)
+        for (int i = 4; i < 8; ++i) EXPECT_EQ(v[i], 8.0f * h + i + 1) << h << " " << i;
+    }
 }
 
 TEST(FamilyConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {

@@ -152,6 +152,7 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
             info["heads"] = c.heads;
             info["kv_heads"] = c.kv_heads;
             info["head_dim"] = c.head_dim;
+            info["rope_dim"] = c.rope_dim;  // rotated dims per head (GLM: head_dim * partial_rotary_factor)
         }
         info["router"] = c.router == waste::format::RouterKind::softmax_topk ? "softmax_topk" : "sigmoid_grouped";
         info["experts"] = c.experts;

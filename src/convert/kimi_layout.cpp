@@ -112,7 +112,8 @@ void plan_mla(Planner& p, ConvertUnit& u, const std::string& a, const format::Mo
     p.need(u, a + "o_proj.weight", {H, nh * c.v_head});
 }
 
-// Qwen3-MoE's attention (other-families.md §4): no biases, per-head q/k norms.
+// GQA (other-families.md §4, §7): Qwen3's per-head q/k norms; GLM-4.5's
+// q/k/v biases (attention_bias) and q/k norms only with use_qk_norm.
 void plan_gqa(Planner& p, ConvertUnit& u, const std::string& a, const format::ModelConfig& c) {
     const int64_t H = c.hidden, d = c.head_dim, q_width = static_cast<int64_t>(c.heads) * d,
                   kv_width = static_cast<int64_t>(c.kv_heads) * d;
@@ -120,8 +121,15 @@ void plan_gqa(Planner& p, ConvertUnit& u, const std::string& a, const format::Mo
     p.need(u, a + "k_proj.weight", {kv_width, H});
     p.need(u, a + "v_proj.weight", {kv_width, H});
     p.need(u, a + "o_proj.weight", {H, q_width});
-    p.need(u, a + "q_norm.weight", {d});
-    p.need(u, a + "k_norm.weight", {d});
+    if (c.qkv_bias) {
+        p.need(u, a + "q_proj.bias", {q_width});
+        p.need(u, a + "k_proj.bias", {kv_width});
+        p.need(u, a + "v_proj.bias", {kv_width});
+    }
+    if (c.qk_norm) {
+        p.need(u, a + "q_norm.weight", {d});
+        p.need(u, a + "k_norm.weight", {d});
+    }
 }
 
 void plan_experts(Planner& p, ConvertUnit& u, const std::string& m, const format::ModelConfig& c) {
@@ -147,13 +155,14 @@ std::string kimi_arch(const nlohmann::json& config) {
     const std::string type = config.contains("model_type") && config["model_type"].is_string()
                                  ? config["model_type"].get<std::string>()
                                  : std::string();
-    if (type == "kimi_linear" || type == "kimi_k3" || type == "deepseek_v3" || type == "kimi_k2" || type == "qwen3_moe")
+    if (type == "kimi_linear" || type == "kimi_k3" || type == "deepseek_v3" || type == "kimi_k2" || type == "qwen3_moe" ||
+        type == "glm4_moe")
         return type;
     std::string architectures = "none";
     if (config.contains("architectures")) architectures = config["architectures"].dump();
     fail(WASTE_ERR_UNSUPPORTED,
          "config.json: model_type \"{}\" (architectures {}) is not an architecture the converter knows "
-         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe)",
+         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe)",
          type, architectures);
 }
 
@@ -226,8 +235,8 @@ ConvertPlan plan_kimi_conversion(const nlohmann::json& text_config, const Weight
     if (!c.tie_embeddings) p.need(final_unit, "lm_head.weight", {c.vocab, H});
     plan.units.push_back(std::move(final_unit));
 
-    // DeepSeek-V3's multi-token-prediction layers (model.layers.61.* after 61
-    // layers; num_nextn_predict_layers) are not part of the next-token model:
+    // DeepSeek-V3's (and GLM-4.5's) multi-token-prediction layers
+    // (model.layers.61.* after 61 layers; num_nextn_predict_layers) are not part of the next-token model:
     // skipped and reported, never an error.
     const int mtp_layers = text_config.contains("num_nextn_predict_layers") &&
                                    text_config["num_nextn_predict_layers"].is_number_integer()

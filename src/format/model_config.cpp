@@ -146,10 +146,9 @@ void parse_qwen3_moe_layers(const json& config, const std::string& where, ModelC
     for (int i = 0; i < c->layers; ++i) c->moe_layer[i] = !mlp_only[i] && experts > 0 && (i + 1) % step == 0;
 }
 
-// Qwen3-MoE's attention (other-families.md §4): GQA on every layer, per-head
-// q_norm / k_norm, NEOX RoPE over the whole head. What this engine does not
-// run is refused by name, never run without it.
-void parse_qwen3_attention(const json& config, const std::string& where, ModelConfig* c) {
+// The GQA head shape (Qwen3, GLM-4.5): num_key_value_heads dividing the
+// query heads, head_dim (hidden / heads when absent).
+void parse_gqa_heads(const json& config, const std::string& where, ModelConfig* c) {
     Reader read{config, where};
     c->kv_heads = static_cast<int>(read.integer({"num_key_value_heads"}, 1, max_heads, c->heads));
     if (c->heads % c->kv_heads != 0)
@@ -157,10 +156,27 @@ void parse_qwen3_attention(const json& config, const std::string& where, ModelCo
     const int64_t fallback_dim = c->hidden / c->heads;
     c->head_dim = static_cast<int>(read.integer({"head_dim"}, 2, max_heads, fallback_dim));
     if (c->head_dim < 2) fail_format("{}.head_dim: missing, and hidden_size / num_attention_heads is {}", where, fallback_dim);
-    // RoPE rotates pairs over the whole head; 1024 dims is far above any release (128) and bounds the angle table
+    // RoPE rotates pairs; 1024 dims is far above any release (128) and bounds the angle table
     if (c->head_dim % 2 != 0 || c->head_dim > 1024)
         fail_format("{}.head_dim: {} must be even and at most 1024 for RoPE", where, c->head_dim);
-    c->rope_interleave = false;  // NEOX pairs (i, i + d/2)
+    c->rope_dim = c->head_dim;
+    c->rope_interleave = false;  // NEOX pairs (i, i + d/2) of the rotated dims
+    if (config.contains("linear_attn_config") && !config["linear_attn_config"].is_null())
+        fail(WASTE_ERR_UNSUPPORTED, "{}.linear_attn_config: not a {} key", where, c->model_type);
+    if (c->latent > 0) fail(WASTE_ERR_UNSUPPORTED, "{}.routed_expert_hidden_size: not a {} key", where, c->model_type);
+    if (c->activation != Activation::silu)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.hidden_act: {} experts are SwiGLU (silu)", where, c->model_type);
+    if (c->attn_res_block > 0) fail(WASTE_ERR_UNSUPPORTED, "{}.attn_res_block_size: not a {} key", where, c->model_type);
+    c->layer_kinds.assign(c->layers, LayerKind::gqa);
+}
+
+// Qwen3-MoE's attention (other-families.md §4): GQA on every layer, per-head
+// q_norm / k_norm, NEOX RoPE over the whole head. What this engine does not
+// run is refused by name, never run without it.
+void parse_qwen3_attention(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    parse_gqa_heads(config, where, c);
+    c->qk_norm = true;
     if (read.boolean({"attention_bias"}, false))
         fail(WASTE_ERR_UNSUPPORTED, "{}.attention_bias: true is not supported (q/k/v/o without biases)", where);
     if (read.boolean({"use_sliding_window"}, false))
@@ -168,8 +184,6 @@ void parse_qwen3_attention(const json& config, const std::string& where, ModelCo
     if (c->yarn_enabled)
         fail(WASTE_ERR_UNSUPPORTED, "{}.rope_scaling: YaRN is not supported for qwen3_moe yet (null, or rope_parameters "
              "of rope_type default)", where);
-    if (config.contains("linear_attn_config") && !config["linear_attn_config"].is_null())
-        fail(WASTE_ERR_UNSUPPORTED, "{}.linear_attn_config: not a qwen3_moe key", where);
     if (c->shared_experts > 0 || config.contains("shared_expert_intermediate_size"))
         fail(WASTE_ERR_UNSUPPORTED, "{}: shared experts are not part of qwen3_moe", where);
     if (c->expert_groups > 1)
@@ -177,11 +191,34 @@ void parse_qwen3_attention(const json& config, const std::string& where, ModelCo
     if (c->routed_scaling != 1.0)
         fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (qwen3_moe's router has no scaling)", where,
              c->routed_scaling);
-    if (c->latent > 0) fail(WASTE_ERR_UNSUPPORTED, "{}.routed_expert_hidden_size: not a qwen3_moe key", where);
-    if (c->activation != Activation::silu)
-        fail(WASTE_ERR_UNSUPPORTED, "{}.hidden_act: qwen3_moe experts are SwiGLU (silu)", where);
-    if (c->attn_res_block > 0) fail(WASTE_ERR_UNSUPPORTED, "{}.attn_res_block_size: not a qwen3_moe key", where);
-    c->layer_kinds.assign(c->layers, LayerKind::gqa);
+}
+
+// GLM-4.5's attention (other-families.md §7; HF glm4_moe Glm4MoeAttention):
+// GQA on every layer; biases on q, k and v when attention_bias (o_proj has
+// none); per-head q_norm / k_norm before RoPE only when use_qk_norm; NEOX RoPE
+// on the first head_dim * partial_rotary_factor dims of each head (HF
+// Glm4MoeConfig's default 0.5; newer configs carry it in rope_parameters), the
+// rest passed through.
+void parse_glm4_attention(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    parse_gqa_heads(config, where, c);
+    c->qkv_bias = read.boolean({"attention_bias"}, false);
+    c->qk_norm = read.boolean({"use_qk_norm"}, false);
+    double factor = 0.5;
+    std::string at = where + ".partial_rotary_factor";
+    if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object())
+        if (params->contains("partial_rotary_factor")) {
+            factor = Reader{*params, where + ".rope_parameters"}.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
+            at = where + ".rope_parameters.partial_rotary_factor";
+        }
+    factor = read.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
+    // HF: dim = int(head_dim * partial_rotary_factor)
+    c->rope_dim = static_cast<int>(c->head_dim * factor);
+    if (c->rope_dim < 2 || c->rope_dim % 2 != 0)
+        fail_format("{}: {} gives {} rotated dims of head_dim {}, expected an even number >= 2", at, factor, c->rope_dim,
+                    c->head_dim);
+    if (read.boolean({"use_sliding_window"}, false))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.use_sliding_window: true is not supported (full causal attention)", where);
 }
 
 }  // namespace
@@ -214,15 +251,18 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     if (c.model_type.empty() || c.model_type == "kimi_linear" || c.model_type == "kimi_k3") c.family = Family::kimi;
     else if (c.model_type == "deepseek_v3" || c.model_type == "kimi_k2") c.family = Family::deepseek;
     else if (c.model_type == "qwen3_moe") c.family = Family::qwen3;
+    else if (c.model_type == "glm4_moe") c.family = Family::glm4;
     else
         fail(WASTE_ERR_UNSUPPORTED, "{}.model_type: \"{}\" is not a family this engine runs (kimi_linear, kimi_k3, "
-             "deepseek_v3, kimi_k2, qwen3_moe)", where, c.model_type);
+             "deepseek_v3, kimi_k2, qwen3_moe, glm4_moe)", where, c.model_type);
     const bool qwen3 = c.family == Family::qwen3;
+    const bool glm4 = c.family == Family::glm4;
     c.hidden = static_cast<int>(read.integer({"hidden_size"}, 1, max_dimension));
     c.layers = static_cast<int>(read.integer({"num_hidden_layers"}, 1, max_layers));
     if (qwen3) parse_qwen3_moe_layers(config, where, &c);
     else {
-        c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, 0));
+        // HF Glm4MoeConfig's default keeps layer 0 dense
+        c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, glm4 ? std::min(1, c.layers) : 0));
         c.moe_layer.assign(c.layers, 0);
         std::fill(c.moe_layer.begin() + c.first_dense, c.moe_layer.end(), uint8_t{1});
     }
@@ -236,7 +276,7 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
                                               max_experts, 0));
     c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok"}, has_moe ? 1 : 0,
                                             std::max(c.experts, 1), 0));
-    c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, 0));
+    c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, glm4 ? 1 : 0));
     c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, !qwen3);  // HF Qwen3MoeConfig: false
     c.routed_scaling = read.real({"routed_scaling_factor"}, 0.0, 1e6, 1.0);
     c.router = qwen3 ? RouterKind::softmax_topk : RouterKind::sigmoid_grouped;
@@ -293,8 +333,9 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         if (scaling == config.end() || scaling->is_null()) parse_rope_scaling(config, where, &c, "rope_parameters");
     }
 
-    if (qwen3) {
-        parse_qwen3_attention(config, where, &c);
+    if (qwen3 || glm4) {
+        if (qwen3) parse_qwen3_attention(config, where, &c);
+        else parse_glm4_attention(config, where, &c);
         return c;
     }
     c.layer_kinds.assign(c.layers, LayerKind::mla);

@@ -16,7 +16,7 @@
 namespace waste::format {
 
 // The attention kind of a layer: Kimi's KDA and MLA (also DeepSeek's), or
-// grouped-query softmax attention with per-head q/k norms (Qwen3).
+// grouped-query softmax attention (Qwen3, GLM-4.5: model/gqa_layer.cpp).
 enum class LayerKind : uint8_t { kda, mla, gqa };
 enum class Activation : uint8_t { silu, situ };
 
@@ -24,10 +24,10 @@ enum class Activation : uint8_t { silu, situ };
 // decides defaults the config leaves unsaid (Kimi's MLA has no positional
 // encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
 // names; docs/FORMAT.md "Other families".
-enum class Family : uint8_t { kimi, deepseek, qwen3 };
+enum class Family : uint8_t { kimi, deepseek, qwen3, glm4 };
 
 // How the MoE router turns logits into experts and weights (model/routers.h):
-// Kimi / DeepSeek's sigmoid with a selection-only bias, expert groups,
+// Kimi / DeepSeek's (and GLM-4.5's) sigmoid with a selection-only bias, expert groups,
 // renormalisation and routed scaling; Qwen3's softmax over all experts, top-k,
 // optional renormalisation (norm_topk_prob).
 enum class RouterKind : uint8_t { sigmoid_grouped, softmax_topk };
@@ -82,9 +82,13 @@ struct ModelConfig {
     bool yarn_enabled = false;       // rope_scaling {type: yarn}
     YarnScaling yarn;
 
-    // GQA (Qwen3): heads query heads over kv_heads shared key/value heads of head_dim
+    // GQA (Qwen3, GLM-4.5): heads query heads over kv_heads shared key/value heads of head_dim
     int kv_heads = 0;                // num_key_value_heads
     int head_dim = 0;                // head_dim (q_proj's output is heads * head_dim, not hidden)
+    int rope_dim = 0;                // rotated dims at the front of each head: head_dim * partial_rotary_factor
+                                     // (GLM: half); the rest passes through
+    bool qkv_bias = false;           // attention_bias: biases on q, k and v (GLM; o_proj has none)
+    bool qk_norm = false;            // per-head q_norm / k_norm before RoPE (Qwen3 always; GLM's use_qk_norm)
 
     // KDA (linear_attn_config)
     int kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;

@@ -1,6 +1,8 @@
 // gqa_layer.cpp — grouped-query softmax attention over a chunk (Qwen3-MoE,
-// other-families.md §4): q, k, v projections; each head's q and k RMSNormed
-// over head_dim (q_norm / k_norm) BEFORE NEOX RoPE; the cache holds every
+// GLM-4.5; other-families.md §4, §7): q, k, v projections plus their biases
+// (GLM's attention_bias); each head's q and k RMSNormed over head_dim
+// (q_norm / k_norm, Qwen3 and GLM's use_qk_norm) BEFORE NEOX RoPE on the
+// first rope_dim dims of each head (GLM: half, the rest passes); the cache holds every
 // token's keys (normed and rotated) and values; query head h reads key/value
 // head h / (heads / kv_heads); scores scaled by head_dim^-0.5. Token t of the
 // chunk attends to the cache up to and including itself.
@@ -34,8 +36,16 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
         const uint32_t at = position + static_cast<uint32_t>(t);
         float* qt = q + t * ld;
         float* kt = entries + t * row;
-        for (size_t h = 0; h < heads; ++h) kernels::rmsnorm(isa, qt + h * d, w.q_norm.data(), eps, d, qt + h * d);
-        for (size_t h = 0; h < kv_heads; ++h) kernels::rmsnorm(isa, kt + h * d, w.k_norm.data(), eps, d, kt + h * d);
+        if (!w.q_bias.empty()) {
+            float* vt = kt + kv_width;
+            for (size_t i = 0; i < heads * d; ++i) qt[i] += w.q_bias[i];
+            for (size_t i = 0; i < kv_width; ++i) kt[i] += w.k_bias[i];
+            for (size_t i = 0; i < kv_width; ++i) vt[i] += w.v_bias[i];
+        }
+        if (!w.q_norm.empty()) {
+            for (size_t h = 0; h < heads; ++h) kernels::rmsnorm(isa, qt + h * d, w.q_norm.data(), eps, d, qt + h * d);
+            for (size_t h = 0; h < kv_heads; ++h) kernels::rmsnorm(isa, kt + h * d, w.k_norm.data(), eps, d, kt + h * d);
+        }
         w.rope.apply(qt, heads, d, at);
         w.rope.apply(kt, kv_heads, d, at);
     }

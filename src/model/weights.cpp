@@ -115,9 +115,16 @@ struct Binder {
         w.k = matrix(p + "k_proj.weight", kv_width, c.hidden);
         w.v = matrix(p + "v_proj.weight", kv_width, c.hidden);
         w.o = matrix(p + "o_proj.weight", c.hidden, q_width);
-        w.q_norm = vector(p + "q_norm.weight", d);
-        w.k_norm = vector(p + "k_norm.weight", d);
-        w.rope = Rope(c.head_dim, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
+        if (c.qkv_bias) {
+            w.q_bias = vector(p + "q_proj.bias", q_width);
+            w.k_bias = vector(p + "k_proj.bias", kv_width);
+            w.v_bias = vector(p + "v_proj.bias", kv_width);
+        }
+        if (c.qk_norm) {
+            w.q_norm = vector(p + "q_norm.weight", d);
+            w.k_norm = vector(p + "k_norm.weight", d);
+        }
+        w.rope = Rope(c.rope_dim, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
         w.score_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
         return w;
     }

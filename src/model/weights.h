@@ -46,13 +46,14 @@ struct MlaWeights {
     float score_scale = 0.0f;
 };
 
-// Grouped-query attention (Qwen3-MoE; other-families.md §4).
+// Grouped-query attention (Qwen3-MoE, GLM-4.5; other-families.md §4, §7).
 struct GqaWeights {
     Matrix q = nullptr;                            // [heads*head_dim, H]
     Matrix k = nullptr, v = nullptr;               // [kv_heads*head_dim, H]
     Matrix o = nullptr;                            // [H, heads*head_dim]
-    std::vector<float> q_norm, k_norm;             // [head_dim]: per-head RMSNorm before RoPE
-    Rope rope;                                     // NEOX pairs over the whole head
+    std::vector<float> q_bias, k_bias, v_bias;     // [heads*head_dim], [kv_heads*head_dim] (empty: none)
+    std::vector<float> q_norm, k_norm;             // [head_dim]: per-head RMSNorm before RoPE (empty: none)
+    Rope rope;                                     // NEOX pairs over the first rope_dim dims of each head
     float score_scale = 0.0f;                      // head_dim^-0.5
 };
 
