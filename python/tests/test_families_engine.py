@@ -34,6 +34,12 @@ RoPE, softmax router over all experts then top-k, optional renormalisation
 (norm_topk_prob), dense layers from decoder_sparse_step / mlp_only_layers;
 the same tolerances against waste_ref/qwen3_moe.py.
 
+GLM-4.5 (Glm4Family below): GQA with q/k/v biases, NEOX RoPE on the first
+half of each head (partial_rotary_factor), q/k norms only with use_qk_norm,
+DeepSeek's sigmoid router with correction bias and groups, a shared expert,
+a leading dense layer, the MTP layer skipped; the same tolerances against
+waste_ref/glm4_moe.py.
+
 Converter: FP8 e4m3 128x128-block checkpoints convert to the same model (the
 dequantised comparison above, and `verify --source`); V3's multi-token-
 prediction layer (model.layers.<L>.*) is skipped and reported; a kill -9
@@ -55,7 +61,7 @@ try:
     from ._paths import REPO_ROOT
 except ImportError:
     from _paths import REPO_ROOT
-from waste_ref import deepseek_v3, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, hf_families, qwen3_moe
 from waste_ref.moe_ops import topk_lowest_index
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -423,6 +429,161 @@ class Qwen3Family(unittest.TestCase):
         done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("model.layers.1.self_attn.q_norm.weight", done.stderr)
+
+
+GLM4_MODELS = {
+    # name -> config: GLM-4.5-Air's shape (biases, no q/k norm, one group);
+    # with use_qk_norm; with 2 groups of 4 (1 kept), no renormalisation and a
+    # routed scaling of 2.5, 2 shared experts and no biases
+    "glm": glm4_moe.tiny_config(),
+    "glm-qk-norm": glm4_moe.tiny_config(use_qk_norm=True, num_key_value_heads=1),
+    "glm-groups": glm4_moe.tiny_config(n_group=2, topk_group=1, norm_topk_prob=False, routed_scaling_factor=2.5,
+                                       n_shared_experts=2, attention_bias=False, partial_rotary_factor=0.25,
+                                       first_k_dense_replace=2, num_hidden_layers=4),
+}
+
+
+class Glm4Family(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.built = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def model(self, name, fmt="bf16", mtp=1):
+        """-> (checkpoint dir, container dir, convert summary, config.json, unquantised sd, dequantised sd).
+        Written with GLM's MTP layer (num_nextn_predict_layers 1), for the converter to skip."""
+        key = (name, fmt)
+        if key in self.built:
+            return self.built[key]
+        src = os.path.join(self.tmp.name, f"{name}-{fmt}-src")
+        out = os.path.join(self.tmp.name, f"{name}-{fmt}.waste")
+        full, sd = hf_families.write_checkpoint(src, "glm4_moe", GLM4_MODELS[name], seed=13, fmt=fmt, mtp_layers=mtp)
+        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
+        verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
+        self.assertTrue(verify["ok"], verify.get("failures"))
+        self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
+        return self.built[key]
+
+    def engine_eval(self, path, ids, *extra):
+        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
+        return json.loads(out)
+
+    def reference(self, sd, cfg, ids):
+        # dropped groups score -inf, as the engine (DeepSeek's inference code;
+        # HF's 0.0 differs only when a kept expert's biased score is negative)
+        return glm4_moe.forward(sd, cfg, ids, dropped_group_score=NEG_INF).double()
+
+    def check_logits_and_greedy(self, name, lengths=(1, 20, 100), fmt="bf16"):
+        _, out, _, cfg, _, dq = self.model(name, fmt)
+        errors = []
+        for n in lengths:
+            with self.subTest(model=name, tokens=n):
+                ids = prompt(n, cfg["vocab_size"], seed=n)
+                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+                                         "--ignore-eos", "--json"]))["tokens"]
+                ref = self.reference(dq, cfg, ids + tokens)
+                got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+                rel = relative(got, ref[n - 1].numpy())
+                errors.append(rel)
+                self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
+                want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
+                self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
+        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
+
+    def test_logits_and_greedy(self):
+        self.check_logits_and_greedy("glm")
+
+    def test_qk_norm_on(self):
+        self.check_logits_and_greedy("glm-qk-norm")
+
+    def test_groups_scaling_and_two_shared_experts(self):
+        self.check_logits_and_greedy("glm-groups")
+
+    def test_the_parts_really_matter(self):
+        # biases, the partial rotation and the q/k norm each change the logits
+        # well beyond the tolerance on these weights: a test that ignored one
+        # would fail
+        for name, wrong in (("glm", dict(attention_bias=False)), ("glm", dict(partial_rotary_factor=1.0)),
+                            ("glm-qk-norm", dict(use_qk_norm=False))):
+            _, out, _, cfg, _, dq = self.model(name)
+            ids = prompt(20, cfg["vocab_size"], 20)
+            got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+            self.assertGreater(relative(got, self.reference(dq, dict(cfg, **wrong), ids)[-1].numpy()), 1e-3, wrong)
+
+    def test_decode_step_by_step(self):
+        for name in ("glm", "glm-qk-norm"):
+            _, out, _, cfg, _, dq = self.model(name)
+            ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
+            got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
+            steps = np.array(got["step_logits"], dtype=np.float64)
+            ref = self.reference(dq, cfg, ids + fed).numpy()[59:]
+            errors = [relative(steps[k], ref[k]) for k in range(17)]
+            self.assertLessEqual(max(errors), 1e-5, f"{name}: per-step relative errors {errors}")
+
+    def test_token_by_token_prefill(self):
+        for name in ("glm", "glm-qk-norm"):
+            _, out, _, cfg, _, dq = self.model(name)
+            ids = prompt(70, cfg["vocab_size"], 7)
+            ref = self.reference(dq, cfg, ids)[-1].numpy()
+            got = {}
+            for chunk in ("1", "64"):
+                got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
+                self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"{name} --chunk {chunk}")
+            self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
+
+    def test_lookahead_and_read_path_never_change_a_bit(self):
+        _, out, _, cfg, _, _ = self.model("glm")
+        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
+        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
+        for other in runs[1:]:
+            self.assertEqual(other, runs[0])
+
+    def test_quantisation_is_the_only_difference(self):
+        _, out, _, cfg, sd, dq = self.model("glm")
+        unq = {k: v.double() for k, v in sd.items()}
+        ids = prompt(20, cfg["vocab_size"], 5)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        ref_q = self.reference(dq, cfg, ids)[-1].numpy()
+        ref_hf = self.reference(unq, cfg, ids)[-1].numpy()
+        d_engine = np.linalg.norm(got - ref_hf) / np.linalg.norm(ref_hf)
+        d_quant = np.linalg.norm(ref_q - ref_hf) / np.linalg.norm(ref_hf)
+        self.assertLessEqual(abs(d_engine - d_quant), 1e-4)
+        self.assertGreater(d_engine, 0.0)
+
+    def test_fp8_checkpoint(self):
+        self.check_logits_and_greedy("glm", lengths=(20,), fmt="fp8")
+
+    def test_mtp_layer_is_skipped_and_reported(self):
+        _, _, summary, cfg, _, _ = self.model("glm")
+        skipped = [n for n in summary["skipped"] if n.startswith("model.layers.%d." % cfg["num_hidden_layers"])]
+        self.assertEqual(len(skipped), 5)
+        self.assertEqual(summary["skipped_mtp_tensors"], 5)
+
+    def test_info_and_convert_summary(self):
+        _, out, summary, cfg, _, _ = self.model("glm")
+        self.assertEqual(summary["arch"], "glm4_moe")
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        self.assertEqual(info["arch"], "glm4-moe")
+        self.assertEqual((info["gqa_layers"], info["heads"], info["kv_heads"], info["head_dim"], info["rope_dim"]),
+                         (3, 4, 2, 16, 8))
+        self.assertEqual(info["router"], "sigmoid_grouped")
+        self.assertEqual((info["dense_layers"], info["moe_layers"], info["shared_experts"]), (1, 2, 1))
+
+    def test_a_missing_bias_is_named(self):
+        def drop(sd, cfg):
+            del sd["model.layers.1.self_attn.k_proj.bias"]
+        src = os.path.join(self.tmp.name, "no-k-bias")
+        hf_families.write_checkpoint(src, "glm4_moe", glm4_moe.tiny_config(), seed=3, tweak=drop)
+        done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("model.layers.1.self_attn.k_proj.bias", done.stderr)
 
 
 if __name__ == "__main__":

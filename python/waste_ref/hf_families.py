@@ -1,5 +1,5 @@
 """Hugging Face checkpoints of the other families (issue 16): DeepSeek-V3 /
-Kimi K2 and Qwen3-MoE, written from their references' seeded weights, and the
+Kimi K2, Qwen3-MoE and GLM-4.5 (glm4_moe), written from their references' seeded weights, and the
 same weights read back from a container.
 
 write_checkpoint(out_dir, family, cfg, seed, fmt) writes config.json and
@@ -20,7 +20,7 @@ import os
 import numpy as np
 import torch
 
-from . import deepseek_v3, hf_synth, qwen3_moe
+from . import deepseek_v3, glm4_moe, hf_synth, qwen3_moe
 from . import safetensors_io as st
 from .container import Container
 
@@ -29,6 +29,7 @@ FAMILIES = {
     "deepseek_v3": ("DeepseekV3ForCausalLM", deepseek_v3),
     "kimi_k2": ("DeepseekV3ForCausalLM", deepseek_v3),
     "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
+    "glm4_moe": ("Glm4MoeForCausalLM", glm4_moe),
 }
 
 
@@ -50,6 +51,9 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_bias=False,
                  attention_dropout=0.0, hidden_act="silu", use_sliding_window=False, sliding_window=None,
                  rope_scaling=None, output_router_logits=False, router_aux_loss_coef=0.001)
+    elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
+        c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
+                 hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers, pad_token_id=None)
     else:
         c = dict(cfg, model_type=family, architectures=[arch], scoring_func="sigmoid", topk_method="noaux_tc",
                  tie_word_embeddings=False, num_nextn_predict_layers=mtp_layers)
