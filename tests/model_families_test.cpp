@@ -4,7 +4,8 @@
 // rules (family from model_type, RoPE defaults, refused kinds; Qwen3-MoE's
 // GQA keys, router kind and dense layers from decoder_sparse_step /
 // mlp_only_layers, first_k_dense_replace's for Kimi and DeepSeek; GLM-4.5's
-// partial rotary dims, q/k/v biases, optional q/k norm and HF defaults).
+// partial rotary dims, q/k/v biases, optional q/k norm and HF defaults;
+// gpt-oss's keys, its top-k-then-softmax router and clamped SwiGLU by hand).
 //
 // Tolerances: 1e-12 relative on double-precision frequencies computed the
 // same way by hand; 5e-5 on the M² constants (the document rounds them to
@@ -20,7 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "format/model_config.h"
+#include "kernels/elementwise.h"
 #include "model/rope.h"
+#include "model/routers.h"
 #include "platform/error.h"
 
 namespace waste {
@@ -362,6 +365,82 @@ TEST(Rope, PartialRotationLeavesTheTailOfEachHead) {
         EXPECT_NEAR(v[2], b0 * c + a0 * s, 1e-5);
         EXPECT_NEAR(v[1], a1 * std::cos(3.0) - b1 * std::sin(3.0), 1e-5);  // pair 1's frequency is 1 too (base 1)
         for (int i = 4; i < 8; ++i) EXPECT_EQ(v[i], 8.0f * h + i + 1) << h << " " << i;
+    }
+}
+
+// gpt-oss-20b's keys at a tiny size.
+json gpt_oss(json overrides = json::object()) {
+    json c = {{"model_type", "gpt_oss"}, {"hidden_size", 64}, {"num_hidden_layers", 4},
+              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+              {"intermediate_size", 32}, {"num_local_experts", 8}, {"num_experts_per_tok", 2},
+              {"experts_per_token", 2}, {"sliding_window", 8}, {"attention_bias", true},
+              {"layer_types", {"sliding_attention", "full_attention", "sliding_attention", "full_attention"}},
+              {"rope_theta", 150000.0}, {"rms_norm_eps", 1e-5}, {"vocab_size", 100}, {"swiglu_limit", 7.0},
+              {"hidden_act", "silu"},
+              {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"original_max_position_embeddings", 4096},
+                                {"beta_fast", 32.0}, {"beta_slow", 1.0}, {"truncate", false}}}};
+    c.update(overrides);
+    return c;
+}
+
+TEST(FamilyConfig, GptOssIsSlidingGqaWithSinksAndItsOwnRouterAndActivation) {
+    const ModelConfig c = format::parse_model_config(gpt_oss());
+    EXPECT_EQ(c.family, Family::gpt_oss);
+    EXPECT_EQ(c.router, RouterKind::topk_softmax);
+    EXPECT_EQ(c.activation, format::Activation::clamped_swiglu);
+    EXPECT_EQ(c.layer_kinds, std::vector<LayerKind>(4, LayerKind::gqa));
+    EXPECT_EQ(moe_layers(c), (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(c.moe_intermediate, 32);  // intermediate_size is the expert width
+    EXPECT_TRUE(c.qkv_bias && c.o_bias && c.sinks && c.expert_bias);
+    EXPECT_FALSE(c.qk_norm);
+    EXPECT_EQ(c.rope_dim, 16);
+    EXPECT_TRUE(c.yarn_enabled);
+    EXPECT_FALSE(c.yarn.truncate);
+    EXPECT_TRUE(c.is_sliding(0) && !c.is_sliding(1) && c.is_sliding(2) && !c.is_sliding(3));
+    // YaRN without mscale keys: cos and sin times 1 + 0.1 ln 32
+    const model::Rope rope(c.rope_dim, c.rope_theta, false, &c.yarn);
+    EXPECT_NEAR(rope.attention_factor(), 1.0 + 0.1 * std::log(32.0), 1e-12);
+    // HF's default layer_types: even layers sliding
+    json bare = gpt_oss();
+    bare.erase("layer_types");
+    const ModelConfig d = format::parse_model_config(bare);
+    EXPECT_TRUE(d.is_sliding(0) && !d.is_sliding(1) && d.is_sliding(2) && !d.is_sliding(3));
+    const auto [status, message] = refusal(gpt_oss({{"layer_types", {"sliding_attention", "chunked_attention",
+                                                                      "sliding_attention", "full_attention"}}}));
+    EXPECT_EQ(status, WASTE_ERR_UNSUPPORTED);
+    EXPECT_NE(message.find("layer_types[1]"), std::string::npos) << message;
+    EXPECT_EQ(refusal(gpt_oss({{"n_shared_experts", 1}})).first, WASTE_ERR_UNSUPPORTED);
+}
+
+TEST(Routers, TopkThenSoftmaxOverTheChosen) {
+    // gpt-oss (HF GptOssTopKRouter): the bias is part of the logits; top-k on them; softmax over the k
+    ModelConfig c = format::parse_model_config(gpt_oss({{"num_experts_per_tok", 3}}));
+    std::vector<float> logits = {0.5f, 2.0f, -1.0f, 2.0f, 0.0f, 1.5f, -3.0f, 0.25f};
+    const std::vector<float> bias = {0.0f, -0.25f, 0.0f, 0.0f, 1.75f, 0.0f, 0.0f, 0.0f};
+    std::vector<float> scratch(8), weights(3);
+    std::vector<int> chosen;
+    model::route_token(c, bias.data(), logits.data(), scratch.data(), &chosen, weights.data());
+    EXPECT_EQ(chosen, (std::vector<int>{3, 1, 4}));  // 2.0; then 1 (2 - 0.25) and 4 (0 + 1.75) tie: the lower id first
+    const double e0 = 1.0, e1 = std::exp(-0.25), sum = e0 + 2 * e1;
+    EXPECT_NEAR(weights[0], e0 / sum, 1e-7);
+    EXPECT_NEAR(weights[1], e1 / sum, 1e-7);
+    EXPECT_NEAR(weights[2], e1 / sum, 1e-7);
+    std::vector<float> scores = {0.5f, 2.0f, -1.0f, 2.0f, 0.0f, 1.5f, -3.0f, 0.25f};
+    model::selection_scores(c, bias.data(), scores.data());  // lookahead ranks by logits + bias
+    EXPECT_EQ(scores[4], 1.75f);
+    EXPECT_EQ(scores[1], 1.75f);
+}
+
+TEST(Elementwise, ClampedSwigluOfGptOss) {
+    const kernels::GluActivation act{false, 4.0f, 25.0f, 7.0f};
+    const float g[] = {-2.0f, 0.5f, 6.9f, 7.5f, 30.0f, 3.0f};
+    const float u[] = {1.0f, -8.0f, 9.0f, -0.5f, 2.0f, -30.0f};
+    std::vector<float> out(g, g + 6);
+    kernels::glu(kernels::active_isa(), act, out.data(), u, 6);
+    for (int i = 0; i < 6; ++i) {
+        const double gate = std::min<double>(g[i], 7.0), up = std::clamp<double>(u[i], -7.0, 7.0);
+        const double want = (up + 1.0) * gate / (1.0 + std::exp(-1.702 * gate));
+        EXPECT_NEAR(out[i], want, 1e-5 * std::max(1.0, std::abs(want))) << i;
     }
 }
 

@@ -154,7 +154,15 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
             info["head_dim"] = c.head_dim;
             info["rope_dim"] = c.rope_dim;  // rotated dims per head (GLM: head_dim * partial_rotary_factor)
         }
-        info["router"] = c.router == waste::format::RouterKind::softmax_topk ? "softmax_topk" : "sigmoid_grouped";
+        info["router"] = c.router == waste::format::RouterKind::softmax_topk   ? "softmax_topk"
+                         : c.router == waste::format::RouterKind::topk_softmax ? "topk_softmax"
+                                                                               : "sigmoid_grouped";
+        if (c.sliding_window > 0) {
+            int sliding = 0;
+            for (int l = 0; l < c.layers; ++l) sliding += c.is_sliding(l);
+            info["sliding_layers"] = sliding;  // gpt-oss: layers whose keys are the last sliding_window positions
+            info["sliding_window"] = c.sliding_window;
+        }
         info["experts"] = c.experts;
         info["top_k"] = c.top_k;
         info["shared_experts"] = c.shared_experts;

@@ -221,6 +221,43 @@ void parse_glm4_attention(const json& config, const std::string& where, ModelCon
         fail(WASTE_ERR_UNSUPPORTED, "{}.use_sliding_window: true is not supported (full causal attention)", where);
 }
 
+// gpt-oss's attention and experts (other-families.md §8; HF gpt_oss
+// GptOssAttention, GptOssConfig): GQA on every layer with biases on q, k, v
+// and o (attention_bias, default true), a sink logit per head, no q/k norm,
+// NEOX RoPE over the whole head (YaRN as configured); layer_types
+// "sliding_attention" / "full_attention" (HF's default: even layers sliding)
+// with sliding_window keys; every layer MoE, intermediate_size being the
+// expert width; the clamped SwiGLU with per-expert biases.
+void parse_gpt_oss(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    parse_gqa_heads(config, where, c);  // (after hidden_act: the clamped SwiGLU replaces silu below)
+    c->qkv_bias = c->o_bias = read.boolean({"attention_bias"}, true);
+    c->sinks = true;
+    c->sliding_window = static_cast<int>(read.integer({"sliding_window"}, 1, 1 << 24, 128));
+    c->sliding_layer.assign(c->layers, 0);
+    auto types = config.find("layer_types");
+    if (types == config.end() || types->is_null()) {
+        for (int i = 0; i < c->layers; ++i) c->sliding_layer[i] = (i + 1) % 2 != 0;
+    } else {
+        if (!types->is_array() || types->size() != static_cast<size_t>(c->layers))
+            fail_format("{}.layer_types: expected an array of {} strings", where, c->layers);
+        for (int i = 0; i < c->layers; ++i) {
+            const json& t = (*types)[i];
+            if (t == "sliding_attention") c->sliding_layer[i] = 1;
+            else if (t != "full_attention")
+                fail(WASTE_ERR_UNSUPPORTED, "{}.layer_types[{}]: {} is not supported (sliding_attention, full_attention)",
+                     where, i, t.dump());
+        }
+    }
+    c->activation = Activation::clamped_swiglu;
+    c->swiglu_limit = read.real({"swiglu_limit"}, 1e-6, 1e6, 7.0);
+    c->expert_bias = true;
+    if (c->shared_experts > 0) fail(WASTE_ERR_UNSUPPORTED, "{}: shared experts are not part of gpt_oss", where);
+    if (c->expert_groups > 1) fail(WASTE_ERR_UNSUPPORTED, "{}.n_group: expert groups are not part of gpt_oss's router", where);
+    if (c->routed_scaling != 1.0)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (gpt_oss's router has no scaling)", where, c->routed_scaling);
+}
+
 }  // namespace
 
 const char* moe_block_prefix(Family family) { return family == Family::kimi ? "block_sparse_moe." : "mlp."; }
@@ -252,14 +289,17 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     else if (c.model_type == "deepseek_v3" || c.model_type == "kimi_k2") c.family = Family::deepseek;
     else if (c.model_type == "qwen3_moe") c.family = Family::qwen3;
     else if (c.model_type == "glm4_moe") c.family = Family::glm4;
+    else if (c.model_type == "gpt_oss") c.family = Family::gpt_oss;
     else
         fail(WASTE_ERR_UNSUPPORTED, "{}.model_type: \"{}\" is not a family this engine runs (kimi_linear, kimi_k3, "
-             "deepseek_v3, kimi_k2, qwen3_moe, glm4_moe)", where, c.model_type);
+             "deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss)", where, c.model_type);
     const bool qwen3 = c.family == Family::qwen3;
     const bool glm4 = c.family == Family::glm4;
+    const bool gpt_oss = c.family == Family::gpt_oss;
     c.hidden = static_cast<int>(read.integer({"hidden_size"}, 1, max_dimension));
     c.layers = static_cast<int>(read.integer({"num_hidden_layers"}, 1, max_layers));
     if (qwen3) parse_qwen3_moe_layers(config, where, &c);
+    else if (gpt_oss) c.moe_layer.assign(c.layers, 1);  // every layer MoE
     else {
         // HF Glm4MoeConfig's default keeps layer 0 dense
         c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, glm4 ? std::min(1, c.layers) : 0));
@@ -271,15 +311,17 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     const bool dense = c.dense_layer_count() > 0;
     c.intermediate = static_cast<int>(read.integer({"intermediate_size"}, dense ? 1 : 0, max_dimension,
                                                    dense ? std::nullopt : std::optional<int64_t>(0)));
-    c.moe_intermediate = static_cast<int>(read.integer({"moe_intermediate_size"}, has_moe ? 1 : 0, max_dimension, 0));
+    // (gpt-oss's intermediate_size is the expert width)
+    c.moe_intermediate = static_cast<int>(read.integer({gpt_oss ? "intermediate_size" : "moe_intermediate_size"},
+                                                       has_moe ? 1 : 0, max_dimension, 0));
     c.experts = static_cast<int>(read.integer({"num_experts", "n_routed_experts", "num_local_experts"}, has_moe ? 1 : 0,
                                               max_experts, 0));
-    c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok"}, has_moe ? 1 : 0,
+    c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok", "experts_per_token"}, has_moe ? 1 : 0,
                                             std::max(c.experts, 1), 0));
     c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, glm4 ? 1 : 0));
     c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, !qwen3);  // HF Qwen3MoeConfig: false
     c.routed_scaling = read.real({"routed_scaling_factor"}, 0.0, 1e6, 1.0);
-    c.router = qwen3 ? RouterKind::softmax_topk : RouterKind::sigmoid_grouped;
+    c.router = qwen3 ? RouterKind::softmax_topk : gpt_oss ? RouterKind::topk_softmax : RouterKind::sigmoid_grouped;
     c.expert_groups = static_cast<int>(read.integer({"n_group", "num_expert_group"}, 1, std::max(c.experts, 1), 1));
     c.top_groups = static_cast<int>(read.integer({"topk_group"}, 1, c.expert_groups, c.expert_groups));
     if (c.experts > 0 && c.experts % c.expert_groups != 0)
@@ -287,7 +329,7 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     if (c.expert_groups > 1 && c.top_k > c.top_groups * (c.experts / c.expert_groups))
         fail_format("{}.num_experts_per_token: {} exceeds the experts of the {} kept groups", where, c.top_k,
                     c.top_groups);
-    const std::string scoring_kind = qwen3 ? "softmax" : "sigmoid";
+    const std::string scoring_kind = qwen3 || gpt_oss ? "softmax" : "sigmoid";
     for (const char* key : {"scoring_func", "moe_router_activation_func"}) {
         const std::string scoring = read.string(key, scoring_kind);
         if (scoring != scoring_kind)
@@ -333,9 +375,10 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         if (scaling == config.end() || scaling->is_null()) parse_rope_scaling(config, where, &c, "rope_parameters");
     }
 
-    if (qwen3 || glm4) {
+    if (qwen3 || glm4 || gpt_oss) {
         if (qwen3) parse_qwen3_attention(config, where, &c);
-        else parse_glm4_attention(config, where, &c);
+        else if (glm4) parse_glm4_attention(config, where, &c);
+        else parse_gpt_oss(config, where, &c);
         return c;
     }
     c.layer_kinds.assign(c.layers, LayerKind::mla);

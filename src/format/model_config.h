@@ -18,19 +18,23 @@ namespace waste::format {
 // The attention kind of a layer: Kimi's KDA and MLA (also DeepSeek's), or
 // grouped-query softmax attention (Qwen3, GLM-4.5: model/gqa_layer.cpp).
 enum class LayerKind : uint8_t { kda, mla, gqa };
-enum class Activation : uint8_t { silu, situ };
+// The expert / FFN activation: SwiGLU, Kimi K3's SiTU, or gpt-oss's clamped
+// SwiGLU (gate = min(gate, limit), up = clamp(up, ±limit),
+// (up + 1) · gate · sigmoid(1.702 gate)).
+enum class Activation : uint8_t { silu, situ, clamped_swiglu };
 
 // Which published family the config describes (its model_type). The family
 // decides defaults the config leaves unsaid (Kimi's MLA has no positional
 // encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
 // names; docs/FORMAT.md "Other families".
-enum class Family : uint8_t { kimi, deepseek, qwen3, glm4 };
+enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss };
 
 // How the MoE router turns logits into experts and weights (model/routers.h):
 // Kimi / DeepSeek's (and GLM-4.5's) sigmoid with a selection-only bias, expert groups,
 // renormalisation and routed scaling; Qwen3's softmax over all experts, top-k,
-// optional renormalisation (norm_topk_prob).
-enum class RouterKind : uint8_t { sigmoid_grouped, softmax_topk };
+// optional renormalisation (norm_topk_prob); gpt-oss's top-k of the raw
+// logits (plus the router's bias) with a softmax over the k chosen.
+enum class RouterKind : uint8_t { sigmoid_grouped, softmax_topk, topk_softmax };
 
 // YaRN context extension (other-families.md §0; HF modeling_rope_utils
 // _compute_yarn_parameters). mscale / mscale_all_dim are 0 when unset.
@@ -68,6 +72,8 @@ struct ModelConfig {
     Activation activation = Activation::silu;
     double situ_beta = 4.0;          // activation_situ_beta
     double situ_linear_beta = 25.0;  // activation_situ_linear_beta (<= 0: identity on b)
+    double swiglu_limit = 7.0;       // gpt-oss's swiglu_limit (clamped_swiglu)
+    bool expert_bias = false;        // gpt-oss: per-expert biases on gate/up and down (trunk tensors)
     int attn_res_block = 0;          // attn_res_block_size, 0 = plain residuals
 
     // MLA
@@ -89,6 +95,10 @@ struct ModelConfig {
                                      // (GLM: half); the rest passes through
     bool qkv_bias = false;           // attention_bias: biases on q, k and v (GLM; o_proj has none)
     bool qk_norm = false;            // per-head q_norm / k_norm before RoPE (Qwen3 always; GLM's use_qk_norm)
+    bool o_bias = false;             // a bias on o_proj too (gpt-oss)
+    bool sinks = false;              // a learned sink logit per head (gpt-oss's self_attn.sinks)
+    int sliding_window = 0;          // keys of a sliding layer: the last sliding_window positions (gpt-oss)
+    std::vector<uint8_t> sliding_layer;  // per 0-based layer: 1 = sliding_attention (layer_types)
 
     // KDA (linear_attn_config)
     int kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;
@@ -107,6 +117,10 @@ struct ModelConfig {
     int kda_layer_count() const;
     int mla_layer_count() const;
     int gqa_layer_count() const;
+    bool is_sliding(int layer) const {
+        return sliding_window > 0 && layer >= 0 && static_cast<size_t>(layer) < sliding_layer.size() &&
+               sliding_layer[layer] != 0;
+    }
 };
 
 // The MoE block's tensor names under "model.layers.N.": Kimi's

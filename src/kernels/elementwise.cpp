@@ -16,6 +16,10 @@ void rmsnorm(Isa isa, const float* x, const float* w, float eps, size_t n, float
 }
 
 void glu(Isa isa, const GluActivation& act, float* g, const float* u, size_t n) {
+    if (act.clamp_limit > 0) {  // gpt-oss's clamped SwiGLU: scalar
+        for (size_t i = 0; i < n; ++i) g[i] = act(g[i], u[i]);
+        return;
+    }
     if (x86(isa) && glu_x86(isa, act, g, u, n)) return;
     if (neon(isa) && glu_neon(act, g, u, n)) return;
     for (size_t i = 0; i < n; ++i) g[i] = act(g[i], u[i]);

@@ -2,6 +2,7 @@
 // rmsnorm, sigmoid, silu, softplus, SiTU. Scalar, inline, f32.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -16,7 +17,14 @@ inline float softplus(float z) { return z > 20.0f ? z : std::log1p(std::exp(z));
 struct GluActivation {
     bool situ = false;
     float beta = 4.0f, linear_beta = 25.0f;
+    // gpt-oss's clamped SwiGLU when > 0 (other-families.md §8): a = min(a, limit),
+    // b = clamp(b, -limit, limit), (b + 1) · a · sigmoid(alpha a)
+    float clamp_limit = 0.0f, alpha = 1.702f;
     float operator()(float a, float b) const {
+        if (clamp_limit > 0) {
+            const float gate = std::min(a, clamp_limit), up = std::clamp(b, -clamp_limit, clamp_limit);
+            return (up + 1.0f) * (gate * sigmoid(gate * alpha));
+        }
         if (!situ) return silu(a) * b;
         const float left = beta * std::tanh(a / beta) * sigmoid(a);
         const float right = linear_beta > 0 ? linear_beta * std::tanh(b / linear_beta) : b;

@@ -14,6 +14,7 @@ ModelSummary summarize(const format::Container& container) {
     if (c.family == format::Family::deepseek) s.arch = c.model_type == "kimi_k2" ? "kimi-k2" : "deepseek-v3";
     else if (c.family == format::Family::qwen3) s.arch = "qwen3-moe";
     else if (c.family == format::Family::glm4) s.arch = "glm4-moe";
+    else if (c.family == format::Family::gpt_oss) s.arch = "gpt-oss";
     else s.arch = k3_like ? "kimi-k3" : "kimi-linear";
     const std::string embed = m.tensor_prefix + "model.embed_tokens.weight";
     uint64_t embed_params = 0;

@@ -15,7 +15,7 @@
 namespace waste::model {
 
 struct ModelSummary {
-    std::string arch;            // "kimi-linear", "kimi-k3", "deepseek-v3", "kimi-k2", "qwen3-moe" or "glm4-moe"
+    std::string arch;            // "kimi-linear", "kimi-k3", "deepseek-v3", "kimi-k2", "qwen3-moe", "glm4-moe" or "gpt-oss"
     uint64_t params_total = 0;
     uint64_t params_active = 0;
     uint64_t params_trunk = 0;

@@ -64,6 +64,9 @@ void selection_scores(const format::ModelConfig& c, const float* bias, float* lo
             for (size_t e = 0; e < experts; ++e) logits[e] = kernels::sigmoid(logits[e]) + bias[e];
             return;
         case format::RouterKind::softmax_topk: softmax(logits, experts); return;
+        case format::RouterKind::topk_softmax:
+            for (size_t e = 0; e < experts; ++e) logits[e] += bias[e];
+            return;
     }
     WASTE_CHECK(false);
 }
@@ -72,6 +75,18 @@ void route_token(const format::ModelConfig& c, const float* bias, float* logits,
                  float* weights) {
     const size_t experts = c.experts, top_k = c.top_k;
     float* gate = logits;  // the values that weight the chosen experts
+    if (c.router == format::RouterKind::topk_softmax) {
+        for (size_t e = 0; e < experts; ++e) gate[e] += bias[e];
+        *chosen = select_experts(c, gate);
+        const float top = gate[(*chosen)[0]];  // the largest (selection order)
+        double total = 0;
+        for (size_t j = 0; j < top_k; ++j) {
+            weights[j] = std::exp(gate[(*chosen)[j]] - top);
+            total += weights[j];
+        }
+        for (size_t j = 0; j < top_k; ++j) weights[j] = static_cast<float>(weights[j] / total);
+        return;
+    }
     if (c.router == format::RouterKind::sigmoid_grouped) {
         for (size_t e = 0; e < experts; ++e) {
             gate[e] = kernels::sigmoid(gate[e]);

@@ -10,7 +10,12 @@
 // softmax_topk (Qwen3-MoE; other-families.md §4): p = softmax(logits) over
 // all experts; the top_k by p; weights p, renormalised when norm_topk_prob.
 //
-// Ties go to the lower expert id in both. selection_scores() is what a kind
+// topk_softmax (gpt-oss; other-families.md §8, HF GptOssTopKRouter): l =
+// logits + the router's bias (a real bias: it weights as well as selects);
+// the top_k by l; weights softmax over those k values (max-shifted f32
+// exponentials, their sum in double).
+//
+// Ties go to the lower expert id in all kinds. selection_scores() is what a kind
 // ranks by, so router lookahead (router_lookahead.cpp) predicts with the
 // very scores the MoE step then selects by.
 #pragma once
@@ -23,7 +28,8 @@
 namespace waste::model {
 
 // In place: logits [experts] -> the scores the kind ranks by (sigmoid plus
-// bias, or the softmax probabilities). bias: [experts] (sigmoid only).
+// bias, the softmax probabilities, or logits plus bias). bias: [experts]
+// (unused by softmax_topk).
 void selection_scores(const format::ModelConfig& config, const float* bias, float* logits);
 
 // One token's routing. logits [experts] is overwritten and scratch [experts]

@@ -147,7 +147,10 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
     std::vector<float> chunk_hidden;
     model::ForwardContext ctx{engine_.container(), c, engine_.weights(), engine_.pool(), experts, workspace_,
                               kernels::GluActivation{c.activation == format::Activation::situ, static_cast<float>(c.situ_beta),
-                                                     static_cast<float>(c.situ_linear_beta)},
+                                                     static_cast<float>(c.situ_linear_beta),
+                                                     c.activation == format::Activation::clamped_swiglu
+                                                         ? static_cast<float>(c.swiglu_limit)
+                                                         : 0.0f},
                               want_routes ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
     ctx.lut = engine_.lut_mode();
     // Queued image rows are spliced at pad positions; the queue is cleared
