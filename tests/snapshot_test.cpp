@@ -621,6 +621,56 @@ TEST(Snapshot, Qwen3StateFileOfAnotherGqaShapeIsRefusedByName) {
     EXPECT_EQ(waste_session_position(b.get()), 0u);
 }
 
+// ------------------------------------------------------------ gpt-oss
+
+// A tiny gpt-oss container: layer 0 sliding (window 8), layer 1 full, GQA 2:1
+// of head_dim 16, hidden 64, MXFP4 experts (python/waste_ref/hf_families.py).
+const std::string& gpt_oss_container() {
+    static waste_test::TempDir dir;
+    static std::string path;
+    if (path.empty()) {
+        const std::string ckpt = (dir / "ckpt").string(), out = (dir / "gpt-oss.waste").string();
+        const std::string command =
+            "cd '" + (waste_test::source_dir() / "python").string() +
+            "' && /usr/bin/python3 -c \"from waste_ref import hf_families, gpt_oss; "
+            "hf_families.write_checkpoint('" + ckpt + "', 'gpt_oss', gpt_oss.tiny_config(vocab_size=320), seed=11)\"" +
+            " && '" + waste_test::cli_path().string() + "' convert '" + ckpt + "' '" + out +
+            "' --sample-experts 8 --train-vectors 8192 --iterations 8";
+        std::string output;
+        EXPECT_EQ(waste_test::run_command(command, &output), 0) << command << "\n" << output;
+        path = out;
+    }
+    return path;
+}
+
+TEST(Snapshot, GptOssSlidingRingTravelsInStateFilesAndSnapshotsBitExact) {
+    // A sliding layer's cache is a ring of window + 63 = 71 rows: after 100
+    // tokens it has wrapped, and the state file holds those 71 rows (the full
+    // layer 100); loading or restoring continues with the very bits.
+    Model m(gpt_oss_container(), 0, plenty);
+    ASSERT_EQ(m.status, WASTE_OK) << m.message;
+    SessionPtr a = new_session(m.model), loaded = new_session(m.model), restored = new_session(m.model, 1);
+    eval(a.get(), tokens(100, 23));
+    waste_test::TempDir tmp;
+    waste_error error{};
+    ASSERT_EQ(waste_state_save(a.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+    const SnapshotPtr snapshot = take(a.get());
+    const std::string bytes = waste_test::read_file(tmp / "a.state");
+    // [71][2][2*16] and [100][2][2*16] floats after an i32 each, and the residual stream [64]
+    EXPECT_EQ(bytes.size(), 64u + (4 + 71 * 2 * 32 * 4) + (4 + 100 * 2 * 32 * 4) + 64 * 4);
+    ASSERT_EQ(waste_state_load(loaded.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_session_restore(restored.get(), snapshot.get(), &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_state_save(restored.get(), (tmp / "b.state").c_str(), &error), WASTE_OK) << error.message;
+    EXPECT_TRUE(bytes == waste_test::read_file(tmp / "b.state"));
+    const Continuation expected = continue_greedy(a.get(), 12);
+    const Continuation from_file = continue_greedy(loaded.get(), 12);
+    const Continuation from_snapshot = continue_greedy(restored.get(), 12);
+    EXPECT_EQ(from_file.tokens, expected.tokens);
+    EXPECT_EQ(from_snapshot.tokens, expected.tokens);
+    EXPECT_TRUE(same_bits(from_file.logits, expected.logits));
+    EXPECT_TRUE(same_bits(from_snapshot.logits, expected.logits));
+}
+
 // ------------------------------------------------------------ peak RSS
 
 TEST(Snapshot, PeakRssStaysUnderTheBudgetWithSessionsAndAFullSnapshotReserve) {

@@ -135,7 +135,12 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     std::vector<size_t> group_begin;          // [group.size() + 1]: each expert's run in assignments
     std::vector<ExpertProvider::Ready> ready;
     std::vector<std::pair<size_t, const uint8_t*>> batch;  // (assignment, record)
-    const ExpertBooks expert_books{in_shape, down_shape, packed6, gate_books, up_books, down_books};
+    ExpertBooks expert_books{in_shape, down_shape, packed6, gate_books, up_books, down_books};
+    if (!w.gate_bias.empty()) {  // gpt-oss
+        expert_books.gate_bias = w.gate_bias.data();
+        expert_books.up_bias = w.up_bias.data();
+        expert_books.down_bias = w.down_bias.data();
+    }
     std::vector<uint32_t> chunk_tokens, chunk_slots;        // prefill: one expert's (token, slot) pairs
     size_t next = 0;
     while (next < assignments.size()) {
@@ -176,7 +181,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                         chunk_tokens.push_back(assignments[i].token);
                         chunk_slots.push_back(assignments[i].slot);
                     }
-                    expert_over_tokens(ctx, expert_books, r.record, chunk_tokens.data(), chunk_slots.data(),
+                    expert_over_tokens(ctx, expert_books, group[r.index], r.record, chunk_tokens.data(), chunk_slots.data(),
                                        chunk_tokens.size(), xe, ldx);
                 }
                 continue;
@@ -198,21 +203,25 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                                                          ws.gate_q.data(), ws.gate_q_scales.data(), g, 0, inter);
                             kernels::apply_vq_table_int8(isa, in_shape, packed6, record + layout.up_off, scales + 2 * inter,
                                                          ws.up_q.data(), ws.up_q_scales.data(), u, 0, inter);
+                            add_expert_input_biases(expert_books, a.expert, inter, 1, g, u);
                             kernels::glu(isa, ctx.act, g, u, inter);
                             kernels::build_vq_table(down_shape, down_books, g, down_table);
                             kernels::quantize_vq_table_int8(down_shape, down_table, down_q, down_q_scales);
                             kernels::apply_vq_table_int8(isa, down_shape, packed6, record + layout.down_off, scales + 4 * inter,
                                                          down_q, down_q_scales, result, 0, lat);
+                            add_expert_output_bias(expert_books, a.expert, lat, 1, result);
                             continue;
                         }
                         kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, ws.gate_table.data(), g, 0,
                                                 inter);
                         kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, ws.up_table.data(),
                                                 u, 0, inter);
+                        add_expert_input_biases(expert_books, a.expert, inter, 1, g, u);
                         kernels::glu(isa, ctx.act, g, u, inter);
                         kernels::build_vq_table(down_shape, down_books, g, down_table);
                         kernels::apply_vq_table(down_shape, packed6, record + layout.down_off, scales + 4 * inter, down_table,
                                                 result, 0, lat);
+                        add_expert_output_bias(expert_books, a.expert, lat, 1, result);
                     }
                 }
             }, 1);

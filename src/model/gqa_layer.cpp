@@ -2,7 +2,10 @@
 // GLM-4.5; other-families.md §4, §7): q, k, v projections plus their biases
 // (GLM's attention_bias); each head's q and k RMSNormed over head_dim
 // (q_norm / k_norm, Qwen3 and GLM's use_qk_norm) BEFORE NEOX RoPE on the
-// first rope_dim dims of each head (GLM: half, the rest passes); the cache holds every
+// first rope_dim dims of each head (GLM: half, the rest passes); gpt-oss's
+// o_proj bias, per-head sink logit (an extra softmax column, dropped) and
+// sliding layers (keys of the last `window` positions, the cache a ring of
+// window + 63 rows); the cache holds every
 // token's keys (normed and rotated) and values; query head h reads key/value
 // head h / (heads / kv_heads); scores scaled by head_dim^-0.5. Token t of the
 // chunk attends to the cache up to and including itself.
@@ -17,6 +20,9 @@
 
 namespace waste::model {
 
+static_assert(static_cast<size_t>(max_chunk_tokens) <= sliding_chunk_tokens,
+              "a sliding layer's ring must hold a whole chunk beyond its window");
+
 void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
                float* out) {
     ProfileScope scope(ctx.profile, ProfileCategory::gqa);
@@ -26,16 +32,28 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
     const size_t kv_width = kv_heads * d, row = gqa_cache_row(c), group = heads / kv_heads;
     const float eps = static_cast<float>(c.rms_eps);
     const kernels::Isa isa = kernels::active_isa();
-    WASTE_CHECK(s.n_kv == position && (position + tokens) * row <= s.kv.size() && heads * d <= ld);
+    // a sliding layer's cache is a ring (session_state.h): position p at row p % ring
+    const size_t window = static_cast<size_t>(w.window);
+    const size_t ring = window ? window + sliding_chunk_tokens - 1 : 0;
+    auto slot = [&](size_t p) { return ring ? p % ring : p; };
+    WASTE_CHECK(s.n_kv == position && heads * d <= ld && tokens <= static_cast<size_t>(max_chunk_tokens));
+    WASTE_CHECK(ring ? (position + tokens <= s.kv.size() / row || s.kv.size() / row == ring)
+                     : (position + tokens) * row <= s.kv.size());
     float* q = ws.q.data();  // [T][heads][d]
     project(ctx, *w.q, x, hidden, tokens, q, ld);
-    float* entries = s.kv.data() + static_cast<size_t>(position) * row;  // [T][keys (kv_width) | values (kv_width)]
-    project(ctx, *w.k, x, hidden, tokens, entries, row);
-    project(ctx, *w.v, x, hidden, tokens, entries + kv_width, row);
+    // keys then values of each token, [keys (kv_width) | values (kv_width)] per row; a ring's chunk may wrap
+    for (size_t done = 0; done < tokens;) {
+        const size_t first = slot(position + done);
+        const size_t n = ring ? std::min(tokens - done, ring - first) : tokens;
+        float* entries = s.kv.data() + first * row;
+        project(ctx, *w.k, x + done * hidden, hidden, n, entries, row);
+        project(ctx, *w.v, x + done * hidden, hidden, n, entries + kv_width, row);
+        done += n;
+    }
     for (size_t t = 0; t < tokens; ++t) {
         const uint32_t at = position + static_cast<uint32_t>(t);
         float* qt = q + t * ld;
-        float* kt = entries + t * row;
+        float* kt = s.kv.data() + slot(at) * row;
         if (!w.q_bias.empty()) {
             float* vt = kt + kv_width;
             for (size_t i = 0; i < heads * d; ++i) qt[i] += w.q_bias[i];
@@ -60,28 +78,37 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
             for (size_t t = 0; t < tokens; ++t) {
                 const float* qh = q + t * ld + h * d;
                 const size_t n = position + t + 1;
+                // a sliding layer reads keys p > q - window (HF sliding_window_overlay)
+                const size_t from = window && n > window ? n - window : 0;
                 float max_score = -INFINITY;
-                for (size_t p = 0; p < n; ++p) {
-                    scores[p] = kernels::dot(isa, qh, cache + p * row + g * d, d) * scale;
+                for (size_t p = from; p < n; ++p) {
+                    scores[p] = kernels::dot(isa, qh, cache + slot(p) * row + g * d, d) * scale;
                     max_score = std::max(max_score, scores[p]);
                 }
+                // gpt-oss's sink: one more softmax column, logit sinks[h], dropped after
+                const bool sink = !w.sinks.empty();
+                if (sink) max_score = std::max(max_score, w.sinks[h]);
                 double total = 0;
-                for (size_t p = 0; p < n; ++p) {
+                for (size_t p = from; p < n; ++p) {
                     scores[p] = std::exp(scores[p] - max_score);
                     total += scores[p];
                 }
+                if (sink) total += std::exp(w.sinks[h] - max_score);
                 const float inv = static_cast<float>(1.0 / total);
                 float* oh = head_out + t * ld + h * d;
                 std::fill(oh, oh + d, 0.0f);
-                for (size_t p = 0; p < n; ++p) {
+                for (size_t p = from; p < n; ++p) {
                     const float weight = scores[p] * inv;
-                    const float* value = cache + p * row + kv_width + g * d;
+                    const float* value = cache + slot(p) * row + kv_width + g * d;
                     for (size_t i = 0; i < d; ++i) oh[i] += weight * value[i];
                 }
             }
         }
     });
     project(ctx, *w.o, head_out, ld, tokens, out, hidden);
+    if (!w.o_bias.empty())
+        for (size_t t = 0; t < tokens; ++t)
+            for (size_t i = 0; i < hidden; ++i) out[t * hidden + i] += w.o_bias[i];
 }
 
 }  // namespace waste::model

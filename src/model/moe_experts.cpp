@@ -10,8 +10,26 @@
 
 namespace waste::model {
 
-void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const uint8_t* record, const uint32_t* tokens,
-                        const uint32_t* slots, size_t n, const float* x, size_t ldx) {
+void add_expert_input_biases(const ExpertBooks& books, int expert, size_t inter, size_t n, float* g, float* u) {
+    if (!books.gate_bias) return;
+    const float* gb = books.gate_bias + static_cast<size_t>(expert) * inter;
+    const float* ub = books.up_bias + static_cast<size_t>(expert) * inter;
+    for (size_t t = 0; t < n; ++t)
+        for (size_t i = 0; i < inter; ++i) {
+            g[t * inter + i] += gb[i];
+            u[t * inter + i] += ub[i];
+        }
+}
+
+void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, size_t n, float* out) {
+    if (!books.down_bias) return;
+    const float* db = books.down_bias + static_cast<size_t>(expert) * lat;
+    for (size_t t = 0; t < n; ++t)
+        for (size_t i = 0; i < lat; ++i) out[t * lat + i] += db[i];
+}
+
+void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int expert, const uint8_t* record,
+                        const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx) {
     Workspace& ws = ctx.ws;
     const format::ExpertLayout& layout = ctx.container.expert_layout();
     const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k;
@@ -32,11 +50,13 @@ void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const uin
             kernels::vq_matmul_rows(isa, books.in_shape, books.packed6, record + layout.up_off, scales + 2 * inter, books.up,
                                     xe, lat, n, u, inter, std::max(begin, inter) - inter, end - inter);
     }, 16);
+    add_expert_input_biases(books, expert, inter, n, g, u);
     kernels::glu(isa, ctx.act, g, u, n * inter);
     ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
         kernels::vq_matmul_rows(isa, books.down_shape, books.packed6, record + layout.down_off, scales + 4 * inter, books.down,
                                 g, inter, n, out, lat, begin, end);
     }, 16);
+    add_expert_output_bias(books, expert, lat, n, out);
     for (size_t i = 0; i < n; ++i)
         std::memcpy(ws.slot_out.data() + (tokens[i] * top_k + slots[i]) * lat, out + i * lat, sizeof(float) * lat);
 }

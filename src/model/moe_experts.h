@@ -26,13 +26,23 @@ struct ExpertBooks {
     const float* gate = nullptr;
     const float* up = nullptr;
     const float* down = nullptr;
+    // gpt-oss's per-expert biases of the layer (null: none): [E][I], [E][I], [E][lat]
+    const float* gate_bias = nullptr;
+    const float* up_bias = nullptr;
+    const float* down_bias = nullptr;
 };
+
+// Adds expert e's gate and up biases to g, u ([n][inter]) and its down bias to
+// out ([n][lat]) when the layer has them (gpt-oss). Used by both the decode
+// lookup-table path and the prefill matrix products, so the two add alike.
+void add_expert_input_biases(const ExpertBooks& books, int expert, size_t inter, size_t n, float* g, float* u);
+void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, size_t n, float* out);
 
 // tokens[i], slots[i] (i < n, n <= max_chunk_tokens): the (token, slot)
 // pairs of the chunk routed to this expert. x: the expert input [T][ldx].
 // Writes ws.slot_out[(token * top_k + slot) * lat ...] for each pair; uses
 // ws.expert_x/expert_gate/expert_up/expert_out as scratch.
-void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const uint8_t* record, const uint32_t* tokens,
-                        const uint32_t* slots, size_t n, const float* x, size_t ldx);
+void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int expert, const uint8_t* record,
+                        const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx);
 
 }  // namespace waste::model

@@ -13,7 +13,7 @@ SessionState::SessionState(const format::ModelConfig& c, uint32_t context) : con
             s.kda.assign(channels * c.kda_head_dim, 0.0f);
             s.conv.assign(3 * static_cast<size_t>(std::max(c.conv_kernel - 1, 0)) * channels, 0.0f);
         } else if (c.layer_kinds[l] == format::LayerKind::gqa) {
-            s.kv.assign(static_cast<size_t>(context) * gqa_cache_row(c), 0.0f);
+            s.kv.assign(gqa_cache_rows(c, l, context) * gqa_cache_row(c), 0.0f);
         } else {
             s.latent.assign(static_cast<size_t>(context) * (c.kv_lora + c.qk_rope), 0.0f);
         }

@@ -2,15 +2,17 @@
 //
 // Per KDA layer: S [heads][D][D] f32 (keys x values) and the short-conv rings
 // [3 projections][kernel-1][C] (oldest first). Per MLA layer: the absorbed
-// latent cache [ctx][kv_lora + rope]. Per GQA layer (Qwen3): the key/value
-// cache [ctx][2][kv_heads * head_dim], each token's keys (normed and rotated)
-// then its values. With Attention Residuals: the block residuals [n][H]. The layout is the session file's (container-v0 §7).
+// latent cache [ctx][kv_lora + rope]. Per GQA layer (Qwen3, GLM, gpt-oss):
+// the key/value cache [ctx][2][kv_heads * head_dim], each token's keys
+// (normed and rotated) then its values; a sliding layer's only a ring of
+// gqa_ring_rows (below). With Attention Residuals: the block residuals [n][H]. The layout is the session file's (container-v0 §7).
 //
 // for_each_state_field walks the fields in that order; the state file
 // (session_file.cpp) and the in-RAM snapshots (runtime/session_snapshot.h)
 // both copy a state through it, so the two never disagree on what a state is.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -45,6 +47,25 @@ enum class StateField { kda, conv, latent, kv, block_residuals, residual };
 // Floats per token of a GQA layer's cache: its keys then its values.
 inline size_t gqa_cache_row(const format::ModelConfig& c) { return 2 * static_cast<size_t>(c.kv_heads) * c.head_dim; }
 
+// A sliding GQA layer (gpt-oss) keeps only a ring of its last positions:
+// sliding_window + sliding_chunk_tokens - 1 rows, position p at row p % ring,
+// so that a prefill chunk's new rows never overwrite a key its own first
+// token still reads. 0 for a full layer (position p at row p).
+constexpr size_t sliding_chunk_tokens = 64;  // model::max_chunk_tokens (static_assert in gqa_layer.cpp)
+inline size_t gqa_ring_rows(const format::ModelConfig& c, int layer) {
+    return c.is_sliding(layer) ? static_cast<size_t>(c.sliding_window) + sliding_chunk_tokens - 1 : 0;
+}
+// Rows a GQA layer's cache is allocated for a context of `context` tokens.
+inline size_t gqa_cache_rows(const format::ModelConfig& c, int layer, size_t context) {
+    const size_t ring = gqa_ring_rows(c, layer);
+    return ring ? std::min(ring, context) : context;
+}
+// Rows holding a state of `position` tokens (the whole ring once it wrapped).
+inline size_t gqa_state_rows(const format::ModelConfig& c, int layer, size_t position) {
+    const size_t ring = gqa_ring_rows(c, layer);
+    return ring ? std::min(ring, position) : position;
+}
+
 // One field of a state: `floats` values at `data` (float*, or const float*
 // for a const state).
 template <typename Float>
@@ -73,7 +94,7 @@ void for_each_state_field(const format::ModelConfig& c, State& s, uint32_t posit
             visit(StateSpan<Float>{StateField::kda, l, layer.kda.data(), layer.kda.size()});
             visit(StateSpan<Float>{StateField::conv, l, layer.conv.data(), layer.conv.size()});
         } else if (c.layer_kinds[l] == format::LayerKind::gqa) {
-            visit(StateSpan<Float>{StateField::kv, l, layer.kv.data(), static_cast<size_t>(position) * gqa_cache_row(c)});
+            visit(StateSpan<Float>{StateField::kv, l, layer.kv.data(), gqa_state_rows(c, l, position) * gqa_cache_row(c)});
         } else {
             visit(StateSpan<Float>{StateField::latent, l, layer.latent.data(),
                                    static_cast<size_t>(position) * (c.kv_lora + c.qk_rope)});

@@ -108,7 +108,7 @@ struct Binder {
         return w;
     }
 
-    GqaWeights gqa(const std::string& p) const {
+    GqaWeights gqa(const std::string& p, int layer) const {
         GqaWeights w;
         const int64_t d = c.head_dim, q_width = static_cast<int64_t>(c.heads) * d, kv_width = static_cast<int64_t>(c.kv_heads) * d;
         w.q = matrix(p + "q_proj.weight", q_width, c.hidden);
@@ -124,6 +124,9 @@ struct Binder {
             w.q_norm = vector(p + "q_norm.weight", d);
             w.k_norm = vector(p + "k_norm.weight", d);
         }
+        if (c.o_bias) w.o_bias = vector(p + "o_proj.bias", c.hidden);
+        if (c.sinks) w.sinks = vector(p + "sinks", c.heads);
+        if (c.is_sliding(layer)) w.window = c.sliding_window;
         w.rope = Rope(c.rope_dim, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
         w.score_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
         return w;
@@ -131,6 +134,22 @@ struct Binder {
 
     MoeWeights moe(const std::string& p) const {
         MoeWeights w;
+        if (c.family == format::Family::gpt_oss) {
+            // router.{weight, bias}; the experts' biases de-interleaved (gate = ::2, up = 1::2)
+            const size_t experts = c.experts, inter = c.moe_intermediate;
+            w.router = matrix(p + "router.weight", c.experts, c.hidden);
+            w.router_bias = vector(p + "router.bias", c.experts);
+            const std::vector<float> gate_up = vector(p + "experts.gate_up_proj_bias", c.experts * 2ll * c.moe_intermediate);
+            w.gate_bias.resize(experts * inter);
+            w.up_bias.resize(experts * inter);
+            for (size_t e = 0; e < experts; ++e)
+                for (size_t i = 0; i < inter; ++i) {
+                    w.gate_bias[e * inter + i] = gate_up[e * 2 * inter + 2 * i];
+                    w.up_bias[e * inter + i] = gate_up[e * 2 * inter + 2 * i + 1];
+                }
+            w.down_bias = vector(p + "experts.down_proj_bias", static_cast<int64_t>(c.experts) * c.hidden);
+            return w;
+        }
         w.router = matrix(p + "gate.weight", c.experts, c.hidden);
         w.router_bias = optional_vector(p + "gate.e_score_correction_bias", c.experts);
         if (w.router_bias.empty()) w.router_bias.assign(c.experts, 0.0f);
@@ -171,7 +190,7 @@ ModelWeights bind_weights(const Container& container) {
             if (c.kda_heads < 1) fail_format("layer {} is KDA but config.linear_attn_config is missing", layer);
             lw.kda = bind.kda(p + "self_attn.");
         } else if (lw.kind == format::LayerKind::gqa) {
-            lw.gqa = bind.gqa(p + "self_attn.");
+            lw.gqa = bind.gqa(p + "self_attn.", layer);
         } else {
             lw.mla = bind.mla(p + "self_attn.");
         }

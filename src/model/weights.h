@@ -53,6 +53,9 @@ struct GqaWeights {
     Matrix o = nullptr;                            // [H, heads*head_dim]
     std::vector<float> q_bias, k_bias, v_bias;     // [heads*head_dim], [kv_heads*head_dim] (empty: none)
     std::vector<float> q_norm, k_norm;             // [head_dim]: per-head RMSNorm before RoPE (empty: none)
+    std::vector<float> o_bias;                     // [H] (gpt-oss; empty: none)
+    std::vector<float> sinks;                      // [heads]: one extra softmax logit per head (gpt-oss; empty: none)
+    int window = 0;                                // > 0: a sliding layer, keys the last `window` positions
     Rope rope;                                     // NEOX pairs over the first rope_dim dims of each head
     float score_scale = 0.0f;                      // head_dim^-0.5
 };
@@ -69,6 +72,11 @@ struct MoeWeights {
     FfnWeights shared;                             // intermediate = I * num_shared
     Matrix latent_down = nullptr, latent_up = nullptr;  // [lat, H], [H, lat]
     std::vector<float> latent_norm;                // [lat] (empty: no norm)
+    // gpt-oss's per-expert biases (empty: none): from the trunk's
+    // experts.gate_up_proj_bias [E, 2I] (gate and up interleaved) and
+    // experts.down_proj_bias [E, H]
+    std::vector<float> gate_bias, up_bias;         // [E][I]
+    std::vector<float> down_bias;                  // [E][H]
 };
 
 struct AttnResWeights {

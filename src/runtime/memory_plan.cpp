@@ -18,13 +18,15 @@ using format::ModelConfig;
 
 uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
     uint64_t bytes = 0;
-    for (LayerKind kind : c.layer_kinds) {
+    for (int l = 0; l < c.layers; ++l) {
+        const LayerKind kind = c.layer_kinds[l];
         if (kind == LayerKind::kda) {
             const uint64_t channels = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
             bytes += channels * c.kda_head_dim * 4;                                      // S: [heads][D][D] f32
             bytes += 3 * channels * static_cast<uint64_t>(std::max(c.conv_kernel - 1, 0)) * 4;  // q/k/v conv rings
         } else if (kind == LayerKind::gqa) {
-            bytes += static_cast<uint64_t>(context_length) * model::gqa_cache_row(c) * 4;  // keys, values [ctx][2][kv*d]
+            // keys, values [ctx][2][kv*d]; a sliding layer's ring only
+            bytes += static_cast<uint64_t>(model::gqa_cache_rows(c, l, context_length)) * model::gqa_cache_row(c) * 4;
         } else {
             bytes += static_cast<uint64_t>(context_length) * (c.kv_lora + c.qk_rope) * 4;  // latent cache [ctx][r+rope]
         }
