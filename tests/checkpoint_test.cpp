@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/checkpoint.h"
+#include "convert/checkpoint_source.h"
 #include "convert/safetensors.h"
 #include "convert/weight_decode.h"
 #include "platform/error.h"
@@ -592,6 +593,57 @@ TEST(Checkpoint, AlternativeLayouts) {
             ASSERT_EQ(q[r * 16 + i], (static_cast<int>((w >> (4 * (i % 8))) & 15) - 8) * int4_scales[r]);
         }
     EXPECT_EQ(ck.read_f32("f.weight"), (std::vector<float>{0.25f, -0.25f}));
+}
+
+TEST(Checkpoint, GptOssFusedExpertsReadAsPerExpertMatricesBitExact) {
+    // gpt-oss's experts (other-families §8): gate_up_proj_blocks [E, 2I, G, 16]
+    // with gate = rows 2j and up = rows 2j+1 (HF's [..., ::2] / [..., 1::2]
+    // after its transpose), down_proj_blocks [E, H, I/32, 16]. The checkpoint
+    // source shows mlp.experts.E.{gate,up,down}_proj.weight, each value the
+    // MXFP4 decode by hand (low nibble first, times 2^(scale - 127)).
+    waste_test::TempDir dir;
+    constexpr int E = 2, I = 32, H = 64;
+    std::string gu_blocks(E * 2 * I * (H / 32) * 16, '\0'), gu_scales(E * 2 * I * (H / 32), '\0');
+    std::string dn_blocks(E * H * (I / 32) * 16, '\0'), dn_scales(E * H * (I / 32), '\0');
+    for (size_t i = 0; i < gu_blocks.size(); ++i) gu_blocks[i] = static_cast<char>(i * 37 + 11);
+    for (size_t i = 0; i < gu_scales.size(); ++i) gu_scales[i] = static_cast<char>(118 + i % 17);
+    for (size_t i = 0; i < dn_blocks.size(); ++i) dn_blocks[i] = static_cast<char>(i * 53 + 7);
+    for (size_t i = 0; i < dn_scales.size(); ++i) dn_scales[i] = static_cast<char>(121 + i % 11);
+    const std::string p = "model.layers.0.mlp.experts.";
+    write_checkpoint(dir / "c", {{p + "gate_up_proj_blocks", "U8", {E, 2 * I, H / 32, 16}, gu_blocks},
+                                 {p + "gate_up_proj_scales", "U8", {E, 2 * I, H / 32}, gu_scales},
+                                 {p + "down_proj_blocks", "U8", {E, H, I / 32, 16}, dn_blocks},
+                                 {p + "down_proj_scales", "U8", {E, H, I / 32}, dn_scales},
+                                 {p + "down_proj_bias", "F32", {E, H}, std::string(E * H * 4, '\0')}});
+    const Checkpoint ck = Checkpoint::open(dir / "c");
+    const std::unique_ptr<WeightSource> source = checkpoint_source(ck);
+    EXPECT_FALSE(source->has(p + "gate_up_proj"));  // the fused names are hidden
+    EXPECT_TRUE(source->has(p + "down_proj_bias"));
+    auto by_hand = [](const std::string& blocks, const std::string& scales, size_t row, size_t cols, size_t i) {
+        const uint8_t byte = static_cast<uint8_t>(blocks[row * cols / 2 + i / 2]);
+        const int nibble = i % 2 ? byte >> 4 : byte & 15;
+        const int e = static_cast<uint8_t>(scales[row * (cols / 32) + i / 32]);
+        return static_cast<float>(fp4_table[nibble] * std::ldexp(1.0, e - 127));
+    };
+    for (int e = 0; e < E; ++e) {
+        const std::string x = p + std::to_string(e) + ".";
+        ASSERT_EQ(source->info(x + "gate_proj.weight").shape, (std::vector<int64_t>{I, H}));
+        ASSERT_EQ(source->info(x + "down_proj.weight").shape, (std::vector<int64_t>{H, I}));
+        std::vector<float> gate(I * H), up(I * H), down(H * I), up_tail(3 * H);
+        source->read_rows(x + "gate_proj.weight", 0, I, gate);
+        source->read_rows(x + "up_proj.weight", 0, I, up);
+        source->read_rows(x + "down_proj.weight", 0, H, down);
+        source->read_rows(x + "up_proj.weight", I - 3, 3, up_tail);  // a row range inside the view
+        for (int j = 0; j < I; ++j)
+            for (int i = 0; i < H; ++i) {
+                ASSERT_TRUE(same_float(gate[j * H + i], by_hand(gu_blocks, gu_scales, e * 2 * I + 2 * j, H, i))) << e << " " << j;
+                ASSERT_TRUE(same_float(up[j * H + i], by_hand(gu_blocks, gu_scales, e * 2 * I + 2 * j + 1, H, i))) << e << " " << j;
+            }
+        EXPECT_TRUE(std::equal(up_tail.begin(), up_tail.end(), up.begin() + (I - 3) * H));
+        for (int r = 0; r < H; ++r)
+            for (int i = 0; i < I; ++i)
+                ASSERT_TRUE(same_float(down[r * I + i], by_hand(dn_blocks, dn_scales, e * H + r, I, i))) << e << " " << r;
+    }
 }
 
 // =============================================================================

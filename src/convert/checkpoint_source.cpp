@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "convert/checkpoint.h"
 #include "convert/checkpoint_source.h"
@@ -12,23 +16,73 @@
 namespace waste::convert {
 namespace {
 
+// gpt-oss keeps each layer's experts fused (other-families.md §8):
+// mlp.experts.gate_up_proj_blocks / _scales, MXFP4 [E, 2I, groups, 16] ->
+// logical [E, 2I, H] with rows the output features, gate and up INTERLEAVED
+// (gate = rows 2j, up = rows 2j+1; HF's gate_up_proj [E, H, 2I] is this
+// transposed, its gate = [..., ::2]); mlp.experts.down_proj [E, H, I]. The
+// source shows them as the per-expert matrices every other family has
+// (mlp.experts.E.{gate,up,down}_proj.weight, [out, in]) and hides the fused
+// names, so the planner, the converter and verify read experts one way.
+struct ExpertView {
+    std::string fused;
+    uint64_t first_row = 0;  // of the fused [E * rows, cols]
+    uint64_t step = 1;       // 2: every other row (gate or up)
+    std::vector<int64_t> shape;
+};
+
 class CheckpointSource final : public WeightSource {
 public:
-    explicit CheckpointSource(const Checkpoint& checkpoint) : ck_(checkpoint) {}
-    std::vector<std::string> names() const override { return ck_.names(); }
-    bool has(const std::string& name) const override { return ck_.has(name); }
+    explicit CheckpointSource(const Checkpoint& checkpoint) : ck_(checkpoint) {
+        for (const std::string& name : ck_.names()) {
+            const TensorInfo& t = ck_.info(name);
+            if (t.encoding != WeightEncoding::mxfp4 || t.shape.size() != 3) continue;
+            const bool gate_up = name.ends_with("mlp.experts.gate_up_proj"), down = name.ends_with("mlp.experts.down_proj");
+            if (!gate_up && !down) continue;
+            const std::string base = name.substr(0, name.size() - (gate_up ? 12 : 9));  // "...mlp.experts."
+            const int64_t experts = t.shape[0], rows = t.shape[1], cols = t.shape[2];
+            if (gate_up && rows % 2 != 0)
+                fail_format("checkpoint: {} has {} rows, expected gate and up interleaved (even)", name, rows);
+            for (int64_t e = 0; e < experts; ++e) {
+                const uint64_t at = static_cast<uint64_t>(e * rows);
+                if (gate_up) {
+                    views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {name, at, 2, {rows / 2, cols}};
+                    views_[fmt::format("{}{}.up_proj.weight", base, e)] = {name, at + 1, 2, {rows / 2, cols}};
+                } else {
+                    views_[fmt::format("{}{}.down_proj.weight", base, e)] = {name, at, 1, {rows, cols}};
+                }
+            }
+            fused_.insert(name);
+        }
+    }
+    std::vector<std::string> names() const override {
+        if (views_.empty()) return ck_.names();  // every family but gpt-oss: the checkpoint's own order
+        std::vector<std::string> out;
+        for (const std::string& n : ck_.names())
+            if (!fused_.count(n)) out.push_back(n);
+        for (const auto& [n, view] : views_) out.push_back(n);
+        return out;
+    }
+    bool has(const std::string& name) const override {
+        return views_.count(name) || (ck_.has(name) && !fused_.count(name));
+    }
     SourceTensor info(const std::string& name) const override {
-        const TensorInfo& t = ck_.info(name);
-        SourceTensor out;
-        out.shape = t.shape;
-        out.storage = std::string(encoding_name(t.encoding)) + " " + dtype_name(t.dtype);
-        out.shards.push_back(t.shard);
-        for (const std::string& shard : t.part_shards)
-            if (std::find(out.shards.begin(), out.shards.end(), shard) == out.shards.end()) out.shards.push_back(shard);
+        const auto view = views_.find(name);
+        SourceTensor out = tensor_info(view == views_.end() ? name : view->second.fused);
+        if (view != views_.end()) out.shape = view->second.shape;
         return out;
     }
     void read_rows(const std::string& name, uint64_t first, uint64_t count, std::span<float> out) const override {
-        ck_.read_f32_rows(name, first, count, out);
+        const auto it = views_.find(name);
+        if (it == views_.end()) return ck_.read_f32_rows(name, first, count, out);
+        const ExpertView& v = it->second;
+        const uint64_t cols = static_cast<uint64_t>(v.shape[1]);
+        if (v.step == 1) return ck_.read_f32_rows(v.fused, v.first_row + first, count, out);
+        // every other row: read the span once, keep ours
+        std::vector<float> rows(static_cast<size_t>(count * v.step * cols));
+        ck_.read_f32_rows(v.fused, v.first_row + first * v.step, count * v.step - (v.step - 1), std::span<float>(rows.data(), (count * v.step - (v.step - 1)) * cols));
+        for (uint64_t r = 0; r < count; ++r)
+            std::copy_n(rows.data() + r * v.step * cols, cols, out.data() + r * cols);
     }
     std::vector<std::string> shards() const override {
         std::vector<std::string> out;
@@ -39,7 +93,20 @@ public:
     bool shard_reclaimed(const std::string& shard) const override { return ck_.shard_file(shard).is_reclaimed(); }
 
 private:
+    SourceTensor tensor_info(const std::string& name) const {
+        const TensorInfo& t = ck_.info(name);
+        SourceTensor out;
+        out.shape = t.shape;
+        out.storage = std::string(encoding_name(t.encoding)) + " " + dtype_name(t.dtype);
+        out.shards.push_back(t.shard);
+        for (const std::string& shard : t.part_shards)
+            if (std::find(out.shards.begin(), out.shards.end(), shard) == out.shards.end()) out.shards.push_back(shard);
+        return out;
+    }
+
     const Checkpoint& ck_;
+    std::map<std::string, ExpertView> views_;
+    std::set<std::string> fused_;
 };
 
 }  // namespace

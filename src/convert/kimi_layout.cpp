@@ -130,6 +130,8 @@ void plan_gqa(Planner& p, ConvertUnit& u, const std::string& a, const format::Mo
         p.need(u, a + "q_norm.weight", {d});
         p.need(u, a + "k_norm.weight", {d});
     }
+    if (c.o_bias) p.need(u, a + "o_proj.bias", {H});
+    if (c.sinks) p.need(u, a + "sinks", {c.heads});
 }
 
 void plan_experts(Planner& p, ConvertUnit& u, const std::string& m, const format::ModelConfig& c) {
@@ -156,13 +158,13 @@ std::string kimi_arch(const nlohmann::json& config) {
                                  ? config["model_type"].get<std::string>()
                                  : std::string();
     if (type == "kimi_linear" || type == "kimi_k3" || type == "deepseek_v3" || type == "kimi_k2" || type == "qwen3_moe" ||
-        type == "glm4_moe")
+        type == "glm4_moe" || type == "gpt_oss")
         return type;
     std::string architectures = "none";
     if (config.contains("architectures")) architectures = config["architectures"].dump();
     fail(WASTE_ERR_UNSUPPORTED,
          "config.json: model_type \"{}\" (architectures {}) is not an architecture the converter knows "
-         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe)",
+         "(kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss)",
          type, architectures);
 }
 
@@ -199,6 +201,18 @@ ConvertPlan plan_kimi_conversion(const nlohmann::json& text_config, const Weight
             p.need(u, m + "gate_proj.weight", {c.intermediate, H});
             p.need(u, m + "up_proj.weight", {c.intermediate, H});
             p.need(u, m + "down_proj.weight", {H, c.intermediate});
+        } else if (c.family == format::Family::gpt_oss) {
+            // router.{weight, bias}; the experts' biases as trunk tensors (the
+            // engine de-interleaves gate/up at bind); the experts' matrices are
+            // the checkpoint source's per-expert view of the fused MXFP4 tensors
+            // (checkpoint_source.cpp)
+            const std::string m = lx + "mlp.";
+            p.need(u, m + "router.weight", {c.experts, H});
+            p.need(u, m + "router.bias", {c.experts});
+            p.need(u, m + "experts.gate_up_proj_bias", {c.experts, 2ll * c.moe_intermediate});
+            p.need(u, m + "experts.down_proj_bias", {c.experts, H});
+            u.moe = true;
+            plan_experts(p, u, m, c);
         } else {
             const std::string m = lx + format::moe_block_prefix(c.family);
             p.need(u, m + "gate.weight", {c.experts, H});

@@ -43,7 +43,7 @@ struct ConvertUnit {
 };
 
 struct ConvertPlan {
-    std::string arch;              // the config's model_type: kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe
+    std::string arch;              // the config's model_type: kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss
     std::string tensor_prefix;
     format::ModelConfig model;
     std::vector<ConvertUnit> units;

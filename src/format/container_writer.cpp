@@ -101,6 +101,8 @@ TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_
     for (int64_t dim : shape) elements *= static_cast<uint64_t>(dim);
     const bool small_exempt = !(quantize_small_matrices && shape.size() == 2);
     if (shape.size() <= 1 || (elements < quantize_min_elements && small_exempt)) return TrunkFormat::f32;
+    // gpt-oss's per-expert biases ([E, 2I], [E, H]) are added, never multiplied: kept exact
+    if (ends_with(name, "_bias")) return TrunkFormat::f32;
     if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) return TrunkFormat::q8g;
     if (name.starts_with("vision_tower.") || name.starts_with("mm_projector.")) return TrunkFormat::q8g;
     return TrunkFormat::q4g;
