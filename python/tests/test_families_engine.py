@@ -40,6 +40,14 @@ DeepSeek's sigmoid router with correction bias and groups, a shared expert,
 a leading dense layer, the MTP layer skipped; the same tolerances against
 waste_ref/glm4_moe.py.
 
+gpt-oss (GptOssFamily below): GQA with biases on q/k/v/o, a sink logit per
+head, alternating sliding (window 8 in the tiny config, shorter than the
+prompts) and full layers, YaRN NEOX RoPE with truncate false; top-k of the
+raw router logits then a softmax over the k; the clamped SwiGLU with
+per-expert biases; experts from MXFP4 blocks, fused and gate/up
+interleaved. The same tolerances against waste_ref/gpt_oss.py, plus sinks
+that dominate the softmax and activations that really clamp.
+
 Converter: FP8 e4m3 128x128-block checkpoints convert to the same model (the
 dequantised comparison above, and `verify --source`); V3's multi-token-
 prediction layer (model.layers.<L>.*) is skipped and reported; a kill -9
@@ -61,7 +69,7 @@ try:
     from ._paths import REPO_ROOT
 except ImportError:
     from _paths import REPO_ROOT
-from waste_ref import deepseek_v3, glm4_moe, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, qwen3_moe
 from waste_ref.moe_ops import topk_lowest_index
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -584,6 +592,189 @@ class Glm4Family(unittest.TestCase):
         done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("model.layers.1.self_attn.k_proj.bias", done.stderr)
+
+
+def oss_sinks_dominate(files, cfg):
+    # sink logits far above any score: most of each head's mass goes to the sink
+    for name in files:
+        if name.endswith("self_attn.sinks"):
+            files[name] = files[name].abs() + 6.0
+
+
+def oss_small_experts(files, cfg):
+    # every E8M0 scale 2^-4 lower: experts 16x smaller, activations mostly below the clamp
+    for name in files:
+        if name.endswith("_scales"):
+            files[name] = files[name] - 4
+
+
+GPT_OSS_MODELS = {
+    # name -> (config, tweak of the release's tensors): gpt-oss-20b's shape
+    # (sliding first, window 8); full layers first and a 3:1 GQA; sinks
+    # dominating; no YaRN, 3 layers
+    "oss": (gpt_oss.tiny_config(), None),
+    "oss-sinks": (gpt_oss.tiny_config(), oss_sinks_dominate),
+    "oss-plain": (gpt_oss.tiny_config(num_hidden_layers=3, num_attention_heads=6, num_key_value_heads=2,
+                                      layer_types=["full_attention", "sliding_attention", "sliding_attention"],
+                                      sliding_window=5, rope_scaling=None, num_experts_per_tok=2), None),
+    "oss-small-experts": (gpt_oss.tiny_config(), oss_small_experts),
+}
+
+
+class GptOssFamily(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.built = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def model(self, name):
+        """-> (checkpoint dir, container dir, convert summary, config.json, checkpoint sd, dequantised sd)."""
+        if name in self.built:
+            return self.built[name]
+        cfg, tweak = GPT_OSS_MODELS[name]
+        src = os.path.join(self.tmp.name, f"{name}-src")
+        out = os.path.join(self.tmp.name, f"{name}.waste")
+        full, sd = hf_families.write_checkpoint(src, "gpt_oss", cfg, seed=17, tweak=tweak)
+        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
+        verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
+        self.assertTrue(verify["ok"], verify.get("failures"))
+        self.built[name] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
+        return self.built[name]
+
+    def engine_eval(self, path, ids, *extra):
+        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
+        return json.loads(out)
+
+    def check_logits_and_greedy(self, name, lengths=(1, 20, 100)):
+        _, out, _, cfg, _, dq = self.model(name)
+        errors = []
+        for n in lengths:
+            with self.subTest(model=name, tokens=n):
+                ids = prompt(n, cfg["vocab_size"], seed=n)
+                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+                                         "--ignore-eos", "--json"]))["tokens"]
+                ref = gpt_oss.forward(dq, cfg, ids + tokens).double()
+                got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+                rel = relative(got, ref[n - 1].numpy())
+                errors.append(rel)
+                self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
+                want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
+                self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
+        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
+
+    def test_logits_and_greedy(self):
+        # 100 tokens: beyond the window (8) and beyond the sliding ring (8 + 63 rows), over two prefill chunks
+        self.check_logits_and_greedy("oss")
+
+    def test_full_first_three_to_one_gqa_no_yarn(self):
+        self.check_logits_and_greedy("oss-plain")
+
+    def test_sinks_dominating_the_softmax(self):
+        self.check_logits_and_greedy("oss-sinks", lengths=(20, 100))
+        _, out, _, cfg, _, dq = self.model("oss-sinks")
+        # the sinks take most of the mass: without them the logits move far
+        no_sinks = {k: (v.fill_(float("-inf")) if k.endswith("sinks") else v) for k, v in
+                    ((k, v.clone()) for k, v in dq.items())}
+        ids = prompt(20, cfg["vocab_size"], 20)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        self.assertGreater(relative(got, gpt_oss.forward(no_sinks, cfg, ids)[-1].double().numpy()), 1e-2)
+        x = dq["model.layers.0.self_attn.sinks"]
+        self.assertGreater(float(x.min()), 6.0)
+
+    def test_the_sliding_window_matters(self):
+        # at 100 tokens the sliding layer sees 8 keys: reading them all moves the logits far
+        _, out, _, cfg, _, dq = self.model("oss")
+        ids = prompt(100, cfg["vocab_size"], 100)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        self.assertLessEqual(relative(got, gpt_oss.forward(dq, cfg, ids)[-1].double().numpy()), 1e-5)
+        wide = gpt_oss.forward(dq, dict(cfg, sliding_window=1000), ids)[-1].double().numpy()
+        self.assertGreater(relative(got, wide), 1e-3)
+
+    def test_activations_really_clamp(self):
+        _, out, _, cfg, _, dq = self.model("oss")
+        ids = prompt(20, cfg["vocab_size"], 21)
+        trace = []
+        ref = gpt_oss.forward(dq, cfg, ids, trace=trace)[-1].double().numpy()
+        gate = torch.cat([t[0].flatten() for t in trace])
+        up = torch.cat([t[1].flatten() for t in trace])
+        self.assertGreater(int((gate > 7).sum()), 10)        # min(gate, 7) acts
+        self.assertGreater(int((up.abs() > 7).sum()), 10)    # clamp(up, -7, 7) acts
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        self.assertLessEqual(relative(got, ref), 1e-5)
+        unclamped = gpt_oss.forward(dq, dict(cfg, swiglu_limit=1e9), ids)[-1].double().numpy()
+        self.assertGreater(relative(got, unclamped), 1e-3)
+
+    def test_decode_step_by_step(self):
+        _, out, _, cfg, _, dq = self.model("oss")
+        ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
+        got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
+        steps = np.array(got["step_logits"], dtype=np.float64)
+        ref = gpt_oss.forward(dq, cfg, ids + fed).double().numpy()[59:]
+        errors = [relative(steps[k], ref[k]) for k in range(17)]
+        self.assertLessEqual(max(errors), 1e-5, f"per-step relative errors {errors}")
+
+    def test_token_by_token_prefill(self):
+        _, out, _, cfg, _, dq = self.model("oss")
+        ids = prompt(140, cfg["vocab_size"], 7)  # the ring (71 rows) wraps in both
+        ref = gpt_oss.forward(dq, cfg, ids)[-1].double().numpy()
+        got = {}
+        for chunk in ("1", "64"):
+            got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
+            self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"--chunk {chunk}")
+        self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
+
+    def test_lookahead_and_read_path_never_change_a_bit(self):
+        _, out, _, cfg, _, _ = self.model("oss")
+        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
+        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
+        for other in runs[1:]:
+            self.assertEqual(other, runs[0])
+
+    def test_int8_tables_keep_the_expert_biases(self):
+        # decode's int8 lookup tables (approximate) add the same biases: close
+        # to the exact steps, and far from steps without the biases (experts
+        # 16x smaller than the other models': the int8 tables' error grows
+        # with the expert outputs, 5-10% on "oss")
+        _, out, _, cfg, _, dq = self.model("oss-small-experts")
+        ids, fed = prompt(30, cfg["vocab_size"], 33), prompt(8, cfg["vocab_size"], 34)
+        exact = np.array(self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))["step_logits"])
+        int8 = np.array(self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), "--lut", "int8")["step_logits"])
+        no_bias = {k: (torch.zeros_like(v) if k.endswith("_proj_bias") else v) for k, v in dq.items()}
+        ref_no_bias = gpt_oss.forward(no_bias, cfg, ids + fed).double().numpy()[29:]
+        errors = [relative(int8[k], exact[k]) for k in range(len(fed) + 1)]
+        print(f"\n  int8 vs exact, per step: {' '.join(f'{e:.2g}' for e in errors)}", end="")
+        for k in range(len(fed) + 1):
+            self.assertLessEqual(errors[k], 2e-2, k)
+            self.assertGreater(relative(exact[k], ref_no_bias[k]), 5e-2, k)
+
+    def test_info_and_convert_summary(self):
+        _, out, summary, cfg, _, _ = self.model("oss")
+        self.assertEqual(summary["arch"], "gpt_oss")
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        self.assertEqual(info["arch"], "gpt-oss")
+        self.assertEqual(info["router"], "topk_softmax")
+        self.assertEqual((info["gqa_layers"], info["sliding_layers"], info["sliding_window"]), (2, 1, 8))
+        self.assertEqual((info["dense_layers"], info["moe_layers"]), (0, 2))
+
+    def test_reference_mxfp4_decoder_by_hand(self):
+        # convert_moe_packed_tensors on every code and a few scales: low nibble first, times 2^(scale-127)
+        blocks = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(8, 2, 16)
+        scales = torch.tensor([[120, 127], [130, 1], [160, 127], [127, 100], [126, 128], [127, 127], [0, 200], [140, 90]],
+                              dtype=torch.uint8)
+        got = gpt_oss.mxfp4_decode(blocks, scales)
+        for r in range(8):
+            for j in range(64):
+                byte = int(blocks[r, j // 32, (j % 32) // 2])
+                code = byte & 15 if j % 2 == 0 else byte >> 4
+                want = gpt_oss.FP4_VALUES[code] * 2.0 ** (int(scales[r, j // 32]) - 127)
+                self.assertEqual(float(got[r, j]), want, (r, j))
 
 
 if __name__ == "__main__":

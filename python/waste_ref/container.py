@@ -310,7 +310,8 @@ class Container:
     def expert_shapes(self):
         cfg = self.config
         lat = int(cfg.get("routed_expert_hidden_size") or cfg["hidden_size"])
-        inter = int(cfg["moe_intermediate_size"])
+        # gpt-oss's intermediate_size is its expert width (it has no dense FFN)
+        inter = int(cfg["intermediate_size"] if cfg.get("model_type") == "gpt_oss" else cfg["moe_intermediate_size"])
         return lat, inter
 
     def expert(self, layer, e):

@@ -1,5 +1,6 @@
 """Hugging Face checkpoints of the other families (issue 16): DeepSeek-V3 /
-Kimi K2, Qwen3-MoE and GLM-4.5 (glm4_moe), written from their references' seeded weights, and the
+Kimi K2, Qwen3-MoE, GLM-4.5 (glm4_moe) and gpt-oss (its experts MXFP4
+blocks/scales, fused and gate/up interleaved, as the release), written from their references' seeded weights, and the
 same weights read back from a container.
 
 write_checkpoint(out_dir, family, cfg, seed, fmt) writes config.json and
@@ -20,7 +21,7 @@ import os
 import numpy as np
 import torch
 
-from . import deepseek_v3, glm4_moe, hf_synth, qwen3_moe
+from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, qwen3_moe
 from . import safetensors_io as st
 from .container import Container
 
@@ -30,6 +31,7 @@ FAMILIES = {
     "kimi_k2": ("DeepseekV3ForCausalLM", deepseek_v3),
     "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "glm4_moe": ("Glm4MoeForCausalLM", glm4_moe),
+    "gpt_oss": ("GptOssForCausalLM", gpt_oss),
 }
 
 
@@ -51,6 +53,15 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_bias=False,
                  attention_dropout=0.0, hidden_act="silu", use_sliding_window=False, sliding_window=None,
                  rope_scaling=None, output_router_logits=False, router_aux_loss_coef=0.001)
+    elif family == "gpt_oss":  # the keys gpt-oss-20b's config.json carries besides the reference's
+        if mtp_layers or fmt != "bf16":
+            raise ValueError("gpt_oss: MXFP4 experts and bf16 trunk only, no MTP layers")
+        c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, hidden_act="silu",
+                 experts_per_token=cfg["num_experts_per_tok"], initial_context_length=4096, attention_dropout=0.0,
+                 router_aux_loss_coef=0.9, output_router_logits=False, use_cache=True,
+                 quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": [
+                     "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]})
+        return c
     elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
                  hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers, pad_token_id=None)
@@ -76,22 +87,35 @@ def mtp_tensors(cfg, seed):
 def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, shards=2, tweak=None):
     """Writes the checkpoint; returns (config.json dict, the float32 state dict
     before encoding). tweak(sd, cfg), if given, edits the weights first (a
-    test's awkward case)."""
+    test's awkward case); for gpt_oss it edits the release's tensors (MXFP4
+    blocks and scales included) and the returned sd is decoded from them."""
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
     if fmt not in ("bf16", "fp8"):
         raise ValueError(f"fmt must be bf16 or fp8, got {fmt!r}")
     _, ref = FAMILIES[family]
-    sd = ref.random_checkpoint(cfg, seed)
-    if tweak:
-        tweak(sd, cfg)
-    extra = mtp_tensors(cfg, seed + 1) if mtp_layers else {}
     os.makedirs(out_dir, exist_ok=True)
     parts = []
-    for name, t in list(sd.items()) + list(extra.items()):
-        kind = _kind(name)
-        arr = t.numpy().astype(np.float32)
-        parts.extend(hf_synth.encode_tensor(name, arr, kind, fmt, fmt))
+    if family == "gpt_oss":
+        # tweak edits the release's tensors (blocks / scales included); sd follows them
+        config_json(family, cfg, fmt, mtp_layers)  # refuses what gpt_oss has not
+        _, files = gpt_oss.random_checkpoint_files(cfg, seed)
+        if tweak:
+            tweak(files, cfg)
+        for name, t in files.items():
+            if t.dtype == torch.uint8:
+                parts.append((name, "U8", list(t.shape), t.numpy().tobytes()))
+            else:
+                parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
+        sd = gpt_oss.state_dict_from_files(files)
+        extra = {}
+    else:
+        sd = ref.random_checkpoint(cfg, seed)
+        if tweak:
+            tweak(sd, cfg)
+        extra = mtp_tensors(cfg, seed + 1) if mtp_layers else {}
+        for name, t in list(sd.items()) + list(extra.items()):
+            parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), _kind(name), fmt, fmt))
     total = sum(len(p[3]) for p in parts)
     groups, acc = [[] for _ in range(shards)], 0
     for p in parts:
@@ -116,7 +140,18 @@ def container_state_dict(container, dtype=torch.float64):
         container = Container(container)
     cfg = container.config
     sd = {name: torch.from_numpy(np.asarray(t)).to(dtype) for name, t in container.tensors.items()}
-    experts = int(cfg.get("num_experts", cfg.get("n_routed_experts", 0)) or 0)
+    experts = int(cfg.get("num_experts", cfg.get("n_routed_experts", cfg.get("num_local_experts", 0))) or 0)
+    if cfg.get("model_type") == "gpt_oss":
+        # HF's fused parameters: gate_up_proj [E, H, 2I] (gate = [..., ::2], up = [..., 1::2]), down_proj [E, I, H]
+        for layer in sorted(container.layers):
+            gates, ups, downs = zip(*(container.expert(layer, e) for e in range(experts)))
+            gate, up = (torch.from_numpy(np.stack(m)).to(dtype) for m in (gates, ups))
+            gu = torch.empty(experts, gate.shape[2], 2 * gate.shape[1], dtype=dtype)
+            gu[:, :, 0::2], gu[:, :, 1::2] = gate.transpose(1, 2), up.transpose(1, 2)
+            p = "model.layers.%d.mlp.experts." % layer
+            sd[p + "gate_up_proj"] = gu
+            sd[p + "down_proj"] = torch.from_numpy(np.stack(downs)).to(dtype).transpose(1, 2).contiguous()
+        return sd
     for layer in sorted(container.layers):
         for e in range(experts):
             gate, up, down = container.expert(layer, e)
