@@ -59,7 +59,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import deepseek_v3, gguf_moe, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gguf_moe, qwen3_moe
 
 LLAMA_DIR = os.path.join(_paths.REPO_ROOT, "tools", "llama-cpp")
 BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
@@ -199,31 +199,41 @@ class Qwen3MoeVsLlamaCpp(LlamaCppCase):
 
 
 class EngineVsLlamaCpp(LlamaCppCase):
-    """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2 and
-    Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises): a tiny
+    """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2,
+    Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises) and
+    GLM-4.5 (glm4moe): a tiny
     checkpoint converted by `waste convert`, its dequantised weights (the
     model the engine runs) written as an F32 GGUF; the engine's logits after
     the first id and after each of the 19 decode steps against llama.cpp's
     20 positions. Same tolerance and routing-margin check as above (the
     margins from the reference on the same weights)."""
 
-    def engine_case(self, family, cfg, label, seed=11):
+    def engine_case(self, family, cfg, label, seed=11, name=None):
         import json
         from waste_ref import hf_families
         cli = os.environ.get("WASTE_CLI", os.path.join(_paths.REPO_ROOT, "build", "release", "waste"))
-        src, out = os.path.join(self.work, family + "-src"), os.path.join(self.work, family + ".waste")
+        name = name or family
+        src, out = os.path.join(self.work, name + "-src"), os.path.join(self.work, name + ".waste")
         hf_families.write_checkpoint(src, family, cfg, seed=seed)
         subprocess.run([cli, "convert", src, out, "--sample-experts", "8", "--train-vectors", "8192",
                         "--iterations", "8"], check=True, capture_output=True)
         sd = {k: v.float() for k, v in hf_families.container_state_dict(out).items()}
         ids = prompt(cfg["vocab_size"])
-        path = os.path.join(self.work, family + ".gguf")
+        path = os.path.join(self.work, name + ".gguf")
         if family == "qwen3_moe":
             trace = []
             qwen3_moe.forward({k: v.double() for k, v in sd.items()}, cfg, ids, trace=trace)
             for probs in trace:
                 self.assertGreater(margins_topk(probs, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
             gguf_moe.write_qwen3_moe(sd, cfg, path)
+        elif family == "glm4_moe":
+            trace = []
+            glm4_moe.forward({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"), trace)
+            for group_scores, scores in trace:
+                if cfg["n_group"] > 1:
+                    self.assertGreater(margins_topk(group_scores, cfg["topk_group"]), MIN_MARGIN, "a near-tied group")
+                self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+            gguf_moe.write_glm4_moe(sd, cfg, path)
         else:
             self.deepseek_reference({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"))
             gguf_moe.write_deepseek_v3(sd, cfg, path)
@@ -248,6 +258,17 @@ class EngineVsLlamaCpp(LlamaCppCase):
         # GQA 4:1, head_dim 16 != hidden / heads, NEOX RoPE, softmax top-3 of 8, renormalised
         cfg = qwen3_moe.tiny_config(moe_intermediate_size=24, norm_topk_prob=True)
         self.engine_case("qwen3_moe", cfg, "engine vs llama.cpp, qwen3_moe")
+
+
+    def test_glm4_moe(self):
+        # GLM-4.5-Air's shape: q/k/v biases, half the head rotated (NEOX), no q/k norm, a shared expert, a dense layer 0
+        self.engine_case("glm4_moe", glm4_moe.tiny_config(), "engine vs llama.cpp, glm4_moe")
+
+    def test_glm4_moe_qk_norm_groups(self):
+        # use_qk_norm, a quarter of the head rotated, 2 groups of 4 with 1 kept, routed scaling 2.5
+        cfg = glm4_moe.tiny_config(use_qk_norm=True, partial_rotary_factor=0.25, n_group=2, topk_group=1,
+                                   routed_scaling_factor=2.5)
+        self.engine_case("glm4_moe", cfg, "engine vs llama.cpp, glm4_moe (qk norm, groups)", name="glm4_moe-qk-groups")
 
 
 class DeepseekV3VsLlamaCpp(LlamaCppCase):

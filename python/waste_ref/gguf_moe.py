@@ -3,7 +3,8 @@
 
 The names, metadata keys and layout conversions are those of llama.cpp's
 converter (convert_hf_to_gguf.py, conversion/qwen.py and conversion/deepseek.py)
-and loader (src/models/qwen3moe.cpp, src/models/deepseek2.cpp) at the release
+and loader (src/models/qwen3moe.cpp, src/models/deepseek2.cpp,
+src/models/glm4-moe.cpp) at the release
 bundled with npm node-llama-cpp 3.21.1 (tools/llama-cpp/README.md): facts read
 from there, written here independently so that a test can run the same tiny
 weights in llama.cpp and in the PyTorch references (qwen3_moe.py,
@@ -254,6 +255,61 @@ def write_deepseek_v3(sd, cfg, path, f16=False):
         w.tensor(blk + "attn_v_b.weight", kv_b[:, nope:, :])  # [H, v, kv_lora]
         w.tensor(blk + "attn_output.weight", sd[a + "o_proj.weight"])
         w.tensor(blk + "ffn_norm.weight", sd[hf + "post_attention_layernorm.weight"])
+        if not is_moe_layer(cfg, i):
+            for p, d in (("gate_proj", "ffn_gate"), ("up_proj", "ffn_up"), ("down_proj", "ffn_down")):
+                w.tensor(blk + d + ".weight", sd[hf + "mlp." + p + ".weight"])
+            continue
+        w.tensor(blk + "ffn_gate_inp.weight", sd[hf + "mlp.gate.weight"])
+        w.tensor(blk + "exp_probs_b.bias", sd[hf + "mlp.gate.e_score_correction_bias"])
+        _moe_experts(w, sd, hf, blk, cfg["n_routed_experts"])
+        for p, d in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
+            w.tensor(blk + d + ".weight", sd[hf + "mlp.shared_experts." + p + ".weight"])
+    w.write(path)
+
+
+def write_glm4_moe(sd, cfg, path):
+    """Arch `glm4moe` (src/models/glm4-moe.cpp): GQA with q/k/v biases
+    (attn_{q,k,v}.bias), optional attn_{q,k}_norm, NEOX RoPE on the first
+    rope.dimension_count dims of each head (ggml_rope_ext with n_rot below the
+    head size passes the rest), the pre-FFN norm named post_attention_norm,
+    DeepSeek's sigmoid router with exp_probs_b, shared experts, leading dense
+    layers; no MTP layer written (nextn_predict_layers absent = 0)."""
+    from .glm4_moe import is_moe_layer, rotary_dim
+    L, D = cfg["num_hidden_layers"], cfg["head_dim"]
+    w = GGUFWriter("glm4moe")
+    _common(w, cfg, cfg["intermediate_size"])
+    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
+    w.u32("{arch}.attention.key_length", D)
+    w.u32("{arch}.attention.value_length", D)
+    w.u32("{arch}.rope.dimension_count", rotary_dim(cfg))
+    w.u32("{arch}.leading_dense_block_count", cfg["first_k_dense_replace"])
+    w.u32("{arch}.expert_count", cfg["n_routed_experts"])
+    w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
+    w.u32("{arch}.expert_shared_count", cfg["n_shared_experts"])
+    w.u32("{arch}.expert_feed_forward_length", cfg["moe_intermediate_size"])
+    w.f32("{arch}.expert_weights_scale", cfg["routed_scaling_factor"])
+    if cfg["norm_topk_prob"]:
+        w.flag("{arch}.expert_weights_norm", True)
+    w.u32("{arch}.expert_gating_func", 2)  # sigmoid
+    if cfg.get("n_group", 1) > 1:
+        w.u32("{arch}.expert_group_count", cfg["n_group"])
+        w.u32("{arch}.expert_group_used_count", cfg["topk_group"])
+    w.tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.tensor("output_norm.weight", sd["model.norm.weight"])
+    w.tensor("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        hf, blk = "model.layers.%d." % i, "blk.%d." % i
+        a = hf + "self_attn."
+        w.tensor(blk + "attn_norm.weight", sd[hf + "input_layernorm.weight"])
+        for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v")):
+            w.tensor(blk + dst + ".weight", sd[a + src + ".weight"])
+            if cfg.get("attention_bias", False):
+                w.tensor(blk + dst + ".bias", sd[a + src + ".bias"])
+        w.tensor(blk + "attn_output.weight", sd[a + "o_proj.weight"])
+        if cfg.get("use_qk_norm", False):
+            w.tensor(blk + "attn_q_norm.weight", sd[a + "q_norm.weight"])
+            w.tensor(blk + "attn_k_norm.weight", sd[a + "k_norm.weight"])
+        w.tensor(blk + "post_attention_norm.weight", sd[hf + "post_attention_layernorm.weight"])
         if not is_moe_layer(cfg, i):
             for p, d in (("gate_proj", "ffn_gate"), ("up_proj", "ffn_up"), ("down_proj", "ffn_down")):
                 w.tensor(blk + d + ".weight", sd[hf + "mlp." + p + ".weight"])

@@ -78,10 +78,11 @@ def attention(sd, cfg, p, x, positions):
     return causal_attention(q, k, v, D ** -0.5) @ sd[p + "o_proj.weight"].T
 
 
-def route(cfg, router_logits, bias, dropped_group_score=0.0):
+def route(cfg, router_logits, bias, dropped_group_score=0.0, trace=None):
     """(weights [T,k], ids [T,k]) as Glm4MoeMoE.route_tokens_to_experts;
     dropped_group_score is what the experts of dropped groups score (HF 0.0;
-    -inf is DeepSeek's inference code and llama.cpp, which the engine follows)."""
+    -inf is DeepSeek's inference code and llama.cpp, which the engine follows).
+    trace, if a list, receives (group scores [T,G], selection scores [T,E])."""
     E, G, k = cfg["n_routed_experts"], cfg.get("n_group", 1), cfg["num_experts_per_tok"]
     s = torch.sigmoid(router_logits)
     choice = s + bias
@@ -89,6 +90,8 @@ def route(cfg, router_logits, bias, dropped_group_score=0.0):
     _, keep = topk_lowest_index(group_scores, cfg.get("topk_group", 1))
     mask = torch.zeros_like(group_scores).scatter_(1, keep, 1.0).bool().repeat_interleave(E // G, dim=1)
     choice = choice.masked_fill(~mask, dropped_group_score)
+    if trace is not None:
+        trace.append((group_scores, choice))
     _, ids = topk_lowest_index(choice, k)
     w = s.gather(1, ids)
     if cfg.get("norm_topk_prob", True):
@@ -96,8 +99,9 @@ def route(cfg, router_logits, bias, dropped_group_score=0.0):
     return w * cfg.get("routed_scaling_factor", 1.0), ids
 
 
-def moe(sd, cfg, p, x, dropped_group_score=0.0):
-    weights, ids = route(cfg, x @ sd[p + "gate.weight"].T, sd[p + "gate.e_score_correction_bias"], dropped_group_score)
+def moe(sd, cfg, p, x, dropped_group_score=0.0, trace=None):
+    weights, ids = route(cfg, x @ sd[p + "gate.weight"].T, sd[p + "gate.e_score_correction_bias"], dropped_group_score,
+                         trace)
     out = torch.zeros_like(x)
     for t in range(x.shape[0]):
         for w, e in zip(weights[t].tolist(), ids[t].tolist()):
@@ -107,8 +111,9 @@ def moe(sd, cfg, p, x, dropped_group_score=0.0):
                         sd[p + "shared_experts.down_proj.weight"])
 
 
-def forward(sd, cfg, ids, dropped_group_score=0.0):
-    """Logits [T, vocab] for every position of the token ids (positions 0..T-1)."""
+def forward(sd, cfg, ids, dropped_group_score=0.0, trace=None):
+    """Logits [T, vocab] for every position of the token ids (positions 0..T-1).
+    trace, if a list, receives each MoE layer's router (group scores, selection scores)."""
     ids = torch.as_tensor(ids, dtype=torch.long)
     positions = torch.arange(ids.shape[0])
     eps = cfg["rms_norm_eps"]
@@ -118,7 +123,7 @@ def forward(sd, cfg, ids, dropped_group_score=0.0):
         h = h + attention(sd, cfg, p + "self_attn.", rms_norm(h, sd[p + "input_layernorm.weight"], eps), positions)
         x = rms_norm(h, sd[p + "post_attention_layernorm.weight"], eps)
         if is_moe_layer(cfg, i):
-            h = h + moe(sd, cfg, p + "mlp.", x, dropped_group_score)
+            h = h + moe(sd, cfg, p + "mlp.", x, dropped_group_score, trace)
         else:
             h = h + swiglu(x, sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"], sd[p + "mlp.down_proj.weight"])
     return rms_norm(h, sd["model.norm.weight"], eps) @ sd["lm_head.weight"].T
