@@ -37,6 +37,8 @@ llama.cpp's behaviour in the reference (see python/README.md):
     expert's biased score s + bias is negative (then a zeroed, dropped expert
     outranks it in HF). With sigmoid scores that needs a correction bias
     below -s, so it can only matter for strongly negative biases.
+  * gpt-oss YaRN with truncate false (the release's): llama.cpp always
+    floors/ceils the correction range (GptOssYarnTruncateVsLlamaCpp).
   * DeepSeek YaRN with mscale_all_dim absent, or mscale != mscale_all_dim
     (YarnMscaleVsLlamaCpp): llama.cpp reads such configs as mscale_all_dim = 1,
     resp. mscale = mscale_all_dim. No shipped DeepSeek/Kimi config is either.
@@ -59,7 +61,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import deepseek_v3, glm4_moe, gguf_moe, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, qwen3_moe
 
 LLAMA_DIR = os.path.join(_paths.REPO_ROOT, "tools", "llama-cpp")
 BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
@@ -200,8 +202,9 @@ class Qwen3MoeVsLlamaCpp(LlamaCppCase):
 
 class EngineVsLlamaCpp(LlamaCppCase):
     """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2,
-    Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises) and
-    GLM-4.5 (glm4moe): a tiny
+    Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises),
+    GLM-4.5 (glm4moe) and gpt-oss (gpt-oss; its YaRN only with truncate true,
+    which llama.cpp always applies): a tiny
     checkpoint converted by `waste convert`, its dequantised weights (the
     model the engine runs) written as an F32 GGUF; the engine's logits after
     the first id and after each of the 19 decode steps against llama.cpp's
@@ -234,6 +237,12 @@ class EngineVsLlamaCpp(LlamaCppCase):
                     self.assertGreater(margins_topk(group_scores, cfg["topk_group"]), MIN_MARGIN, "a near-tied group")
                 self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
             gguf_moe.write_glm4_moe(sd, cfg, path)
+        elif family == "gpt_oss":
+            trace = []  # top-k of the raw logits: the margin between the k-th and the (k+1)-th
+            gpt_oss.forward({k: v.double() for k, v in sd.items()}, cfg, ids, router_trace=trace)
+            for logits in trace:
+                self.assertGreater(margins_topk(logits, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+            gguf_moe.write_gpt_oss(sd, cfg, path)
         else:
             self.deepseek_reference({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"))
             gguf_moe.write_deepseek_v3(sd, cfg, path)
@@ -269,6 +278,45 @@ class EngineVsLlamaCpp(LlamaCppCase):
         cfg = glm4_moe.tiny_config(use_qk_norm=True, partial_rotary_factor=0.25, n_group=2, topk_group=1,
                                    routed_scaling_factor=2.5)
         self.engine_case("glm4_moe", cfg, "engine vs llama.cpp, glm4_moe (qk norm, groups)", name="glm4_moe-qk-groups")
+
+
+    def test_gpt_oss(self):
+        # sinks, sliding window 8 on layer 0 (the 20 ids exceed it), q/k/v/o biases, router bias,
+        # clamped SwiGLU with expert biases; no YaRN: llama.cpp's YaRN always floors/ceils the
+        # correction range (ggml_rope_yarn_corr_dims), gpt-oss's truncate false does not
+        cfg = gpt_oss.tiny_config(rope_scaling=None)
+        self.engine_case("gpt_oss", cfg, "engine vs llama.cpp, gpt-oss")
+
+    def test_gpt_oss_yarn_truncated(self):
+        rs = dict(rope_type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
+                  truncate=True)
+        self.engine_case("gpt_oss", gpt_oss.tiny_config(rope_scaling=rs), "engine vs llama.cpp, gpt-oss (YaRN, truncated)",
+                         name="gpt_oss-yarn")
+
+
+class GptOssYarnTruncateVsLlamaCpp(LlamaCppCase):
+    """gpt-oss ships YaRN with truncate false (no floor/ceil of the correction
+    range, HF _compute_yarn_parameters); llama.cpp's ggml_rope_yarn_corr_dims
+    always floors/ceils. On the same weights llama.cpp agrees with the
+    reference read as truncate true, and differs from the one with the
+    release's truncate false."""
+
+    def test_llama_cpp_always_truncates(self):
+        rs = dict(rope_type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32.0, beta_slow=1.0,
+                  truncate=False)
+        cfg = gpt_oss.tiny_config(rope_scaling=rs)
+        sd = gpt_oss.random_checkpoint(cfg, 5)
+        ids = prompt(cfg["vocab_size"])
+        path = os.path.join(self.work, "gpt-oss-untruncated.gguf")
+        gguf_moe.write_gpt_oss(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        as_truncated = dict(cfg, rope_scaling=dict(rs, truncate=True))
+        trace = []
+        ref = gpt_oss.forward(sd, as_truncated, ids, router_trace=trace)
+        for logits in trace:
+            self.assertGreater(margins_topk(logits, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+        self.assertAgrees(got, ref, "gpt-oss YaRN, reference read as truncate true")
+        self.assertDiffers(got, gpt_oss.forward(sd, cfg, ids), "gpt-oss YaRN, truncate false", at_least=1e-3)
 
 
 class DeepseekV3VsLlamaCpp(LlamaCppCase):

@@ -4,7 +4,7 @@
 The names, metadata keys and layout conversions are those of llama.cpp's
 converter (convert_hf_to_gguf.py, conversion/qwen.py and conversion/deepseek.py)
 and loader (src/models/qwen3moe.cpp, src/models/deepseek2.cpp,
-src/models/glm4-moe.cpp) at the release
+src/models/glm4-moe.cpp, src/models/openai-moe.cpp) at the release
 bundled with npm node-llama-cpp 3.21.1 (tools/llama-cpp/README.md): facts read
 from there, written here independently so that a test can run the same tiny
 weights in llama.cpp and in the PyTorch references (qwen3_moe.py,
@@ -319,6 +319,63 @@ def write_glm4_moe(sd, cfg, path):
         _moe_experts(w, sd, hf, blk, cfg["n_routed_experts"])
         for p, d in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
             w.tensor(blk + d + ".weight", sd[hf + "mlp.shared_experts." + p + ".weight"])
+    w.write(path)
+
+
+def write_gpt_oss(sd, cfg, path):
+    """Arch `gpt-oss` (src/models/openai-moe.cpp): GQA with q/k/v/o biases,
+    attn_sinks, sliding window on layers il % 2 == 0 (swa pattern 2, as HF's
+    default layer_types), NEOX RoPE (YaRN keys as DeepSeek's), the router's
+    bias ffn_gate_inp.bias, SWIGLU_OAI experts (alpha 1.702, limit 7 fixed in
+    llama.cpp) with ffn_{gate,up,down}_exps.bias, softmax over the chosen
+    logits. sd holds HF's fused expert parameters (gate_up_proj [E, H, 2I],
+    gate = [..., ::2]; down_proj [E, I, H]); they are split and transposed to
+    llama.cpp's per-kind stacks here."""
+    L, D = cfg["num_hidden_layers"], cfg["head_dim"]
+    default_types = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(L)]
+    if cfg.get("layer_types", default_types) != default_types:
+        raise ValueError("llama.cpp's gpt-oss slides on even layers only (swa pattern 2)")
+    if cfg.get("swiglu_limit", 7.0) != 7.0:
+        raise ValueError("llama.cpp's gpt-oss fixes swiglu_limit at 7")
+    w = GGUFWriter("gpt-oss")
+    _common(w, cfg, cfg["intermediate_size"])
+    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
+    w.u32("{arch}.attention.key_length", D)
+    w.u32("{arch}.attention.value_length", D)
+    w.u32("{arch}.rope.dimension_count", D)
+    w.u32("{arch}.attention.sliding_window", cfg["sliding_window"])
+    w.u32("{arch}.expert_count", cfg["num_local_experts"])
+    w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
+    w.u32("{arch}.expert_feed_forward_length", cfg["intermediate_size"])
+    rs = cfg.get("rope_scaling")
+    if rs:
+        assert rs.get("rope_type", rs.get("type")) == "yarn"
+        w.string("{arch}.rope.scaling.type", "yarn")
+        w.f32("{arch}.rope.scaling.factor", rs["factor"])
+        w.u32("{arch}.rope.scaling.original_context_length", rs["original_max_position_embeddings"])
+        w.f32("{arch}.rope.scaling.yarn_beta_fast", rs.get("beta_fast", 32))
+        w.f32("{arch}.rope.scaling.yarn_beta_slow", rs.get("beta_slow", 1))
+    w.tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.tensor("output_norm.weight", sd["model.norm.weight"])
+    w.tensor("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        hf, blk = "model.layers.%d." % i, "blk.%d." % i
+        a, x = hf + "self_attn.", hf + "mlp.experts."
+        w.tensor(blk + "attn_norm.weight", sd[hf + "input_layernorm.weight"])
+        w.tensor(blk + "post_attention_norm.weight", sd[hf + "post_attention_layernorm.weight"])
+        for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
+            w.tensor(blk + dst + ".weight", sd[a + src + ".weight"])
+            w.tensor(blk + dst + ".bias", sd[a + src + ".bias"])
+        w.tensor(blk + "attn_sinks.weight", sd[a + "sinks"])
+        w.tensor(blk + "ffn_gate_inp.weight", sd[hf + "mlp.router.weight"])
+        w.tensor(blk + "ffn_gate_inp.bias", sd[hf + "mlp.router.bias"])
+        gu, gub = sd[x + "gate_up_proj"], sd[x + "gate_up_proj_bias"]
+        w.tensor(blk + "ffn_gate_exps.weight", gu[:, :, 0::2].transpose(1, 2).contiguous())  # [E, I, H]
+        w.tensor(blk + "ffn_up_exps.weight", gu[:, :, 1::2].transpose(1, 2).contiguous())
+        w.tensor(blk + "ffn_down_exps.weight", sd[x + "down_proj"].transpose(1, 2).contiguous())  # [E, H, I]
+        w.tensor(blk + "ffn_gate_exps.bias", gub[:, 0::2].contiguous())
+        w.tensor(blk + "ffn_up_exps.bias", gub[:, 1::2].contiguous())
+        w.tensor(blk + "ffn_down_exps.bias", sd[x + "down_proj_bias"])
     w.write(path)
 
 

@@ -149,8 +149,10 @@ def expert(sd, cfg, p, e, x, trace=None):
     return ((up + 1) * glu) @ sd[p + "down_proj"][e] + sd[p + "down_proj_bias"][e]
 
 
-def moe(sd, cfg, p, x, trace=None):
+def moe(sd, cfg, p, x, trace=None, router_trace=None):
     logits = x @ sd[p + "router.weight"].T + sd[p + "router.bias"]
+    if router_trace is not None:
+        router_trace.append(logits)
     weights, ids = route(cfg, logits)
     out = torch.zeros_like(x)
     for t in range(x.shape[0]):
@@ -159,9 +161,10 @@ def moe(sd, cfg, p, x, trace=None):
     return out
 
 
-def forward(sd, cfg, ids, trace=None):
+def forward(sd, cfg, ids, trace=None, router_trace=None):
     """Logits [T, vocab] for every position of the token ids (positions 0..T-1).
-    trace, if a list, receives every routed expert's pre-clamp (gate, up)."""
+    trace, if a list, receives every routed expert's pre-clamp (gate, up);
+    router_trace each layer's router logits [T, E] (bias included)."""
     ids = torch.as_tensor(ids, dtype=torch.long)
     positions = torch.arange(ids.shape[0])
     eps = cfg["rms_norm_eps"]
@@ -170,7 +173,8 @@ def forward(sd, cfg, ids, trace=None):
         p = "model.layers.%d." % i
         h = h + attention(sd, cfg, p + "self_attn.", rms_norm(h, sd[p + "input_layernorm.weight"], eps), positions,
                           is_sliding(cfg, i))
-        h = h + moe(sd, cfg, p + "mlp.", rms_norm(h, sd[p + "post_attention_layernorm.weight"], eps), trace)
+        h = h + moe(sd, cfg, p + "mlp.", rms_norm(h, sd[p + "post_attention_layernorm.weight"], eps), trace,
+                    router_trace)
     return rms_norm(h, sd["model.norm.weight"], eps) @ sd["lm_head.weight"].T
 
 
