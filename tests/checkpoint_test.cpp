@@ -646,6 +646,46 @@ TEST(Checkpoint, GptOssFusedExpertsReadAsPerExpertMatricesBitExact) {
     }
 }
 
+TEST(Checkpoint, GptOssExpertsDecodeBitExactToTheReferenceDecoder) {
+    // A gpt-oss checkpoint as the release stores it (hf_families: MXFP4
+    // blocks/scales, fused, gate/up interleaved) and, beside it, the experts as
+    // the PyTorch reference decodes them (waste_ref/gpt_oss.py mxfp4_decode,
+    // HF's convert_moe_packed_tensors and transpose; gate = [..., ::2]): the
+    // converter's per-expert matrices equal them bit for bit.
+    waste_test::TempDir dir;
+    const std::string ckpt = (dir / "ckpt").string(), expected = (dir / "expected.safetensors").string();
+    const std::string command =
+        "cd '" + (waste_test::source_dir() / "python").string() + "' && /usr/bin/python3 -c \""
+        "from waste_ref import hf_families, gpt_oss, safetensors_io as st\n"
+        "cfg = gpt_oss.tiny_config()\n"
+        "_, sd = hf_families.write_checkpoint('" + ckpt + "', 'gpt_oss', cfg, seed=9)\n"
+        "parts = []\n"
+        "for l in range(cfg['num_hidden_layers']):\n"
+        "    x = 'model.layers.%d.mlp.experts.' % l\n"
+        "    for e in range(cfg['num_local_experts']):\n"
+        "        gu, down = sd[x + 'gate_up_proj'][e], sd[x + 'down_proj'][e]\n"
+        "        for kind, m in (('gate_proj', gu[:, 0::2].T), ('up_proj', gu[:, 1::2].T), ('down_proj', down.T)):\n"
+        "            a = m.contiguous().numpy().astype('<f4')\n"
+        "            parts.append(('%s%d.%s.weight' % (x, e, kind), 'F32', list(a.shape), a.tobytes()))\n"
+        "st.write('" + expected + "', parts)\n\"";
+    std::string output;
+    ASSERT_EQ(waste_test::run_command(command, &output), 0) << command << "\n" << output;
+    const Checkpoint ck = Checkpoint::open(ckpt);
+    const std::unique_ptr<WeightSource> source = checkpoint_source(ck);
+    const SafetensorsFile want = SafetensorsFile::open(expected);
+    size_t compared = 0;
+    for (const TensorEntry& t : want.tensors()) {
+        ASSERT_TRUE(source->has(t.name)) << t.name;
+        ASSERT_EQ(source->info(t.name).shape, t.shape) << t.name;
+        std::vector<float> ref(t.numel), got(t.numel);
+        want.read(t, 0, ref.data(), t.bytes);
+        source->read_rows(t.name, 0, static_cast<uint64_t>(t.shape[0]), got);
+        for (size_t i = 0; i < ref.size(); ++i) ASSERT_TRUE(same_float(got[i], ref[i])) << t.name << " element " << i;
+        ++compared;
+    }
+    EXPECT_EQ(compared, 2u * 8u * 3u);  // 2 layers x 8 experts x gate/up/down
+}
+
 // =============================================================================
 // round trip against the PyTorch reference's synthetic HF checkpoints
 
