@@ -55,12 +55,19 @@ for src in "${sources[@]}"; do
     fi
 done
 for pid in $(jobs -p); do wait "$pid"; done  # a failed compile stops the script (set -e)
+# The guest's root for qemu: the cross toolchain's sysroot holds a dynamic
+# loader and libstdc++; but where Debian's multiarch libc6:arm64 is installed
+# (scripts/test_arm64.sh installs it), that loader finds the multiarch
+# libc.so.6 through the host's ld.so.cache, another glibc build, and
+# pthread_create hangs (docs/PLATFORMS.md). Then the host's root is the
+# guest's: the multiarch loader and libraries, one build.
+sysroot=/usr/aarch64-linux-gnu
+[ -e /lib/ld-linux-aarch64.so.1 ] && sysroot=/
 failed=()
 for test in "${tests[@]}"; do
     "$cxx" -o "$out/$test" "$out/$test.o" "${objects[@]}" -pthread -Wl,--gc-sections
     echo "built $out/$test ($(file -b "$out/$test" | cut -d, -f1-2))"
-    # the AArch64 sysroot of the cross toolchain holds the dynamic loader and libstdc++
-    qemu-aarch64 -L /usr/aarch64-linux-gnu "$out/$test" "$@" || failed+=("$test")
+    qemu-aarch64 -L "$sysroot" "$out/$test" "$@" || failed+=("$test")
 done
 if [ ${#failed[@]} -gt 0 ]; then
     echo "check_neon_aarch64: failed: ${failed[*]}" >&2

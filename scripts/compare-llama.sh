@@ -3,18 +3,19 @@
 # from a fresh machine: no llama.cpp build, only the prebuilt CPU libraries of
 # the pinned npm node-llama-cpp (tools/llama-cpp/package-lock.json).
 #
-#   sudo scripts/compare-llama.sh [--family kimi|deepseek] [--work DIR] [--build DIR] [--runs N]
+#   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3] [--work DIR] [--build DIR] [--runs N]
 #        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
 #        [--headroom-mib M] [--no-quality]
 #
-# --family deepseek (issue 16): the model is `waste synth --preset
-# mid-deepseek` (DeepSeek-V3's architecture at the mid size, seed 1), and
-# llama.cpp gets that container's own weights (trunk and dequantised VQ
-# experts) as an F16 `deepseek2` GGUF (python -m waste_ref.gguf_moe), then
-# Q4_K_M; files are named mid-deepseek*, results results-deepseek.json,
-# the picture docs/compare-llama-deepseek.svg. No quality step: the F16 file
-# is the container's model itself, so there is no unquantised model to
-# measure both against.
+# --family deepseek or qwen3 (issue 16): the model is `waste synth --preset
+# mid-deepseek` / `mid-qwen3` (that architecture at the mid size, seed 1),
+# and llama.cpp gets that container's own weights (trunk and dequantised VQ
+# experts) as an F16 `deepseek2` / `qwen3moe` GGUF (python -m
+# waste_ref.gguf_moe), then Q4_K_M; files are named mid-FAMILY*, results
+# results-FAMILY.json, the picture docs/compare-llama-FAMILY.svg, and
+# llama.cpp also runs the F16 file in RAM. No quality step: the F16 file is
+# the container's model itself, so there is no unquantised model to measure
+# both against.
 #
 # 1. installs the npm package if missing, clones the llama.cpp sources bundled
 #    in it (headers only are used), builds tools/llama-cpp/{bench_llama,
@@ -56,7 +57,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-case "$family" in kimi|deepseek) ;; *) echo "--family must be kimi or deepseek" >&2; exit 2 ;; esac
+case "$family" in kimi|deepseek|qwen3) ;; *) echo "--family must be kimi, deepseek or qwen3" >&2; exit 2 ;; esac
 if [ -n "$sweep" ] && { [ ! -w /sys/fs/cgroup/memory ] || [ ! -w /proc/sys/vm/drop_caches ]; }; then
   echo "the sweep needs root, a writable cgroup v1 memory controller and drop_caches (or pass --no-sweep)" >&2
   exit 2
@@ -91,18 +92,18 @@ waste=$(realpath "$build/waste")
 # 3. the same weights for both engines
 ckpt=$work/mid-hf container=$work/mid.waste f16=$work/mid-f16.gguf q4=$work/mid-q4_k_m.gguf
 results=$work/results.json table=$work/table.md svg=docs/compare-llama.svg
-if [ "$family" = deepseek ]; then
-  container=$work/mid-deepseek.waste f16=$work/mid-deepseek-f16.gguf q4=$work/mid-deepseek-q4_k_m.gguf
-  results=$work/results-deepseek.json table=$work/table-deepseek.md svg=docs/compare-llama-deepseek.svg quality=0
+if [ "$family" != kimi ]; then
+  container=$work/mid-$family.waste f16=$work/mid-$family-f16.gguf q4=$work/mid-$family-q4_k_m.gguf
+  results=$work/results-$family.json table=$work/table-$family.md svg=docs/compare-llama-$family.svg quality=0
   if [ ! -f "$container/manifest.json" ]; then
-    log "waste synth --preset mid-deepseek (DeepSeek-V3 architecture, VQ3R experts)"
+    log "waste synth --preset mid-$family (VQ3R experts)"
     rm -rf "$container"
-    "$waste" synth "$container" --preset mid-deepseek --seed 1 > /dev/null
+    "$waste" synth "$container" --preset "mid-$family" --seed 1 > /dev/null
   fi
   if [ ! -f "$q4" ]; then
-    log "the container's weights as an F16 deepseek2 GGUF, then llama.cpp's quantiser to Q4_K_M"
+    log "the container's weights as an F16 GGUF, then llama.cpp's quantiser to Q4_K_M"
     PYTHONPATH=python $py -m waste_ref.gguf_moe "$container" "$f16.part" --f16 >/dev/null && mv "$f16.part" "$f16"
-    "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "$work/quantize-deepseek.log" 2>&1 && mv "$q4.part" "$q4"
+    "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "$work/quantize-$family.log" 2>&1 && mv "$q4.part" "$q4"
   fi
 fi
 if [ "$family" = kimi ] && [ ! -f "$ckpt/config.json" ]; then
@@ -122,8 +123,12 @@ fi
 
 # 4, 5. measure, tabulate, draw
 model="mid Kimi-Linear (1.2 B)"
-[ "$family" = deepseek ] && model="mid DeepSeek-V3 architecture ($($py -c 'import json, sys
-print(round(json.load(sys.stdin)["params_total"] / 1e9, 2))' < <("$waste" info "$container" --json)) B)"
+if [ "$family" != kimi ]; then
+  model="mid $($py -c 'import json, sys
+i = json.load(sys.stdin)
+print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
+    < <("$waste" info "$container" --json))"
+fi
 extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.argv[1]), "f16_gguf_bytes": int(sys.argv[2]),
   "waste_commit": sys.argv[3], "model": sys.argv[4], "family": sys.argv[5],
   "llama_cpp": "npm node-llama-cpp 3.21.1 (llama.cpp release bundled there), CPU backends as shipped"}))' \
@@ -132,7 +137,7 @@ log "measuring (runs $runs, threads $threads, sweep '${sweep}')"
 $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$q4" \
   --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "$results" --table "$table" \
   --runs "$runs" --threads "$threads" --sweep "$sweep" --sweep-threads "$sweep_threads" --timeout "$timeout" --headroom-mib "$headroom" --extra "$extra"
-if [ "$family" = deepseek ]; then
+if [ "$family" != kimi ]; then
   log "in RAM again with llama.cpp on the F16 file"
   $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$f16" \
     --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "${results%.json}-f16.json" --table "${table%.md}-f16.md" \

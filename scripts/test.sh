@@ -3,7 +3,9 @@
 # builds the release and the asan+ubsan presets, runs every test in both, a
 # five-minute soak of streamed tokens under a budget (scripts/soak.py), the
 # PyTorch reference's own tests, the threaded tests under ThreadSanitizer (the
-# tsan preset), and each libFuzzer target for a bounded time.
+# tsan preset), each libFuzzer target for a bounded time, and Linux arm64:
+# the library, the CLI and the tests that prove the platform cross built and
+# run under qemu-user (scripts/test_arm64.sh, docs/PLATFORMS.md).
 #   WASTE_FUZZ_SECONDS  seconds per fuzz target (default 60)
 #   WASTE_SOAK_SECONDS  seconds of the soak (default 300)
 set -euo pipefail
@@ -83,4 +85,7 @@ fuzzers=(build/asan/*_fuzz)
 if [ ${#fuzzers[@]} -gt 0 ]; then
   printf '%s\n' "${fuzzers[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one "$1" "$2"' _ {} "$fuzz_seconds"
 fi
+stage "arm64: cross build, the platform's tests under qemu-user (scripts/test_arm64.sh)"
+WASTE_ARM64_JOBS="$jobs" ./scripts/test_arm64.sh
+
 echo "== all tests passed"

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -284,6 +285,26 @@ TEST(Kernels, ReportsVariants) {
 #endif
 #if !defined(WASTE_TEST_EMULATED_NEON)
     if (best_isa() != Isa::neon) std::printf("note: the NEON bodies are not checked here (not AArch64, no SIMDe headers)\n");
+#endif
+}
+
+// The dispatch picks the build target's own variant: NEON on little-endian
+// AArch64, where nothing is probed (scripts/test_arm64.sh runs this cross
+// built under qemu-user, so the arm64 run proves the engine used NEON), and
+// never NEON elsewhere. WASTE_ISA=scalar is the one way to lower it there.
+TEST(Kernels, DispatchChoosesTheTargetsVariant) {
+    const char* forced = std::getenv("WASTE_ISA");
+#if defined(__aarch64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    EXPECT_EQ(best_isa(), Isa::neon);
+    EXPECT_TRUE(isa_runs(Isa::neon));
+    EXPECT_FALSE(isa_runs(Isa::avx2));
+    EXPECT_FALSE(isa_runs(Isa::avx512));
+    EXPECT_EQ(active_isa(), forced && std::string(forced) == "scalar" ? Isa::scalar : Isa::neon)
+        << "WASTE_ISA=" << (forced ? forced : "(unset)");
+#else
+    EXPECT_NE(best_isa(), Isa::neon);
+    EXPECT_FALSE(isa_runs(Isa::neon));
+    EXPECT_NE(active_isa(), Isa::neon) << "WASTE_ISA=" << (forced ? forced : "(unset)");
 #endif
 }
 

@@ -313,7 +313,22 @@ TEST(Streaming, PeakRssStaysUnderTheBudgetOnAContainerLargerThanIt) {
     ASSERT_TRUE(run.exited_ok()) << run.describe();
     std::printf("peak RSS %llu bytes, budget %llu, experts %llu\n", static_cast<unsigned long long>(run.peak_rss),
                 static_cast<unsigned long long>(budget), static_cast<unsigned long long>(experts));
-    EXPECT_LE(run.peak_rss, budget) << run.output;
+    // Under qemu-user (the arm64 cross build's tests) the peak RSS is the
+    // emulator's: its translator and translated code besides the engine's
+    // memory. The allowance is that baseline, measured: the peak of the
+    // emulated CLI doing nothing (`waste --version`, ~29 MB here), on top of
+    // the budget, which must stay under the experts' bytes (3x the budget),
+    // so streaming that held them all would still fail. Natively 0.
+    uint64_t allowance = 0;
+    if (waste_test::emulated()) {
+        const waste_test::ChildRun idle = waste_test::run_child({waste_test::cli_path().string(), "--version"});
+        ASSERT_TRUE(idle.exited_ok()) << idle.describe();
+        allowance = idle.peak_rss;
+        ASSERT_LT(budget + allowance, experts) << "the allowance would hide every expert held at once";
+        std::printf("emulated: allowance %llu bytes (the emulated CLI's idle peak)\n",
+                    static_cast<unsigned long long>(allowance));
+    }
+    EXPECT_LE(run.peak_rss, budget + allowance) << run.output;
 }
 
 TEST(Streaming, ReadsBypassThePageCacheOrTheFallbackIsReported) {

@@ -67,6 +67,8 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
     const uint64_t vd = get(c, "v_head_dim"), r = get(c, "kv_lora_rank"), ql = get(c, "q_lora_rank");
     const bool mla_gate = c.value("mla_use_output_gate", false), latent_norm = c.value("latent_moe_use_norm", false);
     const bool attn_res = get(c, "attn_res_block_size") > 0;
+    const bool qwen3 = c.value("model_type", "") == "qwen3_moe";  // GQA layers, no correction bias, all MoE
+    const uint64_t kvh = get(c, "num_key_value_heads"), hd = get(c, "head_dim");
     const json lac = c.value("linear_attn_config", json::object());  // absent: every layer MLA (DeepSeek)
     const uint64_t kh = lac.value("num_heads", 0), D = lac.value("head_dim", 0), K = lac.value("short_conv_kernel_size", 0),
                    C = kh * D;
@@ -81,12 +83,14 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
             const uint64_t a_log = k3_like ? std::max(kh, D) : kh;
             trunk += 3 * C * H + kh * H + D * H + C * D + (full_gate ? C * H : D * H + C * D) + H * C + 3 * C * K + a_log +
                      C + D;
+        } else if (qwen3) {
+            trunk += 2 * nh * hd * H + 2 * kvh * hd * H + 2 * hd;
         } else {
             trunk += (ql ? ql * H + ql + nh * (nope + rope) * ql : nh * (nope + rope) * H) + (r + rope) * H + r +
                      nh * (nope + vd) * r + (mla_gate ? nh * vd * H : 0) + H * nh * vd;
         }
         if (l < first_dense) trunk += 3 * I * H;
-        else trunk += E * H + E + 3 * Im * shared * H + (lat ? 2 * lat * H + (latent_norm ? lat : 0) : 0);
+        else trunk += E * H + (qwen3 ? 0 : E) + 3 * Im * shared * H + (lat ? 2 * lat * H + (latent_norm ? lat : 0) : 0);
         if (attn_res) trunk += 4 * H;
     }
     if (attn_res) trunk += 2 * H;
@@ -114,7 +118,7 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 6u);
+    ASSERT_EQ(synth::presets().size(), 8u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
@@ -125,6 +129,12 @@ TEST(Synth, EveryPresetConfigParses) {
             EXPECT_TRUE(c.mla_rope);
             EXPECT_TRUE(c.yarn_enabled);
             EXPECT_GT(c.expert_groups, 1);
+        } else if (c.family == format::Family::qwen3) {  // GQA on every layer, every layer MoE
+            EXPECT_EQ(c.gqa_layer_count(), c.layers);
+            EXPECT_EQ(c.moe_layer_count(), c.layers);
+            EXPECT_EQ(c.router, format::RouterKind::softmax_topk);
+            EXPECT_LT(c.kv_heads, c.heads);
+            continue;  // no leading dense layer
         } else {
             EXPECT_GT(c.kda_layer_count(), 0);
             EXPECT_GT(c.mla_layer_count(), 0);
@@ -340,7 +350,8 @@ TEST(Synth, PresetsListThroughTheCApi) {
     waste_string_free(text);
     std::vector<std::string> names;
     for (const json& preset : list) names.push_back(preset["name"]);
-    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "k3"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3",
+                                               "k3"}));
 }
 
 // Each preset opens through the C API (trunk loaded, every record's CRC
@@ -356,6 +367,8 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
     const std::vector<Case> cases = {
         {"tiny-deepseek", json::object(), false, "", "deepseek-v3"},
         {"mid-deepseek", {{"num_hidden_layers", 3}}, false, "", "deepseek-v3"},
+        {"tiny-qwen3", json::object(), false, "", "qwen3-moe"},
+        {"mid-qwen3", {{"num_hidden_layers", 3}}, false, "", "qwen3-moe"},
         {"tiny", json::object(), false, ""},
         {"tiny-k3", json::object(), true, "language_model."},
         {"tiny-k3", {{"tensor_prefix", ""}, {"expert_quant", "VQ4P"}}, true, ""},

@@ -30,6 +30,8 @@ fs::path source_dir() { return fs::path(WASTE_SOURCE_DIR); }
 fs::path shared_dir() { return source_dir().parent_path() / "shared"; }
 fs::path fixture(const std::string& name) { return shared_dir() / "fixtures" / "upstream" / name; }
 fs::path cli_path() { return fs::path(WASTE_CLI_PATH); }
+std::string emulator_prefix() { return emulated() ? std::string(WASTE_TEST_EMULATOR) + " " : std::string(); }
+bool emulated() { return std::string(WASTE_TEST_EMULATOR) != ""; }
 
 TempDir::TempDir() {
     std::random_device random;

@@ -30,6 +30,13 @@ std::filesystem::path source_dir();
 std::filesystem::path shared_dir();
 std::filesystem::path fixture(const std::string& name);  // ../shared/fixtures/upstream/NAME
 std::filesystem::path cli_path();
+// How to start a target executable from a shell command: "" natively; in a
+// cross build the emulator's shell-quoted words and a space (the CLI itself
+// is already wrapped: cli_path() is a script that runs it emulated).
+std::string emulator_prefix();
+// Whether the target executables run under an emulator (qemu-user): a
+// child's peak RSS is then the emulator's own, its translator included.
+bool emulated();
 
 // A fresh temporary directory, removed when the object dies.
 class TempDir {

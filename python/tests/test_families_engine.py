@@ -438,6 +438,18 @@ class Qwen3Family(unittest.TestCase):
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("model.layers.1.self_attn.q_norm.weight", done.stderr)
 
+    def test_synth_preset(self):
+        # `waste synth --preset tiny-qwen3` (the C++ writer's GQA tensors, its
+        # config, no correction bias) is the model the reference computes
+        out = os.path.join(self.tmp.name, "synth-qwen3")
+        run([CLI, "synth", out, "--preset", "tiny-qwen3", "--seed", "4"])
+        with open(os.path.join(out, "manifest.json")) as f:
+            cfg = json.load(f)["config"]
+        dq = hf_families.container_state_dict(out)
+        ids = prompt(70, cfg["vocab_size"], 4)
+        ref = qwen3_moe.forward(dq, cfg, ids)[-1].double().numpy()
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        self.assertLessEqual(relative(got, ref), 1e-5)
 
 GLM4_MODELS = {
     # name -> config: GLM-4.5-Air's shape (biases, no q/k norm, one group);

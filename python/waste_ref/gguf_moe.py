@@ -132,6 +132,20 @@ def _common(w, cfg, n_ff, n_head=None):
     w.f32("{arch}.attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])
 
 
+def _matrices_as_f16(w):
+    """Every matrix the writer takes from here on is written F16 (the input of
+    llama.cpp's quantiser), vectors F32; attn_k_b / attn_v_b stay F32: this
+    llama.cpp build asserts on F16 ones with an F32 KV cache (BENCHMARKS,
+    "llama.cpp on the same weights")."""
+    w.u32("general.file_type", 1)  # llama_ftype MOSTLY_F16
+    plain = w.tensor
+
+    def tensor(name, t, ggml_type=GGML_F32):
+        keep_f32 = len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name
+        plain(name, t, ggml_type if keep_f32 else GGML_F16)
+    w.tensor = tensor
+
+
 def _stack_experts(sd, prefix, n_experts, proj):
     """HF keeps one matrix per expert; GGUF stacks them: [E, out, in] in PyTorch order."""
     return torch.stack([sd["%smlp.experts.%d.%s.weight" % (prefix, e, proj)] for e in range(n_experts)])
@@ -142,7 +156,7 @@ def _moe_experts(w, sd, hf, blk, n_experts):
         w.tensor(blk + name + ".weight", _stack_experts(sd, hf, n_experts, proj))
 
 
-def write_qwen3_moe(sd, cfg, path):
+def write_qwen3_moe(sd, cfg, path, f16=False):
     """Arch `qwen3moe`. llama.cpp has no dense layers in this architecture
     (decoder_sparse_step/mlp_only_layers) and always renormalises the top-k
     weights (qwen3moe.cpp passes norm_w = true; the converter writes no
@@ -153,6 +167,8 @@ def write_qwen3_moe(sd, cfg, path):
     if not all(is_moe_layer(cfg, i) for i in range(L)):
         raise ValueError("llama.cpp's qwen3moe has no dense (mlp_only) layers")
     w = GGUFWriter("qwen3moe")
+    if f16:
+        _matrices_as_f16(w)
     _common(w, cfg, cfg.get("intermediate_size", cfg["moe_intermediate_size"]))
     w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
     w.u32("{arch}.attention.key_length", cfg["head_dim"])
@@ -180,10 +196,7 @@ def write_deepseek_v3(sd, cfg, path, f16=False):
     transposed to [H, kv_lora, nope]) and attn_v_b ([H, v, kv_lora]), which
     llama.cpp uses for absorbed attention (conversion/deepseek.py).
 
-    f16: the projection matrices as F16 (the input of llama.cpp's quantiser),
-    norms and the bias F32; attn_k_b / attn_v_b stay F32, because this
-    llama.cpp build asserts on F16 ones with an F32 KV cache (BENCHMARKS,
-    "llama.cpp on the same weights")."""
+    f16: see _matrices_as_f16."""
     from .deepseek_v3 import is_moe_layer
     if not cfg.get("rope_interleave", True):
         # deepseek2 is a NORM (interleaved) RoPE model in llama.cpp; the converter does not permute q/k
@@ -193,13 +206,7 @@ def write_deepseek_v3(sd, cfg, path, f16=False):
     kvr, qr = cfg["kv_lora_rank"], cfg.get("q_lora_rank")
     w = GGUFWriter("deepseek2")
     if f16:
-        w.u32("general.file_type", 1)  # llama_ftype MOSTLY_F16
-        plain = w.tensor
-
-        def tensor(name, t, ggml_type=GGML_F32):
-            keep_f32 = len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name
-            plain(name, t, ggml_type if keep_f32 else GGML_F16)
-        w.tensor = tensor
+        _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"])
     # MLA runs in llama.cpp as MQA over the latent: one KV head of kv_lora + rope
     w.u32("{arch}.attention.head_count_kv", 1)
@@ -383,7 +390,7 @@ def main(argv=None):
     """python -m waste_ref.gguf_moe CONTAINER OUT.gguf [--f16]: the model a
     WASTE container holds (its trunk and dequantised VQ experts) as a GGUF
     for llama.cpp: the same weights for both engines (scripts/compare-llama.sh
-    --family deepseek)."""
+    --family deepseek|qwen3)."""
     import argparse
     from .hf_families import container_state_dict
     from .container import Container
@@ -393,9 +400,10 @@ def main(argv=None):
     ap.add_argument("--f16", action="store_true")
     args = ap.parse_args(argv)
     c = Container(args.container)
-    if c.config.get("model_type") not in ("deepseek_v3", "kimi_k2"):
-        raise SystemExit("only DeepSeek-V3 / Kimi K2 containers are written here, got %r" % c.config.get("model_type"))
-    write_deepseek_v3(container_state_dict(c, torch.float32), c.config, args.out, f16=args.f16)
+    writers = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe}
+    if c.config.get("model_type") not in writers:
+        raise SystemExit("containers of %s are written here, not %r" % (sorted(writers), c.config.get("model_type")))
+    writers[c.config["model_type"]](container_state_dict(c, torch.float32), c.config, args.out, f16=args.f16)
     print(args.out)
     return 0
 

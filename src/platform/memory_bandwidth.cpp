@@ -21,6 +21,11 @@ namespace {
 #define WASTE_NO_TARGET_CLONES 1
 #endif
 #endif
+// The clones are x86 ISAs; elsewhere (AArch64: Advanced SIMD is baseline)
+// the loop is compiled once, vectorised for the target.
+#if !defined(__x86_64__)
+#define WASTE_NO_TARGET_CLONES 1
+#endif
 
 // Sums 64-bit words; the compiler vectorises it for the running CPU.
 #ifndef WASTE_NO_TARGET_CLONES

@@ -228,7 +228,7 @@ Plan make_plan(const SynthOptions& options) {
         plan.tokenizer = build_tokenizer(c.vocab - plan.preset.reserved_tokens, plan.preset.special_slots);
     uint64_t total = 0;
     for (const TensorPlan& t : plan.trunk) total += format::trunk_tensor_bytes(t.fmt, t.shape);
-    const uint64_t moe_layers = static_cast<uint64_t>(c.layers - c.first_dense);
+    const uint64_t moe_layers = static_cast<uint64_t>(c.moe_layer_count());
     if (moe_layers > 0) {
         const format::ExpertLayout layout = format::expert_layout(c, plan.preset.quant);
         total += moe_layers * 3 * plan.preset.quant.stages * plan.preset.quant.codebook_record_bytes();
@@ -253,7 +253,7 @@ void write_synthetic_container(const std::string& out_dir, const SynthOptions& o
     spec.arch = preset.arch;
     spec.tensor_prefix = preset.tensor_prefix;
     spec.config = preset.config;
-    if (preset.model.first_dense < preset.model.layers) spec.quant = preset.quant;
+    if (preset.model.has_moe()) spec.quant = preset.quant;
     format::ContainerWriter writer(out_dir, std::move(spec));
 
     progress.report(0);
@@ -268,8 +268,8 @@ void write_synthetic_container(const std::string& out_dir, const SynthOptions& o
         else write_quantized(writer, t, options.seed, progress);
         progress.report(writer.bytes_written());
     }
-    for (int layer = preset.model.first_dense; layer < preset.model.layers; ++layer)
-        write_bank(writer, preset, layer, options.seed, progress);
+    for (int layer = 0; layer < preset.model.layers; ++layer)
+        if (preset.model.is_moe_layer(layer)) write_bank(writer, preset, layer, options.seed, progress);
     WASTE_CHECK(writer.bytes_written() == plan.total_bytes);
     writer.finish();
     if (options.progress) options.progress(plan.total_bytes, plan.total_bytes);  // committed: too late to cancel

@@ -39,6 +39,8 @@ struct Dimensions {
     int heads, qk_nope, qk_rope, v_head, kv_lora, vocab, kda_heads, kda_head_dim;
     // K3 only
     int latent = 0, q_lora = 0, attn_res_block = 0;
+    // GQA (Qwen3) only
+    int kv_heads = 0, head_dim = 0;
 };
 
 // The config.json keys both Kimi families share.
@@ -153,6 +155,38 @@ ordered_json deepseek_config(const Dimensions& d, int groups, int top_groups) {
     };
 }
 
+// Qwen3-MoE's config.json (other-families.md §4) at the given size: GQA with
+// per-head q/k norms and NEOX RoPE on every layer, every layer MoE
+// (decoder_sparse_step 1, no mlp_only_layers), softmax top-k router with
+// renormalisation, no shared expert.
+ordered_json qwen3_config(const Dimensions& d) {
+    return ordered_json{
+        {"model_type", "qwen3_moe"},
+        {"architectures", {"Qwen3MoeForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"intermediate_size", d.intermediate},
+        {"moe_intermediate_size", d.moe_intermediate},
+        {"num_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"norm_topk_prob", true},
+        {"decoder_sparse_step", 1},
+        {"mlp_only_layers", json::array()},
+        {"num_attention_heads", d.heads},
+        {"num_key_value_heads", d.kv_heads},
+        {"head_dim", d.head_dim},
+        {"attention_bias", false},
+        {"rope_theta", 1000000.0},
+        {"rope_scaling", nullptr},
+        {"max_position_embeddings", 40960},
+        {"rms_norm_eps", 1e-6},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
 const PresetDefinition preset_definitions[] = {
     {"tiny", "Kimi-Linear-like, ~1 MB: hidden 128, 4 layers (KDA 1,2,4; MLA 3), 8 experts top-2, vocab 316 with a tokenizer",
      "kimi_linear", "", 10, MlaPattern::third_of_four, false,
@@ -202,6 +236,26 @@ const PresetDefinition preset_definitions[] = {
                                  .qk_nope = 64, .qk_rope = 32, .v_head = 64, .kv_lora = 128, .vocab = 32768,
                                  .kda_heads = 0, .kda_head_dim = 0, .q_lora = 256},
                                 8, 4);
+     }},
+    {"tiny-qwen3",
+     "Qwen3-MoE-like, ~1 MB: hidden 128, 4 layers of GQA (4 query heads over 2 key/value heads of 32, q/k norms, "
+     "NEOX RoPE), 16 experts top-4 (softmax, renormalised), vocab 316 with a tokenizer",
+     "qwen3_moe", "", 10, MlaPattern::none, false,
+     [] {
+         return qwen3_config({.hidden = 128, .layers = 4, .intermediate = 256, .moe_intermediate = 64, .experts = 16,
+                              .top_k = 4, .shared_experts = 0, .routed_scaling = 1.0, .heads = 4, .qk_nope = 0,
+                              .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 316, .kda_heads = 0,
+                              .kda_head_dim = 0, .kv_heads = 2, .head_dim = 32});
+     }},
+    {"mid-qwen3",
+     "the Qwen3-MoE benchmark shape, ~0.5 GB: hidden 1024, 12 layers of GQA (16 query heads over 4 key/value heads "
+     "of 64), 64 experts top-8, vocab 32768",
+     "qwen3_moe", "", 256, MlaPattern::none, false,
+     [] {
+         return qwen3_config({.hidden = 1024, .layers = 12, .intermediate = 2048, .moe_intermediate = 512,
+                              .experts = 64, .top_k = 8, .shared_experts = 0, .routed_scaling = 1.0, .heads = 16,
+                              .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768, .kda_heads = 0,
+                              .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64});
      }},
     {"k3",
      "Kimi K3's real dimensions (~1 TB): hidden 7168, 93 layers, 896 experts top-16, latent 3584; shrink with "
@@ -376,7 +430,7 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
         throw Error(WASTE_ERR_INVALID_ARGUMENT, error.what());
     }
     const format::ModelConfig& m = r.model;
-    if (m.first_dense < m.layers) {
+    if (m.has_moe()) {
         if (m.expert_input() % r.quant.vec_dim != 0 || m.moe_intermediate % r.quant.vec_dim != 0)
             fail(WASTE_ERR_INVALID_ARGUMENT, "synth: the expert shapes {} and {} must be multiples of vec_dim {}",
                  m.expert_input(), m.moe_intermediate, r.quant.vec_dim);

@@ -105,6 +105,15 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
             a_log.pad_value = a_log_pad;
             p.add(a + "dt_bias", {C}, dt_bias_mean, dt_bias_std);
             p.norm(a + "o_norm.weight", D);
+        } else if (c.layer_kinds[layer] == LayerKind::gqa) {
+            const int64_t q_width = static_cast<int64_t>(c.heads) * c.head_dim,
+                          kv_width = static_cast<int64_t>(c.kv_heads) * c.head_dim;
+            p.linear(a + "q_proj.weight", q_width, H);
+            p.linear(a + "k_proj.weight", kv_width, H);
+            p.linear(a + "v_proj.weight", kv_width, H);
+            p.linear(a + "o_proj.weight", H, q_width, out_gain);
+            p.norm(a + "q_norm.weight", c.head_dim);
+            p.norm(a + "k_norm.weight", c.head_dim);
         } else {
             const int64_t nh = c.heads, q_head = c.qk_nope + c.qk_rope;
             if (c.q_lora > 0) {
@@ -128,7 +137,9 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
         } else {
             const std::string m = lx + format::moe_block_prefix(c.family);
             p.linear(m + "gate.weight", c.experts, H, router_gain);
-            p.add(m + "gate.e_score_correction_bias", {c.experts}, 0.0f, correction_bias_std);
+            // the sigmoid routers' selection bias; Qwen3's softmax router has none
+            if (c.router == format::RouterKind::sigmoid_grouped)
+                p.add(m + "gate.e_score_correction_bias", {c.experts}, 0.0f, correction_bias_std);
             if (c.shared_experts > 0) {
                 const int64_t shared = static_cast<int64_t>(c.moe_intermediate) * c.shared_experts;
                 p.linear(m + "shared_experts.gate_proj.weight", shared, H);
