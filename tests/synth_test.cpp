@@ -60,14 +60,17 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
     const uint64_t H = get(c, "hidden_size"), V = get(c, "vocab_size"), L = get(c, "num_hidden_layers");
     const uint64_t first_dense = get(c, "first_k_dense_replace"), I = get(c, "intermediate_size");
     // Kimi's key names, or DeepSeek's
-    const uint64_t Im = get(c, "moe_intermediate_size"), E = get(c, "num_experts", get(c, "n_routed_experts"));
+    const std::string type = c.value("model_type", "");
+    const bool qwen3 = type == "qwen3_moe", glm = type == "glm4_moe", oss = type == "gpt_oss";  // GQA families
+    // gpt-oss: intermediate_size is the expert width, every layer MoE
+    const uint64_t Im = oss ? I : get(c, "moe_intermediate_size");
+    const uint64_t E = get(c, "num_experts", get(c, "n_routed_experts", get(c, "num_local_experts")));
     const uint64_t k = get(c, "num_experts_per_token", get(c, "num_experts_per_tok"));
     const uint64_t shared = get(c, "num_shared_experts", get(c, "n_shared_experts")), lat = get(c, "routed_expert_hidden_size");
     const uint64_t nh = get(c, "num_attention_heads"), nope = get(c, "qk_nope_head_dim"), rope = get(c, "qk_rope_head_dim");
     const uint64_t vd = get(c, "v_head_dim"), r = get(c, "kv_lora_rank"), ql = get(c, "q_lora_rank");
     const bool mla_gate = c.value("mla_use_output_gate", false), latent_norm = c.value("latent_moe_use_norm", false);
     const bool attn_res = get(c, "attn_res_block_size") > 0;
-    const bool qwen3 = c.value("model_type", "") == "qwen3_moe";  // GQA layers, no correction bias, all MoE
     const uint64_t kvh = get(c, "num_key_value_heads"), hd = get(c, "head_dim");
     const json lac = c.value("linear_attn_config", json::object());  // absent: every layer MLA (DeepSeek)
     const uint64_t kh = lac.value("num_heads", 0), D = lac.value("head_dim", 0), K = lac.value("short_conv_kernel_size", 0),
@@ -83,13 +86,17 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
             const uint64_t a_log = k3_like ? std::max(kh, D) : kh;
             trunk += 3 * C * H + kh * H + D * H + C * D + (full_gate ? C * H : D * H + C * D) + H * C + 3 * C * K + a_log +
                      C + D;
-        } else if (qwen3) {
-            trunk += 2 * nh * hd * H + 2 * kvh * hd * H + 2 * hd;
+        } else if (qwen3 || glm || oss) {
+            trunk += 2 * nh * hd * H + 2 * kvh * hd * H;                    // q, o; k, v
+            if (qwen3) trunk += 2 * hd;                                       // q/k norms
+            if (glm || oss) trunk += nh * hd + 2 * kvh * hd;                  // q/k/v biases
+            if (oss) trunk += H + nh;                                         // o bias, sinks
         } else {
             trunk += (ql ? ql * H + ql + nh * (nope + rope) * ql : nh * (nope + rope) * H) + (r + rope) * H + r +
                      nh * (nope + vd) * r + (mla_gate ? nh * vd * H : 0) + H * nh * vd;
         }
         if (l < first_dense) trunk += 3 * I * H;
+        else if (oss) trunk += E * H + E + E * 2 * Im + E * H;  // router and its bias; the experts' biases
         else trunk += E * H + (qwen3 ? 0 : E) + 3 * Im * shared * H + (lat ? 2 * lat * H + (latent_norm ? lat : 0) : 0);
         if (attn_res) trunk += 4 * H;
     }
@@ -118,7 +125,7 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 8u);
+    ASSERT_EQ(synth::presets().size(), 12u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
@@ -129,6 +136,19 @@ TEST(Synth, EveryPresetConfigParses) {
             EXPECT_TRUE(c.mla_rope);
             EXPECT_TRUE(c.yarn_enabled);
             EXPECT_GT(c.expert_groups, 1);
+        } else if (c.family == format::Family::glm4) {  // GQA with biases, a dense first layer
+            EXPECT_EQ(c.gqa_layer_count(), c.layers);
+            EXPECT_TRUE(c.qkv_bias);
+            EXPECT_EQ(c.rope_dim, c.head_dim / 2);
+            EXPECT_EQ(c.shared_experts, 1);
+        } else if (c.family == format::Family::gpt_oss) {  // sliding and full GQA layers, every layer MoE
+            EXPECT_EQ(c.gqa_layer_count(), c.layers);
+            EXPECT_TRUE(c.sinks && c.o_bias && c.expert_bias);
+            EXPECT_TRUE(c.is_sliding(0));
+            EXPECT_FALSE(c.is_sliding(1));
+            EXPECT_EQ(c.router, format::RouterKind::topk_softmax);
+            EXPECT_EQ(c.moe_layer_count(), c.layers);
+            continue;
         } else if (c.family == format::Family::qwen3) {  // GQA on every layer, every layer MoE
             EXPECT_EQ(c.gqa_layer_count(), c.layers);
             EXPECT_EQ(c.moe_layer_count(), c.layers);
@@ -350,7 +370,8 @@ TEST(Synth, PresetsListThroughTheCApi) {
     waste_string_free(text);
     std::vector<std::string> names;
     for (const json& preset : list) names.push_back(preset["name"]);
-    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3",
+    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3", "tiny-glm",
+                                               "mid-glm", "tiny-gpt-oss", "mid-gpt-oss",
                                                "k3"}));
 }
 
@@ -369,6 +390,10 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         {"mid-deepseek", {{"num_hidden_layers", 3}}, false, "", "deepseek-v3"},
         {"tiny-qwen3", json::object(), false, "", "qwen3-moe"},
         {"mid-qwen3", {{"num_hidden_layers", 3}}, false, "", "qwen3-moe"},
+        {"tiny-glm", json::object(), false, "", "glm4-moe"},
+        {"mid-glm", {{"num_hidden_layers", 3}}, false, "", "glm4-moe"},
+        {"tiny-gpt-oss", json::object(), false, "", "gpt-oss"},
+        {"mid-gpt-oss", {{"num_hidden_layers", 3}}, false, "", "gpt-oss"},
         {"tiny", json::object(), false, ""},
         {"tiny-k3", json::object(), true, "language_model."},
         {"tiny-k3", {{"tensor_prefix", ""}, {"expert_quant", "VQ4P"}}, true, ""},
@@ -389,7 +414,8 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         EXPECT_EQ(info["params_total"].get<uint64_t>(), expected.total);
         EXPECT_EQ(info["params_active"].get<uint64_t>(), expected.active);
         EXPECT_EQ(info["layers"], config["num_hidden_layers"]);
-        EXPECT_EQ(info["experts"], config.value("num_experts", config.value("n_routed_experts", json())));
+        EXPECT_EQ(info["experts"],
+                  config.value("num_experts", config.value("n_routed_experts", config.value("num_local_experts", json()))));
         EXPECT_EQ(info["top_k"], config.value("num_experts_per_token", config.value("num_experts_per_tok", json())));
         EXPECT_EQ(info["hidden"], config["hidden_size"]);
         EXPECT_EQ(info["vocab"], config["vocab_size"]);

@@ -93,6 +93,21 @@ def relative(got, ref):
     return float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
 
 
+def check_synth_preset(case, preset, forward):
+    """`waste synth --preset PRESET` (the C++ writer: its own config and random
+    tensors) is the model the family's reference computes from that config,
+    over a 70-token prompt (two prefill chunks; past tiny-gpt-oss's window)."""
+    out = os.path.join(case.tmp.name, "synth-" + preset)
+    run([CLI, "synth", out, "--preset", preset, "--seed", "4"])
+    with open(os.path.join(out, "manifest.json")) as f:
+        cfg = json.load(f)["config"]
+    dq = hf_families.container_state_dict(out)
+    ids = prompt(70, cfg["vocab_size"], 4)
+    ref = forward(dq, cfg, ids)[-1].double().numpy()
+    got = np.array(case.engine_eval(out, ids)["logits"], dtype=np.float64)
+    case.assertLessEqual(relative(got, ref), 1e-5, preset)
+
+
 def tiny_config(**overrides):
     """deepseek_v3.tiny_config with an expert width of whole 8-value VQ vectors
     (the reference's 20 is not)."""
@@ -242,18 +257,8 @@ class DeepSeekFamilyEngine(unittest.TestCase):
         self.assertEqual(summary["skipped_mtp_tensors"], 5)
 
     def test_synth_preset(self):
-        # `waste synth --preset tiny-deepseek` (the C++ writer, its own config
-        # and random weights) is the model the reference computes from its config
-        out = os.path.join(self.tmp.name, "synth-deepseek")
-        run([CLI, "synth", out, "--preset", "tiny-deepseek", "--seed", "4"])
-        with open(os.path.join(out, "manifest.json")) as f:
-            cfg = json.load(f)["config"]
-        dq = hf_families.container_state_dict(out)
-        ids = prompt(70, cfg["vocab_size"], 4)
-        ref = deepseek_v3.forward(dq, cfg, ids, dropped_group_score=NEG_INF)[-1].double().numpy()
-        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-        self.assertLessEqual(relative(got, ref), 1e-5)
-
+        check_synth_preset(self, "tiny-deepseek",
+                           lambda sd, cfg, ids: deepseek_v3.forward(sd, cfg, ids, dropped_group_score=NEG_INF))
     def test_kill_and_resume_is_byte_identical(self):
         src, ref, _, _, _, _ = self.model("v3")
         out = os.path.join(self.tmp.name, "killed.waste")
@@ -439,29 +444,7 @@ class Qwen3Family(unittest.TestCase):
         self.assertIn("model.layers.1.self_attn.q_norm.weight", done.stderr)
 
     def test_synth_preset(self):
-        # `waste synth --preset tiny-qwen3` (the C++ writer's GQA tensors, its
-        # config, no correction bias) is the model the reference computes
-        out = os.path.join(self.tmp.name, "synth-qwen3")
-        run([CLI, "synth", out, "--preset", "tiny-qwen3", "--seed", "4"])
-        with open(os.path.join(out, "manifest.json")) as f:
-            cfg = json.load(f)["config"]
-        dq = hf_families.container_state_dict(out)
-        ids = prompt(70, cfg["vocab_size"], 4)
-        ref = qwen3_moe.forward(dq, cfg, ids)[-1].double().numpy()
-        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-        self.assertLessEqual(relative(got, ref), 1e-5)
-
-GLM4_MODELS = {
-    # name -> config: GLM-4.5-Air's shape (biases, no q/k norm, one group);
-    # with use_qk_norm; with 2 groups of 4 (1 kept), no renormalisation and a
-    # routed scaling of 2.5, 2 shared experts and no biases
-    "glm": glm4_moe.tiny_config(),
-    "glm-qk-norm": glm4_moe.tiny_config(use_qk_norm=True, num_key_value_heads=1),
-    "glm-groups": glm4_moe.tiny_config(n_group=2, topk_group=1, norm_topk_prob=False, routed_scaling_factor=2.5,
-                                       n_shared_experts=2, attention_bias=False, partial_rotary_factor=0.25,
-                                       first_k_dense_replace=2, num_hidden_layers=4),
-}
-
+        check_synth_preset(self, "tiny-qwen3", qwen3_moe.forward)
 
 class Glm4Family(unittest.TestCase):
     @classmethod
@@ -489,6 +472,9 @@ class Glm4Family(unittest.TestCase):
         self.assertTrue(verify["ok"], verify.get("failures"))
         self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
         return self.built[key]
+
+    def test_synth_preset(self):
+        check_synth_preset(self, "tiny-glm", glm4_moe.forward)
 
     def engine_eval(self, path, ids, *extra):
         out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
@@ -658,6 +644,9 @@ class GptOssFamily(unittest.TestCase):
         self.assertTrue(verify["ok"], verify.get("failures"))
         self.built[name] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
         return self.built[name]
+
+    def test_synth_preset(self):
+        check_synth_preset(self, "tiny-gpt-oss", gpt_oss.forward)
 
     def engine_eval(self, path, ids, *extra):
         out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])

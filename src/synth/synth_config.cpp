@@ -187,6 +187,81 @@ ordered_json qwen3_config(const Dimensions& d) {
     };
 }
 
+// GLM-4.5's config.json (other-families.md §7; Air's choices): GQA with q/k/v
+// biases and NEOX RoPE on half of each head, no q/k norm, DeepSeek's sigmoid
+// router (one group) with one shared expert, a leading dense layer.
+ordered_json glm4_config(const Dimensions& d) {
+    return ordered_json{
+        {"model_type", "glm4_moe"},
+        {"architectures", {"Glm4MoeForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"first_k_dense_replace", 1},
+        {"intermediate_size", d.intermediate},
+        {"moe_intermediate_size", d.moe_intermediate},
+        {"n_routed_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"n_shared_experts", d.shared_experts},
+        {"norm_topk_prob", true},
+        {"n_group", 1},
+        {"topk_group", 1},
+        {"routed_scaling_factor", d.routed_scaling},
+        {"num_attention_heads", d.heads},
+        {"num_key_value_heads", d.kv_heads},
+        {"head_dim", d.head_dim},
+        {"attention_bias", true},
+        {"use_qk_norm", false},
+        {"partial_rotary_factor", 0.5},
+        {"rope_theta", 1000000.0},
+        {"max_position_embeddings", 131072},
+        {"rms_norm_eps", 1e-5},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
+// gpt-oss's config.json (other-families.md §8): GQA with biases and sinks,
+// sliding (even) and full (odd) layers, YaRN RoPE over the whole head
+// (truncate false), every layer MoE with the clamped SwiGLU and expert
+// biases, the router's top-k then softmax. `window` is the sliding window.
+ordered_json gpt_oss_config(const Dimensions& d, int window) {
+    json types = json::array();
+    for (int i = 0; i < d.layers; ++i) types.push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    return ordered_json{
+        {"model_type", "gpt_oss"},
+        {"architectures", {"GptOssForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"intermediate_size", d.moe_intermediate},  // gpt-oss: the expert width
+        {"num_local_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"experts_per_token", d.top_k},
+        {"num_attention_heads", d.heads},
+        {"num_key_value_heads", d.kv_heads},
+        {"head_dim", d.head_dim},
+        {"attention_bias", true},
+        {"sliding_window", window},
+        {"layer_types", types},
+        {"swiglu_limit", 7.0},
+        {"rope_theta", 150000.0},
+        {"rope_scaling",
+         {{"rope_type", "yarn"},
+          {"factor", 32.0},
+          {"original_max_position_embeddings", 4096},
+          {"beta_fast", 32.0},
+          {"beta_slow", 1.0},
+          {"truncate", false}}},
+        {"max_position_embeddings", 131072},
+        {"rms_norm_eps", 1e-5},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
 const PresetDefinition preset_definitions[] = {
     {"tiny", "Kimi-Linear-like, ~1 MB: hidden 128, 4 layers (KDA 1,2,4; MLA 3), 8 experts top-2, vocab 316 with a tokenizer",
      "kimi_linear", "", 10, MlaPattern::third_of_four, false,
@@ -256,6 +331,48 @@ const PresetDefinition preset_definitions[] = {
                               .experts = 64, .top_k = 8, .shared_experts = 0, .routed_scaling = 1.0, .heads = 16,
                               .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768, .kda_heads = 0,
                               .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64});
+     }},
+    {"tiny-glm",
+     "GLM-4.5-like, ~1 MB: hidden 128, 4 layers of GQA (4 query over 2 key/value heads of 32, q/k/v biases, RoPE on "
+     "half of each head), 16 experts top-4 with 1 shared, a dense first layer, vocab 316 with a tokenizer",
+     "glm4_moe", "", 10, MlaPattern::none, false,
+     [] {
+         return glm4_config({.hidden = 128, .layers = 4, .intermediate = 256, .moe_intermediate = 64, .experts = 16,
+                             .top_k = 4, .shared_experts = 1, .routed_scaling = 1.0, .heads = 4, .qk_nope = 0,
+                             .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 316, .kda_heads = 0, .kda_head_dim = 0,
+                             .kv_heads = 2, .head_dim = 32});
+     }},
+    {"mid-glm",
+     "the GLM-4.5 benchmark shape, ~0.5 GB: hidden 1024, 12 layers of GQA (16 query over 4 key/value heads of 64), "
+     "64 experts top-8 with 1 shared, vocab 32768",
+     "glm4_moe", "", 256, MlaPattern::none, false,
+     [] {
+         return glm4_config({.hidden = 1024, .layers = 12, .intermediate = 2048, .moe_intermediate = 512, .experts = 64,
+                             .top_k = 8, .shared_experts = 1, .routed_scaling = 1.0, .heads = 16, .qk_nope = 0,
+                             .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768, .kda_heads = 0,
+                             .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64});
+     }},
+    {"tiny-gpt-oss",
+     "gpt-oss-like, ~1 MB: hidden 128, 4 layers of GQA with biases and sinks (sliding window 8 on even layers), "
+     "16 experts top-4 with the clamped SwiGLU and expert biases, vocab 316 with a tokenizer",
+     "gpt_oss", "", 10, MlaPattern::none, false,
+     [] {
+         return gpt_oss_config({.hidden = 128, .layers = 4, .intermediate = 0, .moe_intermediate = 64, .experts = 16,
+                                .top_k = 4, .shared_experts = 0, .routed_scaling = 1.0, .heads = 4, .qk_nope = 0,
+                                .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 316, .kda_heads = 0,
+                                .kda_head_dim = 0, .kv_heads = 2, .head_dim = 32},
+                               8);
+     }},
+    {"mid-gpt-oss",
+     "the gpt-oss benchmark shape, ~0.5 GB: hidden 1024, 12 layers of GQA (16 query over 4 key/value heads of 64, "
+     "sliding window 128 on even layers), 64 experts top-8, vocab 32768",
+     "gpt_oss", "", 256, MlaPattern::none, false,
+     [] {
+         return gpt_oss_config({.hidden = 1024, .layers = 12, .intermediate = 0, .moe_intermediate = 512,
+                                .experts = 64, .top_k = 8, .shared_experts = 0, .routed_scaling = 1.0, .heads = 16,
+                                .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768,
+                                .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64},
+                               128);
      }},
     {"k3",
      "Kimi K3's real dimensions (~1 TB): hidden 7168, 93 layers, 896 experts top-16, latent 3584; shrink with "
@@ -382,6 +499,12 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
         !has_nested_key(patch, "linear_attn_config", "kda_layers") &&
         !has_nested_key(patch, "linear_attn_config", "full_attn_layers"))
         derive_layer_lists(config, definition.pattern, *layers);
+    // gpt-oss: sliding (even) and full (odd) layers, one type per layer
+    if (layers && *layers >= 1 && *layers <= 4096 && config.contains("layer_types") && !has_key(patch, "layer_types")) {
+        json types = json::array();
+        for (int64_t i = 0; i < *layers; ++i) types.push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+        config["layer_types"] = types;
+    }
     const std::optional<int64_t> block = integer_at(config, "attn_res_block_size");
     if (layers && block && !has_key(patch, "attn_res_block_size"))
         config["attn_res_block_size"] = std::min(*block, *layers);

@@ -29,7 +29,9 @@ constexpr float dt_bias_std = 0.5f;
 constexpr float a_log_std = 0.3f;
 constexpr float a_log_pad = 3.0f;             // e^3 = 20: a reader using the padding decays visibly too fast
 constexpr float decay_projection_gain = 0.5f;
-constexpr float attn_res_norm_std = 0.1f;     // AttnRes scores ~ N(0, 1): rmsnorm(v)·norm·proj with proj ~ N(0, 1/H)
+constexpr float attn_res_norm_std = 0.1f;
+constexpr float bias_std = 0.1f;               // projection biases: small beside unit-scale outputs
+constexpr float sink_std = 1.0f;               // a sink logit per head, as large as the scores     // AttnRes scores ~ N(0, 1): rmsnorm(v)·norm·proj with proj ~ N(0, 1/H)
 
 bool ends_with(const std::string& text, const char* suffix) {
     const size_t n = std::char_traits<char>::length(suffix);
@@ -112,8 +114,17 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
             p.linear(a + "k_proj.weight", kv_width, H);
             p.linear(a + "v_proj.weight", kv_width, H);
             p.linear(a + "o_proj.weight", H, q_width, out_gain);
-            p.norm(a + "q_norm.weight", c.head_dim);
-            p.norm(a + "k_norm.weight", c.head_dim);
+            if (c.qkv_bias) {
+                p.add(a + "q_proj.bias", {q_width}, 0.0f, bias_std);
+                p.add(a + "k_proj.bias", {kv_width}, 0.0f, bias_std);
+                p.add(a + "v_proj.bias", {kv_width}, 0.0f, bias_std);
+            }
+            if (c.qk_norm) {
+                p.norm(a + "q_norm.weight", c.head_dim);
+                p.norm(a + "k_norm.weight", c.head_dim);
+            }
+            if (c.o_bias) p.add(a + "o_proj.bias", {H}, 0.0f, bias_std * out_gain);
+            if (c.sinks) p.add(a + "sinks", {c.heads}, 0.0f, sink_std);
         } else {
             const int64_t nh = c.heads, q_head = c.qk_nope + c.qk_rope;
             if (c.q_lora > 0) {
@@ -134,6 +145,15 @@ std::vector<TensorPlan> plan_trunk(const ResolvedPreset& preset) {
             p.linear(m + "gate_proj.weight", c.intermediate, H);
             p.linear(m + "up_proj.weight", c.intermediate, H);
             p.linear(m + "down_proj.weight", H, c.intermediate, out_gain);
+        } else if (c.family == format::Family::gpt_oss) {
+            // router.{weight,bias}; the experts' biases beside their VQ records
+            // ([E, 2I] gate/up interleaved as the release stores them, [E, H])
+            const std::string m = lx + "mlp.";
+            p.linear(m + "router.weight", c.experts, H, router_gain);
+            p.add(m + "router.bias", {c.experts}, 0.0f, bias_std);
+            p.add(m + "experts.gate_up_proj_bias", {c.experts, 2ll * c.moe_intermediate}, 0.0f, bias_std).fmt =
+                TrunkFormat::f32;
+            p.add(m + "experts.down_proj_bias", {c.experts, H}, 0.0f, bias_std * out_gain).fmt = TrunkFormat::f32;
         } else {
             const std::string m = lx + format::moe_block_prefix(c.family);
             p.linear(m + "gate.weight", c.experts, H, router_gain);
