@@ -33,17 +33,17 @@ conversion followed by a rerun gives byte-identical files.
 import json
 import os
 import random
-import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import numpy as np
 
 try:
+    from ._convert_support import assert_kill_and_resume_byte_identical
     from ._paths import REPO_ROOT
 except ImportError:
+    from _convert_support import assert_kill_and_resume_byte_identical
     from _paths import REPO_ROOT
 from waste_ref import hf_synth
 from waste_ref.hf_weights import HfWeights
@@ -141,21 +141,7 @@ class ConvertEndToEnd(unittest.TestCase):
 
     def test_kill_and_resume_is_byte_identical(self):
         src, ref, _ = self.convert("k3", "bf16")
-        out = os.path.join(self.tmp.name, "killed.waste")
-        # Kill -9 at a few moments during the conversion, then finish it.
-        for delay in (0.05, 0.2, 0.4):
-            proc = subprocess.Popen([CLI, "convert", src, out, *FAST], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-            time.sleep(delay)
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        run([CLI, "convert", src, out, *FAST])
-        for name in sorted(os.listdir(ref)):
-            path = os.path.join(ref, name)
-            if os.path.isfile(path):
-                with open(path, "rb") as a, open(os.path.join(out, name), "rb") as b:
-                    self.assertEqual(a.read(), b.read(), f"{name} differs after kill -9 and resume")
+        assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
 
 
 class ConvertTrainedModel(unittest.TestCase):

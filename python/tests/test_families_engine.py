@@ -56,18 +56,18 @@ during conversion followed by a rerun gives byte-identical files.
 import json
 import os
 import random
-import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 import numpy as np
 import torch
 
 try:
+    from ._convert_support import assert_kill_and_resume_byte_identical
     from ._paths import REPO_ROOT
 except ImportError:
+    from _convert_support import assert_kill_and_resume_byte_identical
     from _paths import REPO_ROOT
 from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, qwen3_moe
 from waste_ref.moe_ops import topk_lowest_index
@@ -259,22 +259,10 @@ class DeepSeekFamilyEngine(unittest.TestCase):
     def test_synth_preset(self):
         check_synth_preset(self, "tiny-deepseek",
                            lambda sd, cfg, ids: deepseek_v3.forward(sd, cfg, ids, dropped_group_score=NEG_INF))
+
     def test_kill_and_resume_is_byte_identical(self):
         src, ref, _, _, _, _ = self.model("v3")
-        out = os.path.join(self.tmp.name, "killed.waste")
-        for delay in (0.05, 0.2, 0.4):
-            proc = subprocess.Popen([CLI, "convert", src, out, *FAST], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-            time.sleep(delay)
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-        run([CLI, "convert", src, out, *FAST])
-        for name in sorted(os.listdir(ref)):
-            path = os.path.join(ref, name)
-            if os.path.isfile(path):
-                with open(path, "rb") as a, open(os.path.join(out, name), "rb") as b:
-                    self.assertEqual(a.read(), b.read(), f"{name} differs after kill -9 and resume")
+        assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
 
 
 def qwen3_config(**overrides):
@@ -446,6 +434,22 @@ class Qwen3Family(unittest.TestCase):
     def test_synth_preset(self):
         check_synth_preset(self, "tiny-qwen3", qwen3_moe.forward)
 
+    def test_kill_and_resume_is_byte_identical(self):
+        src, ref = self.model("q3")[:2]
+        assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
+
+GLM4_MODELS = {
+    # name -> config: GLM-4.5-Air's shape (biases, no q/k norm, one group);
+    # with use_qk_norm; with 2 groups of 4 (1 kept), no renormalisation and a
+    # routed scaling of 2.5, 2 shared experts and no biases
+    "glm": glm4_moe.tiny_config(),
+    "glm-qk-norm": glm4_moe.tiny_config(use_qk_norm=True, num_key_value_heads=1),
+    "glm-groups": glm4_moe.tiny_config(n_group=2, topk_group=1, norm_topk_prob=False, routed_scaling_factor=2.5,
+                                       n_shared_experts=2, attention_bias=False, partial_rotary_factor=0.25,
+                                       first_k_dense_replace=2, num_hidden_layers=4),
+}
+
+
 class Glm4Family(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -475,6 +479,10 @@ class Glm4Family(unittest.TestCase):
 
     def test_synth_preset(self):
         check_synth_preset(self, "tiny-glm", glm4_moe.forward)
+
+    def test_kill_and_resume_is_byte_identical(self):
+        src, ref = self.model("glm")[:2]
+        assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
 
     def engine_eval(self, path, ids, *extra):
         out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
@@ -647,6 +655,10 @@ class GptOssFamily(unittest.TestCase):
 
     def test_synth_preset(self):
         check_synth_preset(self, "tiny-gpt-oss", gpt_oss.forward)
+
+    def test_kill_and_resume_is_byte_identical(self):
+        src, ref = self.model("oss")[:2]
+        assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
 
     def engine_eval(self, path, ids, *extra):
         out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
