@@ -1,12 +1,17 @@
 """The engine on the other families (issue 16), end to end: a Hugging Face
 checkpoint written from the family's reference weights (hf_families) ->
 `waste convert` -> engine logits, against that family's PyTorch reference
-(deepseek_v3.py, written from HF's modeling code, not from the engine).
+(waste_ref/deepseek_v3.py, qwen3_moe.py, glm4_moe.py, gpt_oss.py, each
+written from HF's modeling code, not from the engine), and each family's
+`waste synth` preset against the same reference. FamilyCase holds what the
+four share (conversion once per model and format, eval, the logits/greedy,
+decode-step, chunking, placement and quantisation checks).
 
 DeepSeek-V3 (q-LoRA MLA with YaRN RoPE on interleaved pairs, sigmoid router
 with selection-only bias, 4 groups of 2 with 2 kept, routed scaling 2.5, one
 shared expert, a leading dense layer) and Kimi K2 (the same architecture,
-model_type kimi_k2: one group, YaRN factor 32), tiny.
+model_type kimi_k2: one group, YaRN factor 32); Qwen3-MoE, GLM-4.5 and
+gpt-oss with their own cases (each class says which), all tiny.
 
 Tolerances, and why (as test_engine_vs_reference.py):
 - engine vs the reference on the container's own dequantised weights
@@ -121,7 +126,34 @@ def k2_config():
                                                      beta_fast=32, beta_slow=1, mscale=1.0, mscale_all_dim=1.0))
 
 
-class DeepSeekFamilyEngine(unittest.TestCase):
+def negative_bias(sd, cfg):
+    # correction biases around -1.2: most biased scores s + b are negative,
+    # so HF's 0.0 for dropped groups would outrank kept experts
+    g = torch.Generator().manual_seed(5)
+    for name in sd:
+        if name.endswith("e_score_correction_bias"):
+            sd[name] = -1.2 + 0.3 * torch.randn(sd[name].shape, generator=g)
+
+
+def tie_groups_0_and_1(sd, cfg):
+    # groups 0 and 1 (experts 0-1 and 2-3) get identical router rows and biases
+    for name in list(sd):
+        if name.endswith("mlp.gate.weight") or name.endswith("e_score_correction_bias"):
+            sd[name][2:4] = sd[name][0:2]
+
+
+class FamilyCase(unittest.TestCase):
+    """What every family's tests share: tiny checkpoints written from the
+    family's reference weights (hf_families), converted once per (name,
+    format) and kept for the class, the engine's eval, and logits plus greedy
+    continuation against the family's reference on the dequantised weights.
+    A family sets `family`, `seed`, `mtp_layers` and `models` (name -> config,
+    or (config, tweak), or (config, tweak, model_type)) and `reference`."""
+    family = None
+    seed = 11
+    mtp_layers = 0
+    models = {}
+
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(CLI):
@@ -133,88 +165,133 @@ class DeepSeekFamilyEngine(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
-    def model(self, name, family="deepseek_v3", cfg=None, fmt="bf16", mtp=0, tweak=None):
-        """-> (checkpoint dir, container dir, convert summary, cfg, unquantised sd, dequantised sd)."""
-        if name in self.built:
-            return self.built[name]
-        cfg = cfg or tiny_config()
-        src = os.path.join(self.tmp.name, name + "-src")
-        out = os.path.join(self.tmp.name, name + ".waste")
-        full, sd = hf_families.write_checkpoint(src, family, cfg, seed=11, fmt=fmt, mtp_layers=mtp, tweak=tweak)
+    def reference(self, sd, cfg, ids):
+        """The family's reference logits [T, vocab], float64."""
+        raise NotImplementedError
+
+    def model(self, name, fmt="bf16"):
+        """-> (checkpoint dir, container dir, convert summary, config.json, checkpoint sd, dequantised sd)."""
+        key = (name, fmt)
+        if key in self.built:
+            return self.built[key]
+        entry = self.models[name]
+        cfg, tweak, family = (entry + (None, None))[:3] if isinstance(entry, tuple) else (entry, None, None)
+        src = os.path.join(self.tmp.name, f"{name}-{fmt}-src")
+        out = os.path.join(self.tmp.name, f"{name}-{fmt}.waste")
+        full, sd = hf_families.write_checkpoint(src, family or self.family, cfg, seed=self.seed, fmt=fmt,
+                                                mtp_layers=self.mtp_layers, tweak=tweak)
         summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
         verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
         self.assertTrue(verify["ok"], verify.get("failures"))
-        self.built[name] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
-        return self.built[name]
+        self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
+        return self.built[key]
 
     def engine_eval(self, path, ids, *extra):
         out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
         return json.loads(out)
 
-    def check_logits_and_greedy(self, name, dropped=NEG_INF, **kw):
-        src, out, _, cfg, _, dq = self.model(name, **kw)
-        vocab = cfg["vocab_size"]
-        for n in (1, 20, 100):
+    def check_logits_and_greedy(self, name, lengths=(1, 20, 100), fmt="bf16"):
+        _, out, _, cfg, _, dq = self.model(name, fmt)
+        errors = []
+        for n in lengths:
             with self.subTest(model=name, tokens=n):
-                ids = prompt(n, vocab, seed=n)
+                ids = prompt(n, cfg["vocab_size"], seed=n)
                 tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
                                          "--ignore-eos", "--json"]))["tokens"]
-                ref = deepseek_v3.forward(dq, cfg, ids + tokens, dropped_group_score=dropped).double()
+                ref = self.reference(dq, cfg, ids + tokens)
                 got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
                 rel = relative(got, ref[n - 1].numpy())
+                errors.append(rel)
                 self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
                 want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
                 self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
+        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
 
-    def test_deepseek_v3_logits_and_greedy(self):
-        self.check_logits_and_greedy("v3")
-
-    def test_kimi_k2_logits_and_greedy(self):
-        self.check_logits_and_greedy("k2", family="kimi_k2", cfg=k2_config())
-        self.assertEqual(self.model("k2", family="kimi_k2", cfg=k2_config())[2]["arch"], "kimi_k2")
-
-    def test_decode_step_by_step(self):
-        _, out, _, cfg, _, dq = self.model("v3")
+    def check_decode_steps(self, name):
+        """A 60-token prompt, then 16 fixed ids each as its own decode step: the
+        logits after the prompt and after every step."""
+        _, out, _, cfg, _, dq = self.model(name)
         ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
-        got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
-        steps = np.array(got["step_logits"], dtype=np.float64)
-        ref = deepseek_v3.forward(dq, cfg, ids + fed, dropped_group_score=NEG_INF).double().numpy()[59:]
+        steps = np.array(self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))["step_logits"],
+                         dtype=np.float64)
+        ref = self.reference(dq, cfg, ids + fed).numpy()[59:]
         errors = [relative(steps[k], ref[k]) for k in range(17)]
-        self.assertLessEqual(max(errors), 1e-5, f"per-step relative errors {errors}")
+        self.assertLessEqual(max(errors), 1e-5, f"{name}: per-step relative errors {errors}")
 
-    def test_token_by_token_prefill(self):
-        _, out, _, cfg, _, dq = self.model("v3")
-        ids = prompt(70, cfg["vocab_size"], 7)
-        ref = deepseek_v3.forward(dq, cfg, ids, dropped_group_score=NEG_INF)[-1].double().numpy()
+    def check_chunking(self, name, tokens=70):
+        """Token by token (--chunk 1) and in 64-token chunks, both the reference's."""
+        _, out, _, cfg, _, dq = self.model(name)
+        ids = prompt(tokens, cfg["vocab_size"], 7)
+        ref = self.reference(dq, cfg, ids)[-1].numpy()
+        got = {}
         for chunk in ("1", "64"):
-            got = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
-            self.assertLessEqual(relative(got, ref), 1e-5, f"--chunk {chunk}")
+            got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
+            self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"{name} --chunk {chunk}")
+        self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
 
-    def test_quantisation_is_the_only_difference(self):
-        _, out, _, cfg, sd, dq = self.model("v3")
+    def check_placement_never_changes_a_bit(self, name):
+        """Router lookahead, the read path and the thread count only move reads
+        and work: the decode steps' logits are the same bits."""
+        _, out, _, cfg, _, _ = self.model(name)
+        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
+        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
+        for other in runs[1:]:
+            self.assertEqual(other, runs[0])
+
+    def check_quantisation_is_the_only_difference(self, name):
+        """The engine's distance to the unquantised checkpoint is the
+        reference's own distance between dequantised and unquantised weights."""
+        _, out, _, cfg, sd, dq = self.model(name)
         unq = {k: v.double() for k, v in sd.items()}
         ids = prompt(20, cfg["vocab_size"], 5)
         got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-        ref_q = deepseek_v3.forward(dq, cfg, ids, dropped_group_score=NEG_INF)[-1].double().numpy()
-        ref_hf = deepseek_v3.forward(unq, cfg, ids, dropped_group_score=NEG_INF)[-1].double().numpy()
+        ref_q = self.reference(dq, cfg, ids)[-1].numpy()
+        ref_hf = self.reference(unq, cfg, ids)[-1].numpy()
         d_engine = np.linalg.norm(got - ref_hf) / np.linalg.norm(ref_hf)
         d_quant = np.linalg.norm(ref_q - ref_hf) / np.linalg.norm(ref_hf)
         self.assertLessEqual(abs(d_engine - d_quant), 1e-4)
         self.assertGreater(d_engine, 0.0)
 
+
+DEEPSEEK_MODELS = {
+    # name -> (config, tweak, model_type): V3's structure; Kimi K2's numbers;
+    # negative correction biases; exactly tied groups; with an MTP layer
+    "v3": (tiny_config(), None),
+    "k2": (k2_config(), None, "kimi_k2"),
+    "v3-negative": (tiny_config(), negative_bias),
+    "v3-ties": (tiny_config(), tie_groups_0_and_1),
+}
+
+
+class DeepSeekFamilyEngine(FamilyCase):
+    family = "deepseek_v3"
+    models = DEEPSEEK_MODELS
+
+    def reference(self, sd, cfg, ids):
+        return deepseek_v3.forward(sd, cfg, ids, dropped_group_score=NEG_INF).double()
+
+    def test_deepseek_v3_logits_and_greedy(self):
+        self.check_logits_and_greedy("v3")
+
+    def test_kimi_k2_logits_and_greedy(self):
+        self.check_logits_and_greedy("k2")
+        self.assertEqual(self.model("k2")[2]["arch"], "kimi_k2")
+
+    def test_decode_step_by_step(self):
+        self.check_decode_steps("v3")
+
+    def test_token_by_token_prefill(self):
+        self.check_chunking("v3")
+
+    def test_quantisation_is_the_only_difference(self):
+        self.check_quantisation_is_the_only_difference("v3")
+
     def test_fp8_checkpoint(self):
-        _, _, summary, _, _, _ = self.model("v3-fp8", fmt="fp8")
-        self.check_logits_and_greedy("v3-fp8", fmt="fp8")
+        self.check_logits_and_greedy("v3", fmt="fp8")
 
     def test_dropped_groups_follow_deepseeks_inference_code(self):
-        # correction biases around -1.2: most biased scores s + b are negative,
-        # so HF's 0.0 for dropped groups would outrank kept experts
-        def negative_bias(sd, cfg):
-            g = torch.Generator().manual_seed(5)
-            for name in sd:
-                if name.endswith("e_score_correction_bias"):
-                    sd[name] = -1.2 + 0.3 * torch.randn(sd[name].shape, generator=g)
-        _, out, _, cfg, _, dq = self.model("v3-negative", tweak=negative_bias)
+        _, out, _, cfg, _, dq = self.model("v3-negative")
         ids = prompt(30, cfg["vocab_size"], 8)
         got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
         minus_inf = deepseek_v3.forward(dq, cfg, ids, dropped_group_score=NEG_INF)[-1].double().numpy()
@@ -223,12 +300,7 @@ class DeepSeekFamilyEngine(unittest.TestCase):
         self.assertGreater(relative(got, hf_zero), 1e-3, "the negative biases never reached the dropped-group rule")
 
     def test_routing_ties_keep_the_lower_id(self):
-        # groups 0 and 1 (experts 0-1 and 2-3) get identical router rows and biases
-        def tie(sd, cfg):
-            for name in list(sd):
-                if name.endswith("mlp.gate.weight") or name.endswith("e_score_correction_bias"):
-                    sd[name][2:4] = sd[name][0:2]
-        _, out, _, cfg, _, dq = self.model("v3-ties", tweak=tie)
+        _, out, _, cfg, _, dq = self.model("v3-ties")
         ids = prompt(40, cfg["vocab_size"], 9)
         with tempfile.TemporaryDirectory() as tmp:
             dump = os.path.join(tmp, "routes.jsonl")
@@ -251,7 +323,10 @@ class DeepSeekFamilyEngine(unittest.TestCase):
         self.assertGreater(met, 0)
 
     def test_mtp_layer_is_skipped_and_reported(self):
-        _, _, summary, cfg, _, _ = self.model("v3-mtp", mtp=1)
+        cfg = tiny_config()
+        src, out = os.path.join(self.tmp.name, "v3-mtp-src"), os.path.join(self.tmp.name, "v3-mtp.waste")
+        hf_families.write_checkpoint(src, "deepseek_v3", cfg, seed=self.seed, mtp_layers=1)
+        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
         skipped = [n for n in summary["skipped"] if n.startswith("model.layers.%d." % cfg["num_hidden_layers"])]
         self.assertEqual(len(skipped), 5)
         self.assertEqual(summary["skipped_mtp_tensors"], 5)
@@ -284,52 +359,12 @@ QWEN3_MODELS = {
 }
 
 
-class Qwen3Family(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(CLI):
-            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.built = {}
+class Qwen3Family(FamilyCase):
+    family = "qwen3_moe"
+    models = QWEN3_MODELS
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def model(self, name, fmt="bf16"):
-        """-> (checkpoint dir, container dir, convert summary, config.json, unquantised sd, dequantised sd)."""
-        key = (name, fmt)
-        if key in self.built:
-            return self.built[key]
-        src = os.path.join(self.tmp.name, f"{name}-{fmt}-src")
-        out = os.path.join(self.tmp.name, f"{name}-{fmt}.waste")
-        full, sd = hf_families.write_checkpoint(src, "qwen3_moe", QWEN3_MODELS[name], seed=11, fmt=fmt)
-        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
-        verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
-        self.assertTrue(verify["ok"], verify.get("failures"))
-        self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
-        return self.built[key]
-
-    def engine_eval(self, path, ids, *extra):
-        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
-        return json.loads(out)
-
-    def check_logits_and_greedy(self, name, lengths=(1, 20, 100), fmt="bf16"):
-        _, out, _, cfg, _, dq = self.model(name, fmt)
-        errors = []
-        for n in lengths:
-            with self.subTest(model=name, tokens=n):
-                ids = prompt(n, cfg["vocab_size"], seed=n)
-                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
-                                         "--ignore-eos", "--json"]))["tokens"]
-                ref = qwen3_moe.forward(dq, cfg, ids + tokens).double()
-                got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-                rel = relative(got, ref[n - 1].numpy())
-                errors.append(rel)
-                self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
-                want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
-                self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
-        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
+    def reference(self, sd, cfg, ids):
+        return qwen3_moe.forward(sd, cfg, ids).double()
 
     def test_logits_and_greedy(self):
         self.check_logits_and_greedy("q3")
@@ -356,46 +391,18 @@ class Qwen3Family(unittest.TestCase):
         self.check_logits_and_greedy("q3-sparse-step", lengths=(20, 100))
 
     def test_decode_step_by_step(self):
-        for name in ("q3", "q3-unnormalised"):
-            _, out, _, cfg, _, dq = self.model(name)
-            ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
-            got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
-            steps = np.array(got["step_logits"], dtype=np.float64)
-            ref = qwen3_moe.forward(dq, cfg, ids + fed).double().numpy()[59:]
-            errors = [relative(steps[k], ref[k]) for k in range(17)]
-            self.assertLessEqual(max(errors), 1e-5, f"{name}: per-step relative errors {errors}")
+        self.check_decode_steps("q3")
+        self.check_decode_steps("q3-unnormalised")
 
     def test_token_by_token_prefill(self):
-        _, out, _, cfg, _, dq = self.model("q3")
-        ids = prompt(70, cfg["vocab_size"], 7)
-        ref = qwen3_moe.forward(dq, cfg, ids)[-1].double().numpy()
-        got = {}
-        for chunk in ("1", "64"):
-            got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
-            self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"--chunk {chunk}")
-        self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
+        self.check_chunking("q3")
 
     def test_lookahead_and_read_path_never_change_a_bit(self):
-        # the softmax router's lookahead (ranking the next MoE layer's experts,
-        # skipping a dense next layer) and the read path only move reads
-        _, out, _, cfg, _, _ = self.model("q3-mlp-only")
-        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
-        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
-                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
-        for other in runs[1:]:
-            self.assertEqual(other, runs[0])
+        # the softmax router's lookahead ranks the next MoE layer's experts, skipping a dense next layer
+        self.check_placement_never_changes_a_bit("q3-mlp-only")
 
     def test_quantisation_is_the_only_difference(self):
-        _, out, _, cfg, sd, dq = self.model("q3")
-        unq = {k: v.double() for k, v in sd.items()}
-        ids = prompt(20, cfg["vocab_size"], 5)
-        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-        ref_q = qwen3_moe.forward(dq, cfg, ids)[-1].double().numpy()
-        ref_hf = qwen3_moe.forward(unq, cfg, ids)[-1].double().numpy()
-        d_engine = np.linalg.norm(got - ref_hf) / np.linalg.norm(ref_hf)
-        d_quant = np.linalg.norm(ref_q - ref_hf) / np.linalg.norm(ref_hf)
-        self.assertLessEqual(abs(d_engine - d_quant), 1e-4)
-        self.assertGreater(d_engine, 0.0)
+        self.check_quantisation_is_the_only_difference("q3")
 
     def test_fp8_checkpoint(self):
         self.check_logits_and_greedy("q3", lengths=(20,), fmt="fp8")
@@ -450,32 +457,18 @@ GLM4_MODELS = {
 }
 
 
-class Glm4Family(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(CLI):
-            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.built = {}
+class Glm4Family(FamilyCase):
+    """Checkpoints written with GLM's MTP layer (num_nextn_predict_layers 1),
+    for the converter to skip."""
+    family = "glm4_moe"
+    models = GLM4_MODELS
+    seed = 13
+    mtp_layers = 1
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def model(self, name, fmt="bf16", mtp=1):
-        """-> (checkpoint dir, container dir, convert summary, config.json, unquantised sd, dequantised sd).
-        Written with GLM's MTP layer (num_nextn_predict_layers 1), for the converter to skip."""
-        key = (name, fmt)
-        if key in self.built:
-            return self.built[key]
-        src = os.path.join(self.tmp.name, f"{name}-{fmt}-src")
-        out = os.path.join(self.tmp.name, f"{name}-{fmt}.waste")
-        full, sd = hf_families.write_checkpoint(src, "glm4_moe", GLM4_MODELS[name], seed=13, fmt=fmt, mtp_layers=mtp)
-        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
-        verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
-        self.assertTrue(verify["ok"], verify.get("failures"))
-        self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
-        return self.built[key]
+    def reference(self, sd, cfg, ids):
+        # dropped groups score -inf, as the engine (DeepSeek's inference code;
+        # HF's 0.0 differs only when a kept expert's biased score is negative)
+        return glm4_moe.forward(sd, cfg, ids, dropped_group_score=NEG_INF).double()
 
     def test_synth_preset(self):
         check_synth_preset(self, "tiny-glm", glm4_moe.forward)
@@ -483,32 +476,6 @@ class Glm4Family(unittest.TestCase):
     def test_kill_and_resume_is_byte_identical(self):
         src, ref = self.model("glm")[:2]
         assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
-
-    def engine_eval(self, path, ids, *extra):
-        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
-        return json.loads(out)
-
-    def reference(self, sd, cfg, ids):
-        # dropped groups score -inf, as the engine (DeepSeek's inference code;
-        # HF's 0.0 differs only when a kept expert's biased score is negative)
-        return glm4_moe.forward(sd, cfg, ids, dropped_group_score=NEG_INF).double()
-
-    def check_logits_and_greedy(self, name, lengths=(1, 20, 100), fmt="bf16"):
-        _, out, _, cfg, _, dq = self.model(name, fmt)
-        errors = []
-        for n in lengths:
-            with self.subTest(model=name, tokens=n):
-                ids = prompt(n, cfg["vocab_size"], seed=n)
-                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
-                                         "--ignore-eos", "--json"]))["tokens"]
-                ref = self.reference(dq, cfg, ids + tokens)
-                got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-                rel = relative(got, ref[n - 1].numpy())
-                errors.append(rel)
-                self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
-                want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
-                self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
-        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
 
     def test_logits_and_greedy(self):
         self.check_logits_and_greedy("glm")
@@ -531,45 +498,18 @@ class Glm4Family(unittest.TestCase):
             self.assertGreater(relative(got, self.reference(dq, dict(cfg, **wrong), ids)[-1].numpy()), 1e-3, wrong)
 
     def test_decode_step_by_step(self):
-        for name in ("glm", "glm-qk-norm"):
-            _, out, _, cfg, _, dq = self.model(name)
-            ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
-            got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
-            steps = np.array(got["step_logits"], dtype=np.float64)
-            ref = self.reference(dq, cfg, ids + fed).numpy()[59:]
-            errors = [relative(steps[k], ref[k]) for k in range(17)]
-            self.assertLessEqual(max(errors), 1e-5, f"{name}: per-step relative errors {errors}")
+        self.check_decode_steps("glm")
+        self.check_decode_steps("glm-qk-norm")
 
     def test_token_by_token_prefill(self):
-        for name in ("glm", "glm-qk-norm"):
-            _, out, _, cfg, _, dq = self.model(name)
-            ids = prompt(70, cfg["vocab_size"], 7)
-            ref = self.reference(dq, cfg, ids)[-1].numpy()
-            got = {}
-            for chunk in ("1", "64"):
-                got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
-                self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"{name} --chunk {chunk}")
-            self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
+        self.check_chunking("glm")
+        self.check_chunking("glm-qk-norm")
 
     def test_lookahead_and_read_path_never_change_a_bit(self):
-        _, out, _, cfg, _, _ = self.model("glm")
-        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
-        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
-                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
-        for other in runs[1:]:
-            self.assertEqual(other, runs[0])
+        self.check_placement_never_changes_a_bit("glm")
 
     def test_quantisation_is_the_only_difference(self):
-        _, out, _, cfg, sd, dq = self.model("glm")
-        unq = {k: v.double() for k, v in sd.items()}
-        ids = prompt(20, cfg["vocab_size"], 5)
-        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-        ref_q = self.reference(dq, cfg, ids)[-1].numpy()
-        ref_hf = self.reference(unq, cfg, ids)[-1].numpy()
-        d_engine = np.linalg.norm(got - ref_hf) / np.linalg.norm(ref_hf)
-        d_quant = np.linalg.norm(ref_q - ref_hf) / np.linalg.norm(ref_hf)
-        self.assertLessEqual(abs(d_engine - d_quant), 1e-4)
-        self.assertGreater(d_engine, 0.0)
+        self.check_quantisation_is_the_only_difference("glm")
 
     def test_fp8_checkpoint(self):
         self.check_logits_and_greedy("glm", lengths=(20,), fmt="fp8")
@@ -627,31 +567,13 @@ GPT_OSS_MODELS = {
 }
 
 
-class GptOssFamily(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(CLI):
-            raise AssertionError(f"the waste binary {CLI} is missing: build it first (scripts/test.sh does)")
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.built = {}
+class GptOssFamily(FamilyCase):
+    family = "gpt_oss"
+    models = GPT_OSS_MODELS
+    seed = 17
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def model(self, name):
-        """-> (checkpoint dir, container dir, convert summary, config.json, checkpoint sd, dequantised sd)."""
-        if name in self.built:
-            return self.built[name]
-        cfg, tweak = GPT_OSS_MODELS[name]
-        src = os.path.join(self.tmp.name, f"{name}-src")
-        out = os.path.join(self.tmp.name, f"{name}.waste")
-        full, sd = hf_families.write_checkpoint(src, "gpt_oss", cfg, seed=17, tweak=tweak)
-        summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
-        verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
-        self.assertTrue(verify["ok"], verify.get("failures"))
-        self.built[name] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
-        return self.built[name]
+    def reference(self, sd, cfg, ids):
+        return gpt_oss.forward(sd, cfg, ids).double()
 
     def test_synth_preset(self):
         check_synth_preset(self, "tiny-gpt-oss", gpt_oss.forward)
@@ -659,27 +581,6 @@ class GptOssFamily(unittest.TestCase):
     def test_kill_and_resume_is_byte_identical(self):
         src, ref = self.model("oss")[:2]
         assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
-
-    def engine_eval(self, path, ids, *extra):
-        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
-        return json.loads(out)
-
-    def check_logits_and_greedy(self, name, lengths=(1, 20, 100)):
-        _, out, _, cfg, _, dq = self.model(name)
-        errors = []
-        for n in lengths:
-            with self.subTest(model=name, tokens=n):
-                ids = prompt(n, cfg["vocab_size"], seed=n)
-                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
-                                         "--ignore-eos", "--json"]))["tokens"]
-                ref = gpt_oss.forward(dq, cfg, ids + tokens).double()
-                got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
-                rel = relative(got, ref[n - 1].numpy())
-                errors.append(rel)
-                self.assertLessEqual(rel, 1e-5, f"{name}, {n} tokens: relative max|diff| {rel:.3g}")
-                want = [int(topk_lowest_index(ref[n - 1 + k], 1)[1]) for k in range(16)]
-                self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
-        print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
 
     def test_logits_and_greedy(self):
         # 100 tokens: beyond the window (8) and beyond the sliding ring (8 + 63 rows), over two prefill chunks
@@ -724,31 +625,14 @@ class GptOssFamily(unittest.TestCase):
         self.assertGreater(relative(got, unclamped), 1e-3)
 
     def test_decode_step_by_step(self):
-        _, out, _, cfg, _, dq = self.model("oss")
-        ids, fed = prompt(60, cfg["vocab_size"], 160), prompt(16, cfg["vocab_size"], 260)
-        got = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)))
-        steps = np.array(got["step_logits"], dtype=np.float64)
-        ref = gpt_oss.forward(dq, cfg, ids + fed).double().numpy()[59:]
-        errors = [relative(steps[k], ref[k]) for k in range(17)]
-        self.assertLessEqual(max(errors), 1e-5, f"per-step relative errors {errors}")
+        self.check_decode_steps("oss")
 
     def test_token_by_token_prefill(self):
-        _, out, _, cfg, _, dq = self.model("oss")
-        ids = prompt(140, cfg["vocab_size"], 7)  # the ring (71 rows) wraps in both
-        ref = gpt_oss.forward(dq, cfg, ids)[-1].double().numpy()
-        got = {}
-        for chunk in ("1", "64"):
-            got[chunk] = np.array(self.engine_eval(out, ids, "--chunk", chunk)["logits"], dtype=np.float64)
-            self.assertLessEqual(relative(got[chunk], ref), 1e-5, f"--chunk {chunk}")
-        self.assertLessEqual(relative(got["1"], got["64"]), 1e-5)
+        # 140 tokens: the sliding ring (71 rows) wraps in both
+        self.check_chunking("oss", tokens=140)
 
     def test_lookahead_and_read_path_never_change_a_bit(self):
-        _, out, _, cfg, _, _ = self.model("oss")
-        ids, fed = prompt(30, cfg["vocab_size"], 31), prompt(12, cfg["vocab_size"], 32)
-        runs = [self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
-                for extra in ([], ["--lookahead", "0"], ["--lookahead", "8", "--io", "pread"], ["--threads", "1"])]
-        for other in runs[1:]:
-            self.assertEqual(other, runs[0])
+        self.check_placement_never_changes_a_bit("oss")
 
     def test_int8_tables_keep_the_expert_biases(self):
         # decode's int8 lookup tables (approximate) add the same biases: close
