@@ -3,14 +3,14 @@
 # from a fresh machine: no llama.cpp build, only the prebuilt CPU libraries of
 # the pinned npm node-llama-cpp (tools/llama-cpp/package-lock.json).
 #
-#   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3] [--work DIR] [--build DIR] [--runs N]
+#   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3|glm|gpt-oss] [--work DIR] [--build DIR] [--runs N]
 #        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
 #        [--headroom-mib M] [--no-quality]
 #
-# --family deepseek or qwen3 (issue 16): the model is `waste synth --preset
-# mid-deepseek` / `mid-qwen3` (that architecture at the mid size, seed 1),
+# --family deepseek, qwen3, glm or gpt-oss (issue 16): the model is `waste
+# synth --preset mid-FAMILY` (that architecture at the mid size, seed 1),
 # and llama.cpp gets that container's own weights (trunk and dequantised VQ
-# experts) as an F16 `deepseek2` / `qwen3moe` GGUF (python -m
+# experts) as an F16 `deepseek2` / `qwen3moe` / `glm4moe` / `gpt-oss` GGUF (python -m
 # waste_ref.gguf_moe), then Q4_K_M; files are named mid-FAMILY*, results
 # results-FAMILY.json, the picture docs/compare-llama-FAMILY.svg, and
 # llama.cpp also runs the F16 file in RAM. No quality step: the F16 file is
@@ -57,7 +57,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-case "$family" in kimi|deepseek|qwen3) ;; *) echo "--family must be kimi, deepseek or qwen3" >&2; exit 2 ;; esac
+case "$family" in kimi|deepseek|qwen3|glm|gpt-oss) ;; *) echo "--family must be kimi, deepseek, qwen3, glm or gpt-oss" >&2; exit 2 ;; esac
 if [ -n "$sweep" ] && { [ ! -w /sys/fs/cgroup/memory ] || [ ! -w /proc/sys/vm/drop_caches ]; }; then
   echo "the sweep needs root, a writable cgroup v1 memory controller and drop_caches (or pass --no-sweep)" >&2
   exit 2
@@ -126,7 +126,7 @@ model="mid Kimi-Linear (1.2 B)"
 if [ "$family" != kimi ]; then
   model="mid $($py -c 'import json, sys
 i = json.load(sys.stdin)
-print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
+print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE", "glm4-moe": "GLM-4.5", "gpt-oss": "gpt-oss"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
     < <("$waste" info "$container" --json))"
 fi
 extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.argv[1]), "f16_gguf_bytes": int(sys.argv[2]),

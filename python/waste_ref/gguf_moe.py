@@ -274,7 +274,7 @@ def write_deepseek_v3(sd, cfg, path, f16=False):
     w.write(path)
 
 
-def write_glm4_moe(sd, cfg, path):
+def write_glm4_moe(sd, cfg, path, f16=False):
     """Arch `glm4moe` (src/models/glm4-moe.cpp): GQA with q/k/v biases
     (attn_{q,k,v}.bias), optional attn_{q,k}_norm, NEOX RoPE on the first
     rope.dimension_count dims of each head (ggml_rope_ext with n_rot below the
@@ -284,6 +284,8 @@ def write_glm4_moe(sd, cfg, path):
     from .glm4_moe import is_moe_layer, rotary_dim
     L, D = cfg["num_hidden_layers"], cfg["head_dim"]
     w = GGUFWriter("glm4moe")
+    if f16:
+        _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"])
     w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
     w.u32("{arch}.attention.key_length", D)
@@ -329,7 +331,7 @@ def write_glm4_moe(sd, cfg, path):
     w.write(path)
 
 
-def write_gpt_oss(sd, cfg, path):
+def write_gpt_oss(sd, cfg, path, f16=False):
     """Arch `gpt-oss` (src/models/openai-moe.cpp): GQA with q/k/v/o biases,
     attn_sinks, sliding window on layers il % 2 == 0 (swa pattern 2, as HF's
     default layer_types), NEOX RoPE (YaRN keys as DeepSeek's), the router's
@@ -345,6 +347,8 @@ def write_gpt_oss(sd, cfg, path):
     if cfg.get("swiglu_limit", 7.0) != 7.0:
         raise ValueError("llama.cpp's gpt-oss fixes swiglu_limit at 7")
     w = GGUFWriter("gpt-oss")
+    if f16:
+        _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"])
     w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
     w.u32("{arch}.attention.key_length", D)
@@ -390,7 +394,7 @@ def main(argv=None):
     """python -m waste_ref.gguf_moe CONTAINER OUT.gguf [--f16]: the model a
     WASTE container holds (its trunk and dequantised VQ experts) as a GGUF
     for llama.cpp: the same weights for both engines (scripts/compare-llama.sh
-    --family deepseek|qwen3)."""
+    --family deepseek|qwen3|glm|gpt-oss)."""
     import argparse
     from .hf_families import container_state_dict
     from .container import Container
@@ -400,7 +404,8 @@ def main(argv=None):
     ap.add_argument("--f16", action="store_true")
     args = ap.parse_args(argv)
     c = Container(args.container)
-    writers = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe}
+    writers = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe,
+               "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss}
     if c.config.get("model_type") not in writers:
         raise SystemExit("containers of %s are written here, not %r" % (sorted(writers), c.config.get("model_type")))
     writers[c.config["model_type"]](container_state_dict(c, torch.float32), c.config, args.out, f16=args.f16)
