@@ -396,7 +396,7 @@ def main(argv=None):
     for llama.cpp: the same weights for both engines (scripts/compare-llama.sh
     --family deepseek|qwen3|glm|gpt-oss)."""
     import argparse
-    from .hf_families import container_state_dict
+    from .hf_families import ContainerWeights
     from .container import Container
     ap = argparse.ArgumentParser(prog="waste_ref.gguf_moe", description=main.__doc__.split("\n")[0])
     ap.add_argument("container")
@@ -408,7 +408,8 @@ def main(argv=None):
                "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss}
     if c.config.get("model_type") not in writers:
         raise SystemExit("containers of %s are written here, not %r" % (sorted(writers), c.config.get("model_type")))
-    writers[c.config["model_type"]](container_state_dict(c, torch.float32), c.config, args.out, f16=args.f16)
+    # decoded as the writer asks (an F16 GGUF of a mid container peaks near its F32 experts, ~5 GB)
+    writers[c.config["model_type"]](ContainerWeights(c, torch.float32), c.config, args.out, f16=args.f16)
     print(args.out)
     return 0
 

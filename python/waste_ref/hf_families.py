@@ -17,6 +17,8 @@ in float64 for the reference forward passes.
 """
 import json
 import os
+import re
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -134,29 +136,60 @@ def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, sha
     return full, sd
 
 
-def container_state_dict(container, dtype=torch.float64):
-    """The container's weights under the checkpoint's names (see the module doc)."""
-    if not isinstance(container, Container):
-        container = Container(container)
-    cfg = container.config
-    sd = {name: torch.from_numpy(np.asarray(t)).to(dtype) for name, t in container.tensors.items()}
-    experts = int(cfg.get("num_experts", cfg.get("n_routed_experts", cfg.get("num_local_experts", 0))) or 0)
-    if cfg.get("model_type") == "gpt_oss":
-        # HF's fused parameters: gate_up_proj [E, H, 2I] (gate = [..., ::2], up = [..., 1::2]), down_proj [E, I, H]
-        for layer in sorted(container.layers):
-            gates, ups, downs = zip(*(container.expert(layer, e) for e in range(experts)))
-            gate, up = (torch.from_numpy(np.stack(m)).to(dtype) for m in (gates, ups))
-            gu = torch.empty(experts, gate.shape[2], 2 * gate.shape[1], dtype=dtype)
-            gu[:, :, 0::2], gu[:, :, 1::2] = gate.transpose(1, 2), up.transpose(1, 2)
+class ContainerWeights(Mapping):
+    """The container's weights under the checkpoint's names (see the module
+    doc), each decoded when it is looked up and not kept: a mid-sized
+    container goes out as a GGUF (gguf_moe's main) in a few GB, where holding
+    every expert would take several times the model."""
+
+    _EXPERT = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
+    _FUSED = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$")
+
+    def __init__(self, container, dtype=torch.float64):
+        self.c = container if isinstance(container, Container) else Container(container)
+        self.dtype = dtype
+        cfg = self.c.config
+        self.experts = int(cfg.get("num_experts", cfg.get("n_routed_experts", cfg.get("num_local_experts", 0))) or 0)
+        self.fused = cfg.get("model_type") == "gpt_oss"
+        names = list(self.c.tensors)
+        for layer in sorted(self.c.layers):
             p = "model.layers.%d.mlp.experts." % layer
-            sd[p + "gate_up_proj"] = gu
-            sd[p + "down_proj"] = torch.from_numpy(np.stack(downs)).to(dtype).transpose(1, 2).contiguous()
-        return sd
-    for layer in sorted(container.layers):
-        for e in range(experts):
-            gate, up, down = container.expert(layer, e)
-            p = "model.layers.%d.mlp.experts.%d." % (layer, e)
-            sd[p + "gate_proj.weight"] = torch.from_numpy(gate).to(dtype)
-            sd[p + "up_proj.weight"] = torch.from_numpy(up).to(dtype)
-            sd[p + "down_proj.weight"] = torch.from_numpy(down).to(dtype)
-    return sd
+            if self.fused:
+                names += [p + "gate_up_proj", p + "down_proj"]
+            else:
+                names += [p + "%d.%s_proj.weight" % (e, k) for e in range(self.experts) for k in ("gate", "up", "down")]
+        self._names = names
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
+
+    def _matrix(self, m):
+        return torch.from_numpy(np.asarray(m)).to(self.dtype)
+
+    def __getitem__(self, key):
+        if key in self.c.tensors:
+            return self._matrix(self.c.tensors[key])
+        m = self._EXPERT.match(key)
+        if m and not self.fused and int(m.group(1)) in self.c.layers:
+            return self._matrix(self.c._read_expert(int(m.group(1)), int(m.group(2)))[("gate", "up", "down").index(m.group(3))])
+        m = self._FUSED.match(key)
+        if m and self.fused and int(m.group(1)) in self.c.layers:
+            layer = int(m.group(1))
+            # HF's fused parameters: gate_up_proj [E, H, 2I] (gate = [..., ::2], up = [..., 1::2]), down_proj [E, I, H]
+            if m.group(2) == "down_proj":
+                return torch.stack([self._matrix(self.c._read_expert(layer, e)[2]).T for e in range(self.experts)])
+            parts = [self.c._read_expert(layer, e) for e in range(self.experts)]
+            gate = torch.stack([self._matrix(g) for g, _, _ in parts])
+            up = torch.stack([self._matrix(u) for _, u, _ in parts])
+            gu = torch.empty(self.experts, gate.shape[2], 2 * gate.shape[1], dtype=self.dtype)
+            gu[:, :, 0::2], gu[:, :, 1::2] = gate.transpose(1, 2), up.transpose(1, 2)
+            return gu
+        raise KeyError(key)
+
+
+def container_state_dict(container, dtype=torch.float64):
+    """The container's weights under the checkpoint's names (see the module doc), all decoded."""
+    return dict(ContainerWeights(container, dtype).items())
