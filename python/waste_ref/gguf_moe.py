@@ -141,7 +141,8 @@ def _matrices_as_f16(w):
     plain = w.tensor
 
     def tensor(name, t, ggml_type=GGML_F32):
-        keep_f32 = len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name
+        # (gpt-oss's per-expert biases are 2-D, and ggml's add_id takes them F32 only)
+        keep_f32 = len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name or name.endswith(".bias")
         plain(name, t, ggml_type if keep_f32 else GGML_F16)
     w.tensor = tensor
 
