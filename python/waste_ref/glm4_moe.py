@@ -30,7 +30,8 @@ import math
 
 import torch
 
-from .moe_ops import causal_attention, rms_norm, swiglu, topk_lowest_index
+from . import deepseek_v3
+from .moe_ops import causal_attention, rms_norm, swiglu
 
 
 def is_moe_layer(cfg, i):
@@ -79,24 +80,13 @@ def attention(sd, cfg, p, x, positions):
 
 
 def route(cfg, router_logits, bias, dropped_group_score=0.0, trace=None):
-    """(weights [T,k], ids [T,k]) as Glm4MoeMoE.route_tokens_to_experts;
-    dropped_group_score is what the experts of dropped groups score (HF 0.0;
-    -inf is DeepSeek's inference code and llama.cpp, which the engine follows).
-    trace, if a list, receives (group scores [T,G], selection scores [T,E])."""
-    E, G, k = cfg["n_routed_experts"], cfg.get("n_group", 1), cfg["num_experts_per_tok"]
-    s = torch.sigmoid(router_logits)
-    choice = s + bias
-    group_scores = topk_lowest_index(choice.view(-1, G, E // G), 2)[0].sum(-1)
-    _, keep = topk_lowest_index(group_scores, cfg.get("topk_group", 1))
-    mask = torch.zeros_like(group_scores).scatter_(1, keep, 1.0).bool().repeat_interleave(E // G, dim=1)
-    choice = choice.masked_fill(~mask, dropped_group_score)
-    if trace is not None:
-        trace.append((group_scores, choice))
-    _, ids = topk_lowest_index(choice, k)
-    w = s.gather(1, ids)
-    if cfg.get("norm_topk_prob", True):
-        w = w / (w.sum(-1, keepdim=True) + 1e-20)
-    return w * cfg.get("routed_scaling_factor", 1.0), ids
+    """(weights [T,k], ids [T,k]) as Glm4MoeMoE.route_tokens_to_experts, which
+    is DeepSeek-V3's code (deepseek_v3.route) with HF Glm4MoeConfig's defaults
+    for norm_topk_prob (true) and routed_scaling_factor (1.0).
+    dropped_group_score and trace: see deepseek_v3.route."""
+    cfg = dict(cfg, norm_topk_prob=cfg.get("norm_topk_prob", True),
+               routed_scaling_factor=cfg.get("routed_scaling_factor", 1.0))
+    return deepseek_v3.route(cfg, router_logits, bias, dropped_group_score, trace)
 
 
 def moe(sd, cfg, p, x, dropped_group_score=0.0, trace=None):
