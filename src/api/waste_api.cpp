@@ -184,6 +184,11 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
             info["expert_io"] = waste::runtime::expert_io_name(model->engine->cache().io());
             info["expert_io_detail"] = model->engine->cache().io_note();
             info["expert_cache_records"] = model->engine->cache().slots();
+            if (model->options.lut_mode == WASTE_LUT_INT8) {  // model/decoded_experts.h
+                const waste::model::DecodedExperts& decoded = model->engine->decoded();
+                info["decoded_experts"] = {{"held", decoded.held()}, {"held_bytes", decoded.held_bytes()},
+                                           {"capacity_bytes", decoded.capacity_bytes()}};
+            }
         }
         if (model->options.flags & WASTE_OPEN_MLOCK_TRUNK) {
             info["trunk_locked"] = model->trunk_locked;
@@ -238,6 +243,8 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         out["budget_ok"] = plan.budget_ok;
         out["expert_cache_bytes"] = plan.cache_bytes;
         out["expert_cache_records"] = plan.cache_records;
+        out["decoded_experts_bytes"] = plan.decoded_bytes;
+        out["all_decoded_experts_bytes"] = plan.all_decoded_bytes;
         *out_json = to_c_string(out.dump());
     });
 }

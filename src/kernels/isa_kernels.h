@@ -31,6 +31,11 @@ bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, flo
 bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                         const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
                         size_t row_end);
+// Rows [row_begin, row_begin + n) of a VQ matrix dequantised to f32 (out:
+// [n][ld], ld >= cols; no row scale), each weight summed as vq_matmul's
+// reference sums it: the int8 mode's decoding (kernels/int8_matmul.h).
+bool vq_dequantize_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const float* books,
+                            size_t row_begin, size_t n, float* out, size_t ld);
 // Trunk matmul over a chunk of tokens (kernels/trunk_matmul.h); `tile` holds
 // matmul_tile_floats_x86(w) floats (the caller's, one per thread).
 size_t matmul_tile_floats_x86(const format::LoadedTensor& w);

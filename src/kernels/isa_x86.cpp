@@ -827,6 +827,20 @@ bool vq_matmul_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const 
                                               row_end);
 }
 
+bool vq_dequantize_rows_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const float* books,
+                            size_t row_begin, size_t n, float* out, size_t ld) {
+    if (isa == Isa::scalar || shape.vec_dim != 8 || (packed6 && shape.stages != 4)) return false;
+    for (size_t done = 0; done < n; done += avx2::tile_rows) {
+        const size_t part = std::min(avx2::tile_rows, n - done);
+        float* rows = out + done * ld;
+        if (packed6) avx2::dequantise_vq_rows<true, 4>(shape, indices, books, row_begin + done, part, rows, ld);
+        else if (shape.stages == 3) avx2::dequantise_vq_rows<false, 3>(shape, indices, books, row_begin + done, part, rows, ld);
+        else if (shape.stages == 2) avx2::dequantise_vq_rows<false, 2>(shape, indices, books, row_begin + done, part, rows, ld);
+        else avx2::dequantise_vq_rows<false, 0>(shape, indices, books, row_begin + done, part, rows, ld);
+    }
+    return true;
+}
+
 size_t matmul_tile_floats_x86(const format::LoadedTensor& w) {
     // the AVX-512 body's layout (rows of whole lines, from a 64-byte boundary) fits too
     return std::max(avx2::matmul_tile_floats<avx2::Tiles8>(trunk_view(w)),

@@ -181,8 +181,12 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                         chunk_tokens.push_back(assignments[i].token);
                         chunk_slots.push_back(assignments[i].slot);
                     }
-                    expert_over_tokens(ctx, expert_books, group[r.index], r.record, chunk_tokens.data(), chunk_slots.data(),
-                                       chunk_tokens.size(), xe, ldx);
+                    if (ctx.lut == kernels::VqLutMode::int8)
+                        expert_over_tokens_int8(ctx, expert_books, layer, group[r.index], r.record, chunk_tokens.data(),
+                                                chunk_slots.data(), chunk_tokens.size(), xe, ldx);
+                    else
+                        expert_over_tokens(ctx, expert_books, group[r.index], r.record, chunk_tokens.data(),
+                                           chunk_slots.data(), chunk_tokens.size(), xe, ldx);
                 }
                 continue;
             }

@@ -66,6 +66,12 @@ void Workspace::enable_int8_tables(const format::Container& container) {
         thread_down_q.emplace_back(down.floats(), 0);
         thread_down_q_scales.emplace_back(kernels::vq_int8_blocks(down), 0.0f);
     }
+    int8_expert = std::make_unique<DecodedExpert>(lat, inter);
+    const size_t tokens = max_chunk_tokens;
+    int8_x.assign(tokens * int8_expert->gate.ld(), 0);
+    int8_h.assign(tokens * int8_expert->down.ld(), 0);
+    int8_x_scales.assign(tokens * int8_expert->gate.groups(), 0.0f);
+    int8_h_scales.assign(tokens * int8_expert->down.groups(), 0.0f);
 }
 
 void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,

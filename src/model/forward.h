@@ -9,12 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "format/container.h"
 #include "kernels/math.h"
 #include "kernels/vq_lut.h"
+#include "model/decoded_experts.h"
 #include "model/profile.h"
 #include "model/session_state.h"
 #include "model/weights.h"
@@ -82,6 +84,12 @@ struct Workspace {
     std::vector<float> gate_q_scales, up_q_scales;             // [blocks of vq_int8_block positions]
     std::vector<std::vector<int8_t>> thread_down_q;            // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_down_q_scales;      // [threads][blocks]
+    // ... and its prefill (kernels/int8_matmul.h): one expert decoded for a
+    // chunk when the engine's store does not hold it, the chunk's expert
+    // inputs and activations as int8 with their group scales.
+    std::unique_ptr<DecodedExpert> int8_expert;
+    platform::LineAlignedVector<int8_t> int8_x, int8_h;        // [T][ld(lat)], [T][ld(I)]
+    std::vector<float> int8_x_scales, int8_h_scales;           // [T][groups]
     void enable_int8_tables(const format::Container& container);
 };
 
@@ -121,6 +129,9 @@ struct ForwardContext {
     // How decode's expert matvecs read their tables (the int8 mode needs
     // ws.enable_int8_tables()). Prefill chunks run matrix products either way.
     kernels::VqLutMode lut = kernels::VqLutMode::exact;
+    // The int8 mode's decoded experts shared by the engine's sessions (null:
+    // each chunk decodes into ws.int8_expert).
+    DecodedExperts* decoded = nullptr;
     EmbeddingSplice* splice = nullptr;  // queued image rows, when any
 };
 

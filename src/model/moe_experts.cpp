@@ -5,6 +5,7 @@
 
 #include "format/expert_record.h"
 #include "kernels/elementwise.h"
+#include "kernels/int8_matmul.h"
 #include "kernels/vq_matmul.h"
 #include "platform/error.h"
 
@@ -55,6 +56,61 @@ void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int exper
     ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
         kernels::vq_matmul_rows(isa, books.down_shape, books.packed6, record + layout.down_off, scales + 4 * inter, books.down,
                                 g, inter, n, out, lat, begin, end);
+    }, 16);
+    add_expert_output_bias(books, expert, lat, n, out);
+    for (size_t i = 0; i < n; ++i)
+        std::memcpy(ws.slot_out.data() + (tokens[i] * top_k + slots[i]) * lat, out + i * lat, sizeof(float) * lat);
+}
+
+namespace {
+
+// The held decoded form of (layer, expert), decoding it into the store when
+// there is room, else into the workspace's expert.
+const DecodedExpert& decoded_expert(ForwardContext& ctx, const ExpertBooks& books, int layer, int expert,
+                                    const uint8_t* record) {
+    const format::ExpertLayout& layout = ctx.container.expert_layout();
+    Workspace& ws = ctx.ws;
+    if (ctx.decoded) {
+        if (const DecodedExpert* held = ctx.decoded->find(layer, expert)) return *held;
+        const size_t bytes = DecodedExpert::bytes(ws.lat, ws.inter);
+        if (ctx.decoded->has_room(bytes)) {
+            auto fresh = std::make_unique<DecodedExpert>(ws.lat, ws.inter);
+            fresh->decode(ctx.pool, books, record, layout);
+            if (const DecodedExpert* held = ctx.decoded->insert(layer, expert, fresh, bytes)) return *held;
+        }
+    }
+    ws.int8_expert->decode(ctx.pool, books, record, layout);
+    return *ws.int8_expert;
+}
+
+}  // namespace
+
+void expert_over_tokens_int8(ForwardContext& ctx, const ExpertBooks& books, int layer, int expert, const uint8_t* record,
+                             const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx) {
+    Workspace& ws = ctx.ws;
+    WASTE_CHECK(ws.int8_expert && n >= 1 && n <= static_cast<size_t>(max_chunk_tokens));
+    const DecodedExpert& d = decoded_expert(ctx, books, layer, expert, record);
+    const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k;
+    const size_t ldx8 = d.gate.ld(), ldh8 = d.down.ld();
+    float* g = ws.expert_gate.data();   // [n][inter]
+    float* u = ws.expert_up.data();     // [n][inter]
+    float* out = ws.expert_out.data();  // [n][lat]
+    const kernels::Isa isa = kernels::active_isa();
+    for (size_t i = 0; i < n; ++i) std::memcpy(ws.expert_x.data() + i * lat, x + tokens[i] * ldx, sizeof(float) * lat);
+    kernels::quantize_int8_activations(isa, ws.expert_x.data(), lat, n, lat, ws.int8_x.data(), ldx8, ws.int8_x_scales.data());
+    ctx.pool.parallel_for(2 * inter, [&](size_t begin, size_t end) {
+        if (begin < inter)
+            kernels::int8_matmul_rows(isa, d.gate, ws.int8_x.data(), ldx8, ws.int8_x_scales.data(), n, g, inter, begin,
+                                      std::min(end, inter));
+        if (end > inter)
+            kernels::int8_matmul_rows(isa, d.up, ws.int8_x.data(), ldx8, ws.int8_x_scales.data(), n, u, inter,
+                                      std::max(begin, inter) - inter, end - inter);
+    }, 16);
+    add_expert_input_biases(books, expert, inter, n, g, u);
+    kernels::glu(isa, ctx.act, g, u, n * inter);
+    kernels::quantize_int8_activations(isa, g, inter, n, inter, ws.int8_h.data(), ldh8, ws.int8_h_scales.data());
+    ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
+        kernels::int8_matmul_rows(isa, d.down, ws.int8_h.data(), ldh8, ws.int8_h_scales.data(), n, out, lat, begin, end);
     }, 16);
     add_expert_output_bias(books, expert, lat, n, out);
     for (size_t i = 0; i < n; ++i)

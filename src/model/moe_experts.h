@@ -45,4 +45,12 @@ void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, si
 void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int expert, const uint8_t* record,
                         const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx);
 
+// The same in the int8 mode (ctx.lut == int8): the expert's rows decoded to
+// int8 (held in ctx.decoded when it has room, else decoded into
+// ws.int8_expert for this chunk: the same bytes), its inputs and the
+// activation quantised per token, products in integers
+// (kernels/int8_matmul.h). Uses ws.int8_* besides the scratch above.
+void expert_over_tokens_int8(ForwardContext& ctx, const ExpertBooks& books, int layer, int expert, const uint8_t* record,
+                             const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx);
+
 }  // namespace waste::model

@@ -64,6 +64,8 @@ public:
     // [moe layer ordinal][experts], ordinals as in container banks' order.
     std::vector<uint64_t>& usage() { return usage_; }
     kernels::VqLutMode lut_mode() const { return lut_; }
+    // The int8 mode's decoded experts (model/decoded_experts.h), sized by the plan.
+    model::DecodedExperts& decoded() { return decoded_; }
 
 private:
     const format::Container& container_;
@@ -72,6 +74,7 @@ private:
     ExpertCache cache_;
     std::vector<uint64_t> usage_;
     kernels::VqLutMode lut_ = kernels::VqLutMode::exact;
+    model::DecodedExperts decoded_;
 };
 
 class Session {

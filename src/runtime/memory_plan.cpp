@@ -4,6 +4,8 @@
 
 #include "grammar/grammar_memory.h"
 #include "image/image.h"
+#include "kernels/int8_matmul.h"
+#include "model/decoded_experts.h"
 #include "model/vision_tower.h"
 #include "runtime/image_queue.h"
 #include "model/session_file.h"
@@ -81,6 +83,12 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
             const uint64_t positions = 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) +
                                        threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
             bytes += positions * (per_position / 4 + 4);
+            // its prefill: one expert decoded to int8 rows, the chunk's
+            // inputs and activations as int8 with their group scales
+            const size_t lat = c.expert_input(), inter = c.moe_intermediate;
+            const kernels::Int8Matrix x_rows{prefill_chunk, lat}, h_rows{prefill_chunk, inter};
+            bytes += model::DecodedExpert::bytes(lat, inter) + prefill_chunk * (x_rows.ld() + h_rows.ld()) +
+                     prefill_chunk * (x_rows.groups() + h_rows.groups()) * sizeof(float);
         }
     }
     return bytes;
@@ -169,6 +177,14 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
         const uint64_t fixed = plan.floor_bytes - plan.min_cache_bytes;
         plan.cache_bytes = std::min(plan.budget_bytes - fixed, std::max(plan.all_experts_bytes, plan.min_cache_bytes));
         plan.cache_records = record ? plan.cache_bytes / record : 0;
+        // the int8 mode's decoded experts take what is left once every
+        // record is cached (model/decoded_experts.h)
+        if (request.int8_tables && container.has_experts()) {
+            const uint64_t each = model::DecodedExpert::bytes(c.expert_input(), c.moe_intermediate) + decoded_entry_overhead_bytes;
+            const uint64_t left = plan.budget_bytes - fixed - plan.cache_bytes;
+            plan.all_decoded_bytes = each * static_cast<uint64_t>(moe_layers) * c.experts;
+            plan.decoded_bytes = std::min(left, plan.all_decoded_bytes) / each * each;
+        }
     }
     return plan;
 }

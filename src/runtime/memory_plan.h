@@ -61,6 +61,10 @@ struct MemoryPlan {
     bool budget_ok = true;            // budget >= floor
     uint64_t cache_bytes = 0;         // what the expert cache may hold
     uint64_t cache_records = 0;
+    // The int8 mode's decoded experts (model/decoded_experts.h): what the
+    // budget has left after the cache holds every record, up to all of them.
+    uint64_t decoded_bytes = 0;
+    uint64_t all_decoded_bytes = 0;   // every routed expert decoded
     platform::MemoryInfo memory;
 };
 
@@ -135,6 +139,9 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
 // budget). Known gap: the tokenizer is not planned from its file's size.
 constexpr uint64_t process_allowance_bytes = 20ull << 20;
 constexpr uint64_t compute_thread_stack_bytes = 64ull << 10;
+// A decoded expert's bookkeeping beside its rows (its map node, the
+// allocator's headers), counted generously.
+constexpr uint64_t decoded_entry_overhead_bytes = 256;
 
 // Throws WASTE_ERR_BUDGET when the plan's budget is below its floor.
 void require_budget(const MemoryPlan& plan);
