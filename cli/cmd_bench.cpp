@@ -252,6 +252,9 @@ void run_bench(const BenchArgs& args) {
     out["io_mode"] = info["io_mode"];
     out["direct_io"] = info["direct_io"];
     out["lookahead"] = args.stream.lookahead;
+    // the int8 mode's experts held decoded after the runs (model/decoded_experts.h)
+    const json info_after = call_json(waste_model_info_json, model.get(), "info");
+    if (info_after.contains("decoded_experts")) out["decoded_experts"] = info_after["decoded_experts"];
     out["streaming_last_run"] = {
         {"bytes_read_per_token", (after.bytes_read - before.bytes_read) / n},
         {"io_wait_ms_per_token", (after.io_seconds - before.io_seconds) * 1e3 / n},
@@ -267,6 +270,10 @@ void run_bench(const BenchArgs& args) {
     fmt::print("model        {} ({}), {} threads, {} expert records cached\n", args.model, info["arch"].get<std::string>(),
                args.threads ? std::to_string(args.threads) : "all", warmed);
     fmt::print("expert reads {}; {}\n", info["io_mode"].get<std::string>(), info.value("expert_io_detail", ""));
+    if (out.contains("decoded_experts"))
+        fmt::print("int8 rows    {} experts held decoded for prefill, {:.1f} of {:.1f} MB\n",
+                   out["decoded_experts"]["held"].get<uint64_t>(), out["decoded_experts"]["held_bytes"].get<double>() / 1e6,
+                   out["decoded_experts"]["capacity_bytes"].get<double>() / 1e6);
     const json& st = out["streaming_last_run"];
     fmt::print("streaming    hit {:.1f}%, {:.2f} MB read/token ({:.2f} speculative), {:.2f} ms/token waiting on reads, "
                "{:.2f} prefetched/token ({:.2f} used), lookahead {}\n",

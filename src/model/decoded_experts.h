@@ -30,7 +30,12 @@ struct ExpertBooks;
 class DecodedExpert {
 public:
     DecodedExpert(size_t lat, size_t inter);
+    // its rows
     static size_t bytes(size_t lat, size_t inter);
+    // what holding one costs: its rows and its bookkeeping (the map node, the
+    // allocator's headers), counted generously — what the store and the
+    // memory plan count
+    static size_t held_bytes(size_t lat, size_t inter) { return bytes(lat, inter) + 256; }
     // Decodes the expert's VQ record (container-v0 §5) with the layer's books;
     // rows split over the pool.
     void decode(platform::ThreadPool& pool, const ExpertBooks& books, const uint8_t* record, const format::ExpertLayout& layout);

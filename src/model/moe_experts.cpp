@@ -72,7 +72,7 @@ const DecodedExpert& decoded_expert(ForwardContext& ctx, const ExpertBooks& book
     Workspace& ws = ctx.ws;
     if (ctx.decoded) {
         if (const DecodedExpert* held = ctx.decoded->find(layer, expert)) return *held;
-        const size_t bytes = DecodedExpert::bytes(ws.lat, ws.inter);
+        const size_t bytes = DecodedExpert::held_bytes(ws.lat, ws.inter);
         if (ctx.decoded->has_room(bytes)) {
             auto fresh = std::make_unique<DecodedExpert>(ws.lat, ws.inter);
             fresh->decode(ctx.pool, books, record, layout);

@@ -180,7 +180,7 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
         // the int8 mode's decoded experts take what is left once every
         // record is cached (model/decoded_experts.h)
         if (request.int8_tables && container.has_experts()) {
-            const uint64_t each = model::DecodedExpert::bytes(c.expert_input(), c.moe_intermediate) + decoded_entry_overhead_bytes;
+            const uint64_t each = model::DecodedExpert::held_bytes(c.expert_input(), c.moe_intermediate);
             const uint64_t left = plan.budget_bytes - fixed - plan.cache_bytes;
             plan.all_decoded_bytes = each * static_cast<uint64_t>(moe_layers) * c.experts;
             plan.decoded_bytes = std::min(left, plan.all_decoded_bytes) / each * each;

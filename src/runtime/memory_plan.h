@@ -139,9 +139,6 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
 // budget). Known gap: the tokenizer is not planned from its file's size.
 constexpr uint64_t process_allowance_bytes = 20ull << 20;
 constexpr uint64_t compute_thread_stack_bytes = 64ull << 10;
-// A decoded expert's bookkeeping beside its rows (its map node, the
-// allocator's headers), counted generously.
-constexpr uint64_t decoded_entry_overhead_bytes = 256;
 
 // Throws WASTE_ERR_BUDGET when the plan's budget is below its floor.
 void require_budget(const MemoryPlan& plan);
