@@ -69,6 +69,10 @@ void print_plan(const json& plan) {
     if (plan["budget_ok"].get<bool>()) {
         fmt::print("{:<22}{} ({} records)\n", "expert cache", format_bytes(plan["expert_cache_bytes"].get<uint64_t>()),
                    plan["expert_cache_records"].get<uint64_t>());
+        if (plan["all_decoded_experts_bytes"].get<uint64_t>() > 0)
+            fmt::print("{:<22}{} of {} (int8 rows for prefill: what the budget leaves after every record)\n",
+                       "decoded experts", format_bytes(plan["decoded_experts_bytes"].get<uint64_t>()),
+                       format_bytes(plan["all_decoded_experts_bytes"].get<uint64_t>()));
     } else {
         fmt::print("{:<22}below the floor: this budget is refused\n", "");
     }
@@ -84,6 +88,7 @@ struct ModelArgs {
     std::string snapshot_reserve;
     uint32_t grammars = 0;
     bool vision = false;
+    std::string lut = "exact";
 };
 
 }  // namespace
@@ -127,6 +132,10 @@ void add_model_commands(CLI::App& app) {
     plan->add_flag("--vision", plan_args->vision,
                    "Plan the vision tower too: its tensors, one image's decode or tower pass, each session's image queue "
                    "(what --image needs)");
+    plan->add_option("--lut", plan_args->lut,
+                     "Plan the int8 mode (--lut int8): its tables and scratch, and the experts it holds decoded")
+        ->default_val("exact")
+        ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
     plan->callback([plan_args] {
         waste_open_options options;
@@ -137,6 +146,7 @@ void add_model_commands(CLI::App& app) {
         options.snapshot_bytes = plan_args->snapshot_reserve.empty() ? 0 : parse_size(plan_args->snapshot_reserve);
         options.grammars = plan_args->grammars;
         options.vision = plan_args->vision ? 1 : 0;
+        options.lut_mode = plan_args->lut == "int8" ? WASTE_LUT_INT8 : WASTE_LUT_EXACT;
         ModelHandle model = open_model(plan_args->model, options);
         waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
         char* text = nullptr;
