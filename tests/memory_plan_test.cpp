@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/container.h"
+#include "model/decoded_experts.h"
 #include "model/forward.h"
 #include "platform/memory_info.h"
 #include "runtime/memory_plan.h"
@@ -40,6 +41,8 @@ uint64_t workspace_bytes(const waste::model::Workspace& ws) {
     sum += bytes_of(ws.gate_q) + bytes_of(ws.up_q);
     sum += bytes_of(ws.thread_down_table) + bytes_of(ws.thread_gate) + bytes_of(ws.thread_up);
     sum += bytes_of(ws.thread_down_q) + bytes_of(ws.thread_down_q_scales);
+    sum += bytes_of(ws.int8_x) + bytes_of(ws.int8_h) + bytes_of(ws.int8_x_scales) + bytes_of(ws.int8_h_scales);
+    if (ws.int8_expert) sum += waste::model::DecodedExpert::bytes(ws.lat, ws.inter) + sizeof(waste::model::DecodedExpert);
     return sum;
 }
 
@@ -65,6 +68,39 @@ TEST(MemoryPlan, ScratchCoversTheWorkspaceAtEveryThreadCount) {
             }
         }
     }
+}
+
+// The int8 mode's decoded experts (model/decoded_experts.h) get what the
+// budget leaves once every record is cached, in whole experts, never more;
+// by default all of them when everything fits under the RAM ceiling.
+TEST(MemoryPlan, DecodedExpertsTakeWhatTheBudgetLeavesAfterEveryRecord) {
+    waste::format::ContainerOptions options;
+    options.want_direct_io = false;
+    const auto container = waste::format::Container::open(waste_test::fixture("tiny.waste").string(), options);
+    const auto memory = waste::platform::query_memory_info();
+    const waste::format::ModelConfig& c = container->config();
+    const uint64_t each = waste::model::DecodedExpert::held_bytes(c.expert_input(), c.moe_intermediate);
+    const auto exact = waste::runtime::plan_memory(*container, 256, 1ull << 34, memory, 2, false);
+    EXPECT_EQ(exact.decoded_bytes, 0u);
+    EXPECT_EQ(exact.all_decoded_bytes, 0u);
+    const auto probe = waste::runtime::plan_memory(*container, 256, 1ull << 34, memory, 2, true);
+    ASSERT_GT(probe.all_decoded_bytes, 0u);
+    EXPECT_EQ(probe.all_decoded_bytes % each, 0u);
+    EXPECT_EQ(probe.decoded_bytes, probe.all_decoded_bytes);
+    const uint64_t records = probe.floor_bytes - probe.min_cache_bytes + probe.all_experts_bytes;
+    for (uint64_t extra : {uint64_t{0}, each - 1, each, 5 * each + 7, probe.all_decoded_bytes, probe.all_decoded_bytes + each}) {
+        const auto plan = waste::runtime::plan_memory(*container, 256, records + extra, memory, 2, true);
+        SCOPED_TRACE("extra " + std::to_string(extra));
+        EXPECT_EQ(plan.cache_bytes, probe.all_experts_bytes);
+        EXPECT_EQ(plan.decoded_bytes, std::min(extra, probe.all_decoded_bytes) / each * each);
+        EXPECT_LE(plan.floor_bytes - plan.min_cache_bytes + plan.cache_bytes + plan.decoded_bytes, plan.budget_bytes);
+    }
+    // below every record: nothing decoded
+    EXPECT_EQ(waste::runtime::plan_memory(*container, 256, records - 1, memory, 2, true).decoded_bytes, 0u);
+    // the default budget holds everything decoded when it fits (this fixture is ~1 MB)
+    const auto defaults = waste::runtime::plan_memory(*container, 256, 0, memory, 2, true);
+    EXPECT_EQ(defaults.decoded_bytes, defaults.all_decoded_bytes);
+    EXPECT_EQ(waste::runtime::plan_memory(*container, 256, 0, memory, 2, false).decoded_bytes, 0u);
 }
 
 }  // namespace

@@ -170,6 +170,15 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
             break;
         }
     }
+    // The int8 mode holds decoded experts where RAM allows (model/decoded_experts.h):
+    // by default, all of them and every record when that fits.
+    if (request.int8_tables && container.has_experts()) {
+        plan.all_decoded_bytes = model::DecodedExpert::held_bytes(c.expert_input(), c.moe_intermediate) *
+                                 static_cast<uint64_t>(moe_layers) * c.experts;
+        const uint64_t everything = plan.floor_bytes - plan.min_cache_bytes + std::max(plan.all_experts_bytes, plan.min_cache_bytes) +
+                                    plan.all_decoded_bytes;
+        if (everything <= ceiling) plan.recommended_bytes = std::max(plan.recommended_bytes, everything);
+    }
     plan.budget_requested = requested_budget != 0;
     plan.budget_bytes = plan.budget_requested ? requested_budget : plan.recommended_bytes;
     plan.budget_ok = plan.budget_bytes >= plan.floor_bytes;
@@ -178,11 +187,10 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
         plan.cache_bytes = std::min(plan.budget_bytes - fixed, std::max(plan.all_experts_bytes, plan.min_cache_bytes));
         plan.cache_records = record ? plan.cache_bytes / record : 0;
         // the int8 mode's decoded experts take what is left once every
-        // record is cached (model/decoded_experts.h)
+        // record is cached
         if (request.int8_tables && container.has_experts()) {
             const uint64_t each = model::DecodedExpert::held_bytes(c.expert_input(), c.moe_intermediate);
             const uint64_t left = plan.budget_bytes - fixed - plan.cache_bytes;
-            plan.all_decoded_bytes = each * static_cast<uint64_t>(moe_layers) * c.experts;
             plan.decoded_bytes = std::min(left, plan.all_decoded_bytes) / each * each;
         }
     }
