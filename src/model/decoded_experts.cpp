@@ -64,6 +64,16 @@ const DecodedExpert* DecodedExperts::insert(int layer, int expert, std::unique_p
     return held_.emplace(key(layer, expert), std::move(decoded)).first->second.get();
 }
 
+const DecodedExpert* DecodedExperts::hold(platform::ThreadPool& pool, const ExpertBooks& books, const format::ExpertLayout& layout,
+                                          int layer, int expert, const uint8_t* record, size_t lat, size_t inter) {
+    if (const DecodedExpert* held = find(layer, expert)) return held;
+    const size_t bytes = DecodedExpert::held_bytes(lat, inter);
+    if (!has_room(bytes)) return nullptr;
+    auto fresh = std::make_unique<DecodedExpert>(lat, inter);
+    fresh->decode(pool, books, record, layout);
+    return insert(layer, expert, fresh, bytes);
+}
+
 uint64_t DecodedExperts::held() const {
     std::lock_guard lock(mutex_);
     return held_.size();

@@ -56,6 +56,10 @@ public:
     // one (an earlier insert of the same key wins), or null when it no longer
     // fits — `decoded` is then left with the caller.
     const DecodedExpert* insert(int layer, int expert, std::unique_ptr<DecodedExpert>& decoded, size_t bytes);
+    // The held (layer, expert), decoding its record into the store first if
+    // it has room; null when it is not held and does not fit.
+    const DecodedExpert* hold(platform::ThreadPool& pool, const ExpertBooks& books, const format::ExpertLayout& layout, int layer,
+                              int expert, const uint8_t* record, size_t lat, size_t inter);
     uint64_t held() const;
     uint64_t held_bytes() const;
     uint64_t capacity_bytes() const { return capacity_; }

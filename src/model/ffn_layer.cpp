@@ -76,15 +76,9 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     }
 
     // 3. gate and up tables, once per token per layer, shared by its top-k
-    const uint32_t base = container.bank(layer).codebook_base;
-    const size_t book_floats = static_cast<size_t>(quant.entries) * quant.vec_dim;
-    const kernels::VqTableShape in_shape{static_cast<int>(lat / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
-    const kernels::VqTableShape down_shape{static_cast<int>(inter / quant.vec_dim), quant.stages, quant.entries,
-                                           quant.vec_dim};
-    const float* books = container.codebooks().data();
-    const float* gate_books = books + (base + 0ull * quant.stages) * book_floats;
-    const float* up_books = books + (base + 1ull * quant.stages) * book_floats;
-    const float* down_books = books + (base + 2ull * quant.stages) * book_floats;
+    ExpertBooks expert_books = layer_expert_books(container, layer);
+    const kernels::VqTableShape in_shape = expert_books.in_shape, down_shape = expert_books.down_shape;
+    const float *gate_books = expert_books.gate, *up_books = expert_books.up, *down_books = expert_books.down;
     const size_t position_floats = static_cast<size_t>(quant.stages) * quant.entries;
     const size_t positions = in_shape.positions;
     // (decode only: a prefill chunk runs its experts as matrix products,
@@ -128,14 +122,13 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     std::sort(assignments.begin(), assignments.end(), [](const Assignment& a, const Assignment& b) {
         return a.expert != b.expert ? a.expert < b.expert : a.token < b.token;
     });
-    const bool packed6 = quant.index_bits == 6;
+    const bool packed6 = expert_books.packed6;
     const kernels::Isa isa = kernels::active_isa();
     const size_t slices = ctx.pool.size();
     std::vector<int> group;                   // distinct experts of the group, ascending
     std::vector<size_t> group_begin;          // [group.size() + 1]: each expert's run in assignments
     std::vector<ExpertProvider::Ready> ready;
     std::vector<std::pair<size_t, const uint8_t*>> batch;  // (assignment, record)
-    ExpertBooks expert_books{in_shape, down_shape, packed6, gate_books, up_books, down_books};
     if (!w.gate_bias.empty()) {  // gpt-oss
         expert_books.gate_bias = w.gate_bias.data();
         expert_books.up_bias = w.up_bias.data();

@@ -11,6 +11,21 @@
 
 namespace waste::model {
 
+ExpertBooks layer_expert_books(const format::Container& container, int layer) {
+    const format::ExpertQuant& quant = container.manifest().quant;
+    const format::ModelConfig& c = container.config();
+    const size_t book_floats = static_cast<size_t>(quant.entries) * quant.vec_dim;
+    const float* books = container.codebooks().data() + static_cast<size_t>(container.bank(layer).codebook_base) * book_floats;
+    ExpertBooks out;
+    out.in_shape = {static_cast<int>(c.expert_input() / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
+    out.down_shape = {static_cast<int>(c.moe_intermediate / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
+    out.packed6 = quant.index_bits == 6;
+    out.gate = books;
+    out.up = books + 1ull * quant.stages * book_floats;
+    out.down = books + 2ull * quant.stages * book_floats;
+    return out;
+}
+
 void add_expert_input_biases(const ExpertBooks& books, int expert, size_t inter, size_t n, float* g, float* u) {
     if (!books.gate_bias) return;
     const float* gb = books.gate_bias + static_cast<size_t>(expert) * inter;
@@ -70,15 +85,9 @@ const DecodedExpert& decoded_expert(ForwardContext& ctx, const ExpertBooks& book
                                     const uint8_t* record) {
     const format::ExpertLayout& layout = ctx.container.expert_layout();
     Workspace& ws = ctx.ws;
-    if (ctx.decoded) {
-        if (const DecodedExpert* held = ctx.decoded->find(layer, expert)) return *held;
-        const size_t bytes = DecodedExpert::held_bytes(ws.lat, ws.inter);
-        if (ctx.decoded->has_room(bytes)) {
-            auto fresh = std::make_unique<DecodedExpert>(ws.lat, ws.inter);
-            fresh->decode(ctx.pool, books, record, layout);
-            if (const DecodedExpert* held = ctx.decoded->insert(layer, expert, fresh, bytes)) return *held;
-        }
-    }
+    if (ctx.decoded)
+        if (const DecodedExpert* held = ctx.decoded->hold(ctx.pool, books, layout, layer, expert, record, ws.lat, ws.inter))
+            return *held;
     ws.int8_expert->decode(ctx.pool, books, record, layout);
     return *ws.int8_expert;
 }

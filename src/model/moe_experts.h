@@ -32,6 +32,9 @@ struct ExpertBooks {
     const float* down_bias = nullptr;
 };
 
+// Layer `layer`'s codebooks and shapes (its bank's, container-v0 §5); no biases.
+ExpertBooks layer_expert_books(const format::Container& container, int layer);
+
 // Adds expert e's gate and up biases to g, u ([n][inter]) and its down bias to
 // out ([n][lat]) when the layer has them (gpt-oss). Used by both the decode
 // lookup-table path and the prefill matrix products, so the two add alike.

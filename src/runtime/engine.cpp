@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/moe_experts.h"
 #include "platform/error.h"
 
 namespace waste::runtime {
@@ -111,7 +112,11 @@ uint64_t Engine::warm_cache(std::span<const CacheKey> order) {
     for (const CacheKey& key : order) {
         if (loaded >= cache_.slots()) break;
         try {
-            cache_.acquire(key.layer, key.expert);
+            const std::span<const uint8_t> record = cache_.acquire(key.layer, key.expert);
+            // the int8 mode decodes what it will hold for prefill too (model/decoded_experts.h)
+            if (lut_ == kernels::VqLutMode::int8)
+                decoded_.hold(pool_, model::layer_expert_books(container_, key.layer), container_.expert_layout(), key.layer,
+                              key.expert, record.data(), config().expert_input(), config().moe_intermediate);
             cache_.release(key.layer);
         } catch (...) {
             cache_.abandon();

@@ -55,7 +55,8 @@ public:
     ExpertCache& cache() { return cache_; }
     unsigned threads() const { return pool_.size(); }
     // Reads experts into the cache, layer by layer, until it is full (or all
-    // are in); returns how many records it holds.
+    // are in), and in the int8 mode decodes them into decoded() while it has
+    // room; returns how many records it holds.
     uint64_t warm_cache();
     // Reads the given records into the cache, in order, until it is full;
     // returns how many it holds (the learned hotlist warms this way).
