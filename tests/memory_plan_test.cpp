@@ -41,7 +41,10 @@ uint64_t workspace_bytes(const waste::model::Workspace& ws) {
     sum += bytes_of(ws.gate_q) + bytes_of(ws.up_q);
     sum += bytes_of(ws.thread_down_table) + bytes_of(ws.thread_gate) + bytes_of(ws.thread_up);
     sum += bytes_of(ws.thread_down_q) + bytes_of(ws.thread_down_q_scales);
-    sum += bytes_of(ws.int8_x) + bytes_of(ws.int8_h) + bytes_of(ws.int8_x_scales) + bytes_of(ws.int8_h_scales);
+    sum += ws.int8_threads.capacity() * sizeof(waste::model::Workspace::Int8ExpertScratch);
+    for (const auto& s : ws.int8_threads)
+        sum += bytes_of(s.x) + bytes_of(s.out) + bytes_of(s.g) + bytes_of(s.u) + bytes_of(s.xq) + bytes_of(s.hq) + bytes_of(s.xs) +
+               bytes_of(s.hs);
     if (ws.int8_expert) sum += waste::model::DecodedExpert::bytes(ws.lat, ws.inter) + sizeof(waste::model::DecodedExpert);
     return sum;
 }

@@ -135,6 +135,12 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
         expert_books.down_bias = w.down_bias.data();
     }
     std::vector<uint32_t> chunk_tokens, chunk_slots;        // prefill: one expert's (token, slot) pairs
+    std::vector<uint32_t> assigned_tokens, assigned_slots;  // the int8 prefill: every assignment's, in its order
+    std::vector<ExpertRun> runs;
+    for (const Assignment& a : assignments) {
+        assigned_tokens.push_back(a.token);
+        assigned_slots.push_back(a.slot);
+    }
     size_t next = 0;
     while (next < assignments.size()) {
         const size_t group_limit = std::max<size_t>(1, ctx.experts.max_pinned());
@@ -165,6 +171,16 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                 for (size_t i = group_begin[r.index]; i < group_begin[r.index + 1]; ++i) batch.emplace_back(i, r.record);
             const size_t count = batch.size();
             ProfileScope apply_scope(ctx.profile, ProfileCategory::lut_apply);  // includes each expert's down table
+            if (!use_tables && ctx.lut == kernels::VqLutMode::int8) {
+                // prefill in the int8 mode: the landed experts as a batch
+                runs.clear();
+                for (const ExpertProvider::Ready& r : ready) {
+                    const size_t begin = group_begin[r.index], n = group_begin[r.index + 1] - begin;
+                    runs.push_back({group[r.index], r.record, assigned_tokens.data() + begin, assigned_slots.data() + begin, n});
+                }
+                experts_over_tokens_int8(ctx, expert_books, layer, runs, xe, ldx);
+                continue;
+            }
             if (!use_tables) {
                 // prefill: each landed expert over all its tokens at once
                 for (const ExpertProvider::Ready& r : ready) {
@@ -174,12 +190,8 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                         chunk_tokens.push_back(assignments[i].token);
                         chunk_slots.push_back(assignments[i].slot);
                     }
-                    if (ctx.lut == kernels::VqLutMode::int8)
-                        expert_over_tokens_int8(ctx, expert_books, layer, group[r.index], r.record, chunk_tokens.data(),
-                                                chunk_slots.data(), chunk_tokens.size(), xe, ldx);
-                    else
-                        expert_over_tokens(ctx, expert_books, group[r.index], r.record, chunk_tokens.data(),
-                                           chunk_slots.data(), chunk_tokens.size(), xe, ldx);
+                    expert_over_tokens(ctx, expert_books, group[r.index], r.record, chunk_tokens.data(), chunk_slots.data(),
+                                       chunk_tokens.size(), xe, ldx);
                 }
                 continue;
             }

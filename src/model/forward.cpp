@@ -68,10 +68,17 @@ void Workspace::enable_int8_tables(const format::Container& container) {
     }
     int8_expert = std::make_unique<DecodedExpert>(lat, inter);
     const size_t tokens = max_chunk_tokens;
-    int8_x.assign(tokens * int8_expert->gate.ld(), 0);
-    int8_h.assign(tokens * int8_expert->down.ld(), 0);
-    int8_x_scales.assign(tokens * int8_expert->gate.groups(), 0.0f);
-    int8_h_scales.assign(tokens * int8_expert->down.groups(), 0.0f);
+    int8_threads.resize(thread_down_table.size());
+    for (Int8ExpertScratch& s : int8_threads) {
+        s.x.assign(tokens * lat, 0.0f);
+        s.out.assign(tokens * lat, 0.0f);
+        s.g.assign(tokens * inter, 0.0f);
+        s.u.assign(tokens * inter, 0.0f);
+        s.xq.assign(tokens * int8_expert->gate.ld(), 0);
+        s.hq.assign(tokens * int8_expert->down.ld(), 0);
+        s.xs.assign(tokens * int8_expert->gate.groups(), 0.0f);
+        s.hs.assign(tokens * int8_expert->down.groups(), 0.0f);
+    }
 }
 
 void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,

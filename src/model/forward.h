@@ -85,11 +85,18 @@ struct Workspace {
     std::vector<std::vector<int8_t>> thread_down_q;            // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_down_q_scales;      // [threads][blocks]
     // ... and its prefill (kernels/int8_matmul.h): one expert decoded for a
-    // chunk when the engine's store does not hold it, the chunk's expert
-    // inputs and activations as int8 with their group scales.
+    // chunk when the engine's store does not hold it, and per compute thread
+    // (held experts run whole on one thread each) one expert's inputs,
+    // gate, up and output over the chunk, the int8 inputs and activations
+    // with their group scales.
+    struct Int8ExpertScratch {
+        platform::LineAlignedVector<float> x, out;  // [T][lat]
+        platform::LineAlignedVector<float> g, u;    // [T][I]
+        platform::LineAlignedVector<int8_t> xq, hq; // [T][ld(lat)], [T][ld(I)]
+        std::vector<float> xs, hs;                  // [T][groups]
+    };
     std::unique_ptr<DecodedExpert> int8_expert;
-    platform::LineAlignedVector<int8_t> int8_x, int8_h;        // [T][ld(lat)], [T][ld(I)]
-    std::vector<float> int8_x_scales, int8_h_scales;           // [T][groups]
+    std::vector<Int8ExpertScratch> int8_threads;
     void enable_int8_tables(const format::Container& container);
 };
 

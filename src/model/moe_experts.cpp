@@ -79,51 +79,72 @@ void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int exper
 
 namespace {
 
-// The held decoded form of (layer, expert), decoding it into the store when
-// there is room, else into the workspace's expert.
-const DecodedExpert& decoded_expert(ForwardContext& ctx, const ExpertBooks& books, int layer, int expert,
-                                    const uint8_t* record) {
-    const format::ExpertLayout& layout = ctx.container.expert_layout();
+// One expert over its tokens from its int8 rows. rows(count, body) runs
+// body over [0, count): split over the pool, or all on the calling thread —
+// the same bits either way (each (token, row) is one call's).
+template <class Rows>
+void int8_expert(ForwardContext& ctx, const ExpertBooks& books, const ExpertRun& run, const DecodedExpert& d, const float* x,
+                 size_t ldx, Workspace::Int8ExpertScratch& s, Rows&& rows) {
     Workspace& ws = ctx.ws;
-    if (ctx.decoded)
-        if (const DecodedExpert* held = ctx.decoded->hold(ctx.pool, books, layout, layer, expert, record, ws.lat, ws.inter))
-            return *held;
-    ws.int8_expert->decode(ctx.pool, books, record, layout);
-    return *ws.int8_expert;
+    const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k, n = run.n;
+    const size_t ldx8 = d.gate.ld(), ldh8 = d.down.ld();
+    WASTE_CHECK(n >= 1 && n <= static_cast<size_t>(max_chunk_tokens));
+    const kernels::Isa isa = kernels::active_isa();
+    for (size_t i = 0; i < n; ++i) std::memcpy(s.x.data() + i * lat, x + run.tokens[i] * ldx, sizeof(float) * lat);
+    kernels::quantize_int8_activations(isa, s.x.data(), lat, n, lat, s.xq.data(), ldx8, s.xs.data());
+    rows(2 * inter, [&](size_t begin, size_t end) {
+        if (begin < inter)
+            kernels::int8_matmul_rows(isa, d.gate, s.xq.data(), ldx8, s.xs.data(), n, s.g.data(), inter, begin, std::min(end, inter));
+        if (end > inter)
+            kernels::int8_matmul_rows(isa, d.up, s.xq.data(), ldx8, s.xs.data(), n, s.u.data(), inter,
+                                      std::max(begin, inter) - inter, end - inter);
+    });
+    add_expert_input_biases(books, run.expert, inter, n, s.g.data(), s.u.data());
+    kernels::glu(isa, ctx.act, s.g.data(), s.u.data(), n * inter);
+    kernels::quantize_int8_activations(isa, s.g.data(), inter, n, inter, s.hq.data(), ldh8, s.hs.data());
+    rows(lat, [&](size_t begin, size_t end) {
+        kernels::int8_matmul_rows(isa, d.down, s.hq.data(), ldh8, s.hs.data(), n, s.out.data(), lat, begin, end);
+    });
+    add_expert_output_bias(books, run.expert, lat, n, s.out.data());
+    for (size_t i = 0; i < n; ++i)
+        std::memcpy(ws.slot_out.data() + (run.tokens[i] * top_k + run.slots[i]) * lat, s.out.data() + i * lat,
+                    sizeof(float) * lat);
 }
 
 }  // namespace
 
-void expert_over_tokens_int8(ForwardContext& ctx, const ExpertBooks& books, int layer, int expert, const uint8_t* record,
-                             const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx) {
+void experts_over_tokens_int8(ForwardContext& ctx, const ExpertBooks& books, int layer, std::span<const ExpertRun> runs,
+                              const float* x, size_t ldx) {
     Workspace& ws = ctx.ws;
-    WASTE_CHECK(ws.int8_expert && n >= 1 && n <= static_cast<size_t>(max_chunk_tokens));
-    const DecodedExpert& d = decoded_expert(ctx, books, layer, expert, record);
-    const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k;
-    const size_t ldx8 = d.gate.ld(), ldh8 = d.down.ld();
-    float* g = ws.expert_gate.data();   // [n][inter]
-    float* u = ws.expert_up.data();     // [n][inter]
-    float* out = ws.expert_out.data();  // [n][lat]
-    const kernels::Isa isa = kernels::active_isa();
-    for (size_t i = 0; i < n; ++i) std::memcpy(ws.expert_x.data() + i * lat, x + tokens[i] * ldx, sizeof(float) * lat);
-    kernels::quantize_int8_activations(isa, ws.expert_x.data(), lat, n, lat, ws.int8_x.data(), ldx8, ws.int8_x_scales.data());
-    ctx.pool.parallel_for(2 * inter, [&](size_t begin, size_t end) {
-        if (begin < inter)
-            kernels::int8_matmul_rows(isa, d.gate, ws.int8_x.data(), ldx8, ws.int8_x_scales.data(), n, g, inter, begin,
-                                      std::min(end, inter));
-        if (end > inter)
-            kernels::int8_matmul_rows(isa, d.up, ws.int8_x.data(), ldx8, ws.int8_x_scales.data(), n, u, inter,
-                                      std::max(begin, inter) - inter, end - inter);
-    }, 16);
-    add_expert_input_biases(books, expert, inter, n, g, u);
-    kernels::glu(isa, ctx.act, g, u, n * inter);
-    kernels::quantize_int8_activations(isa, g, inter, n, inter, ws.int8_h.data(), ldh8, ws.int8_h_scales.data());
-    ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
-        kernels::int8_matmul_rows(isa, d.down, ws.int8_h.data(), ldh8, ws.int8_h_scales.data(), n, out, lat, begin, end);
-    }, 16);
-    add_expert_output_bias(books, expert, lat, n, out);
-    for (size_t i = 0; i < n; ++i)
-        std::memcpy(ws.slot_out.data() + (tokens[i] * top_k + slots[i]) * lat, out + i * lat, sizeof(float) * lat);
+    WASTE_CHECK(ws.int8_expert && !ws.int8_threads.empty());
+    const format::ExpertLayout& layout = ctx.container.expert_layout();
+    std::vector<std::pair<const ExpertRun*, const DecodedExpert*>> held;
+    size_t held_tokens = 0;
+    for (const ExpertRun& run : runs) {
+        const DecodedExpert* d =
+            ctx.decoded ? ctx.decoded->hold(ctx.pool, books, layout, layer, run.expert, run.record, ws.lat, ws.inter) : nullptr;
+        if (d) {
+            held.emplace_back(&run, d);
+            held_tokens += run.n;
+            continue;
+        }
+        ws.int8_expert->decode(ctx.pool, books, run.record, layout);
+        int8_expert(ctx, books, run, *ws.int8_expert, x, ldx, ws.int8_threads[0],
+                    [&](size_t count, auto&& body) { ctx.pool.parallel_for(count, body, 16); });
+    }
+    // slice k takes the held experts whose first token falls in its share of
+    // the tokens (contiguous, in order)
+    const size_t slices = std::min(ws.int8_threads.size(), held.size());
+    if (slices == 0) return;
+    std::vector<size_t> first(slices + 1, held.size());
+    for (size_t i = 0, before = 0, slice = 0; i < held.size(); before += held[i].first->n, ++i)
+        while (slice < slices && before * slices >= slice * held_tokens) first[slice++] = i;
+    ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {
+        for (size_t slice = slice_begin; slice < slice_end; ++slice)
+            for (size_t i = first[slice]; i < first[slice + 1]; ++i)
+                int8_expert(ctx, books, *held[i].first, *held[i].second, x, ldx, ws.int8_threads[slice],
+                            [](size_t count, auto&& body) { body(0, count); });
+    }, 1);
 }
 
 }  // namespace waste::model

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "model/forward.h"
 
@@ -48,12 +49,25 @@ void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, si
 void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int expert, const uint8_t* record,
                         const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx);
 
-// The same in the int8 mode (ctx.lut == int8): the expert's rows decoded to
-// int8 (held in ctx.decoded when it has room, else decoded into
-// ws.int8_expert for this chunk: the same bytes), its inputs and the
-// activation quantised per token, products in integers
-// (kernels/int8_matmul.h). Uses ws.int8_* besides the scratch above.
-void expert_over_tokens_int8(ForwardContext& ctx, const ExpertBooks& books, int layer, int expert, const uint8_t* record,
-                             const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx);
+// One landed expert's share of a prefill chunk: its record and the (token,
+// slot) pairs routed to it (n <= max_chunk_tokens).
+struct ExpertRun {
+    int expert = 0;
+    const uint8_t* record = nullptr;
+    const uint32_t* tokens = nullptr;
+    const uint32_t* slots = nullptr;
+    size_t n = 0;
+};
+
+// expert_over_tokens in the int8 mode (ctx.lut == int8) for a batch of
+// landed experts: each expert's rows decoded to int8 (kernels/int8_matmul.h),
+// its inputs and activation quantised per token, products in integers. An
+// expert ctx.decoded holds (decoding it there first when it has room) runs
+// whole on one thread, the held ones split over the pool by their token
+// counts; any other is decoded into ws.int8_expert and its rows split over
+// the pool. The same bytes and sums either way: placement and thread counts
+// change no bit. Writes ws.slot_out like expert_over_tokens.
+void experts_over_tokens_int8(ForwardContext& ctx, const ExpertBooks& books, int layer, std::span<const ExpertRun> runs,
+                              const float* x, size_t ldx);
 
 }  // namespace waste::model

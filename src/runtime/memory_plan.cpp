@@ -6,6 +6,7 @@
 #include "image/image.h"
 #include "kernels/int8_matmul.h"
 #include "model/decoded_experts.h"
+#include "model/forward.h"
 #include "model/vision_tower.h"
 #include "runtime/image_queue.h"
 #include "model/session_file.h"
@@ -83,12 +84,15 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
             const uint64_t positions = 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) +
                                        threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
             bytes += positions * (per_position / 4 + 4);
-            // its prefill: one expert decoded to int8 rows, the chunk's
-            // inputs and activations as int8 with their group scales
+            // its prefill: one expert decoded to int8 rows; per compute
+            // thread one expert's f32 inputs, gate, up and outputs over the
+            // chunk, its int8 inputs and activations and their group scales
             const size_t lat = c.expert_input(), inter = c.moe_intermediate;
             const kernels::Int8Matrix x_rows{prefill_chunk, lat}, h_rows{prefill_chunk, inter};
-            bytes += model::DecodedExpert::bytes(lat, inter) + prefill_chunk * (x_rows.ld() + h_rows.ld()) +
-                     prefill_chunk * (x_rows.groups() + h_rows.groups()) * sizeof(float);
+            bytes += model::DecodedExpert::bytes(lat, inter) + sizeof(model::DecodedExpert);
+            bytes += threads * (sizeof(model::Workspace::Int8ExpertScratch) + prefill_chunk * 2 * (lat + inter) * sizeof(float) +
+                                prefill_chunk * (x_rows.ld() + h_rows.ld()) +
+                                prefill_chunk * (x_rows.groups() + h_rows.groups()) * sizeof(float));
         }
     }
     return bytes;
