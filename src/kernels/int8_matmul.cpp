@@ -7,6 +7,7 @@
 
 #include "format/f16.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/vq_matmul.h"
 
 #if WASTE_X86_SIMD
 #include <immintrin.h>
@@ -36,27 +37,6 @@ float quantize_span(const float* v, size_t count, int8_t* q) {
     const float inverse = 127.0f / top;
     for (size_t i = 0; i < count; ++i) q[i] = static_cast<int8_t>(std::lrintf(v[i] * inverse));
     return top / 127.0f;
-}
-
-inline unsigned index_at(const uint8_t* p, bool packed6, size_t s) {
-    if (!packed6) return p[s];
-    const unsigned word = p[0] | static_cast<unsigned>(p[1]) << 8 | static_cast<unsigned>(p[2]) << 16;
-    return (word >> (6 * s)) & 63u;
-}
-
-// vq_matmul's reference weights of row r: ((0 + C_0) + C_1) + … per column.
-void dequantize_row_scalar(const VqTableShape& shape, bool packed6, const uint8_t* indices, const float* books, size_t r,
-                           float* out) {
-    const size_t positions = shape.positions, stages = shape.stages, dim = shape.vec_dim;
-    const size_t bytes = packed6 ? 3 : stages, book_floats = static_cast<size_t>(shape.entries) * dim;
-    for (size_t v = 0; v < positions; ++v) {
-        const uint8_t* p = indices + ((r / 64 * positions + v) * 64 + r % 64) * bytes;
-        for (size_t j = 0; j < dim; ++j) {
-            float w = 0;
-            for (size_t s = 0; s < stages; ++s) w += books[s * book_floats + index_at(p, packed6, s) * dim + j];
-            out[v * dim + j] = w;
-        }
-    }
 }
 
 void int8_matmul_rows_scalar(const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, size_t tokens, float* y,
@@ -359,14 +339,7 @@ void decode_vq_int8_rows(Isa isa, const VqTableShape& shape, bool packed6, const
     if (weights.size() < batch * ld) weights.resize(batch * ld);
     for (size_t r = row_begin; r < row_end; r += batch) {
         const size_t n = std::min(batch, row_end - r);
-        bool done = false;
-        (void)isa;
-#if WASTE_X86_SIMD
-        done = isa != Isa::scalar && isa_runs(isa) &&
-               vq_dequantize_rows_x86(isa, shape, packed6, indices, books, r, n, weights.data(), ld);
-#endif
-        if (!done)
-            for (size_t k = 0; k < n; ++k) dequantize_row_scalar(shape, packed6, indices, books, r + k, weights.data() + k * ld);
+        vq_dequantize_rows(isa, shape, packed6, indices, books, r, n, weights.data(), ld);
         for (size_t k = 0; k < n; ++k) {
             int8_t* q = m.q + (r + k) * ld;
             uint16_t bits;

@@ -36,4 +36,11 @@ void vq_matmul_rows(Isa isa, const VqTableShape& shape, bool packed6, const uint
                     const float* books, const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin,
                     size_t row_end);
 
+// Rows [row_begin, row_begin + n) of a VQ matrix dequantised to f32 (out:
+// [n][ld], ld >= positions·vec_dim; no row scale), each weight summed as the
+// reference above sums it, on every ISA (the int8 mode's decoding,
+// kernels/int8_matmul.h).
+void vq_dequantize_rows(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices, const float* books,
+                        size_t row_begin, size_t n, float* out, size_t ld);
+
 }  // namespace waste::kernels

@@ -49,22 +49,22 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     const size_t experts = c.experts;
 
     // 1. router, per token
-    std::optional<ProfileScope> router_scope(std::in_place, ctx.profile, ProfileCategory::router);
-    float* scores = ws.router.data();  // [T][E]
-    project(ctx, *w.router, x, hidden, tokens, scores, experts);
     std::vector<std::vector<int>> chosen(tokens);
     std::vector<float> weights(tokens * top_k);  // [T][top_k]
-    std::vector<float> scratch(experts);
-    for (size_t t = 0; t < tokens; ++t) {
-        route_token(c, w.router_bias.data(), scores + t * experts, scratch.data(), &chosen[t], weights.data() + t * top_k);
-        if (ctx.routes) {  // the lookahead prediction, if any, is already there
-            RouteChoice& route = (*ctx.routes)[t][layer];
-            route.experts = chosen[t];
-            route.weights.assign(weights.begin() + t * top_k, weights.begin() + (t + 1) * top_k);
+    {
+        ProfileScope router_scope(ctx.profile, ProfileCategory::router);
+        float* scores = ws.router.data();  // [T][E]
+        project(ctx, *w.router, x, hidden, tokens, scores, experts);
+        std::vector<float> scratch(experts);
+        for (size_t t = 0; t < tokens; ++t) {
+            route_token(c, w.router_bias.data(), scores + t * experts, scratch.data(), &chosen[t], weights.data() + t * top_k);
+            if (ctx.routes) {  // the lookahead prediction, if any, is already there
+                RouteChoice& route = (*ctx.routes)[t][layer];
+                route.experts = chosen[t];
+                route.weights.assign(weights.begin() + t * top_k, weights.begin() + (t + 1) * top_k);
+            }
         }
     }
-
-    router_scope.reset();
 
     // 2. expert input (latent MoE projects down first)
     const float* xe = x;
@@ -134,13 +134,15 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
         expert_books.up_bias = w.up_bias.data();
         expert_books.down_bias = w.down_bias.data();
     }
-    std::vector<uint32_t> chunk_tokens, chunk_slots;        // prefill: one expert's (token, slot) pairs
-    std::vector<uint32_t> assigned_tokens, assigned_slots;  // the int8 prefill: every assignment's, in its order
+    // prefill: every assignment's token and slot, in its order (an expert's
+    // run is a range of them), and the landed experts' runs
+    std::vector<uint32_t> assigned_tokens, assigned_slots;
     std::vector<ExpertRun> runs;
-    for (const Assignment& a : assignments) {
-        assigned_tokens.push_back(a.token);
-        assigned_slots.push_back(a.slot);
-    }
+    if (!use_tables)
+        for (const Assignment& a : assignments) {
+            assigned_tokens.push_back(a.token);
+            assigned_slots.push_back(a.slot);
+        }
     size_t next = 0;
     while (next < assignments.size()) {
         const size_t group_limit = std::max<size_t>(1, ctx.experts.max_pinned());
@@ -171,28 +173,16 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                 for (size_t i = group_begin[r.index]; i < group_begin[r.index + 1]; ++i) batch.emplace_back(i, r.record);
             const size_t count = batch.size();
             ProfileScope apply_scope(ctx.profile, ProfileCategory::lut_apply);  // includes each expert's down table
-            if (!use_tables && ctx.lut == kernels::VqLutMode::int8) {
-                // prefill in the int8 mode: the landed experts as a batch
+            if (!use_tables) {
+                // prefill: each landed expert over all its tokens at once
                 runs.clear();
                 for (const ExpertProvider::Ready& r : ready) {
                     const size_t begin = group_begin[r.index], n = group_begin[r.index + 1] - begin;
                     runs.push_back({group[r.index], r.record, assigned_tokens.data() + begin, assigned_slots.data() + begin, n});
                 }
-                experts_over_tokens_int8(ctx, expert_books, layer, runs, xe, ldx);
-                continue;
-            }
-            if (!use_tables) {
-                // prefill: each landed expert over all its tokens at once
-                for (const ExpertProvider::Ready& r : ready) {
-                    chunk_tokens.clear();
-                    chunk_slots.clear();
-                    for (size_t i = group_begin[r.index]; i < group_begin[r.index + 1]; ++i) {
-                        chunk_tokens.push_back(assignments[i].token);
-                        chunk_slots.push_back(assignments[i].slot);
-                    }
-                    expert_over_tokens(ctx, expert_books, group[r.index], r.record, chunk_tokens.data(), chunk_slots.data(),
-                                       chunk_tokens.size(), xe, ldx);
-                }
+                if (ctx.lut == kernels::VqLutMode::int8) experts_over_tokens_int8(ctx, expert_books, layer, runs, xe, ldx);
+                else
+                    for (const ExpertRun& run : runs) expert_over_tokens(ctx, expert_books, run, xe, ldx);
                 continue;
             }
             ctx.pool.parallel_for(slices, [&](size_t slice_begin, size_t slice_end) {

@@ -44,8 +44,11 @@ void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, si
         for (size_t i = 0; i < lat; ++i) out[t * lat + i] += db[i];
 }
 
-void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int expert, const uint8_t* record,
-                        const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx) {
+void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const ExpertRun& run, const float* x, size_t ldx) {
+    const int expert = run.expert;
+    const uint8_t* record = run.record;
+    const uint32_t *tokens = run.tokens, *slots = run.slots;
+    const size_t n = run.n;
     Workspace& ws = ctx.ws;
     const format::ExpertLayout& layout = ctx.container.expert_layout();
     const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k;

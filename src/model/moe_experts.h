@@ -42,13 +42,6 @@ ExpertBooks layer_expert_books(const format::Container& container, int layer);
 void add_expert_input_biases(const ExpertBooks& books, int expert, size_t inter, size_t n, float* g, float* u);
 void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, size_t n, float* out);
 
-// tokens[i], slots[i] (i < n, n <= max_chunk_tokens): the (token, slot)
-// pairs of the chunk routed to this expert. x: the expert input [T][ldx].
-// Writes ws.slot_out[(token * top_k + slot) * lat ...] for each pair; uses
-// ws.expert_x/expert_gate/expert_up/expert_out as scratch.
-void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, int expert, const uint8_t* record,
-                        const uint32_t* tokens, const uint32_t* slots, size_t n, const float* x, size_t ldx);
-
 // One landed expert's share of a prefill chunk: its record and the (token,
 // slot) pairs routed to it (n <= max_chunk_tokens).
 struct ExpertRun {
@@ -58,6 +51,11 @@ struct ExpertRun {
     const uint32_t* slots = nullptr;
     size_t n = 0;
 };
+
+// x: the expert input [T][ldx]. Writes ws.slot_out[(token * top_k + slot) *
+// lat ...] for each of the run's pairs; uses ws.expert_x/expert_gate/
+// expert_up/expert_out as scratch.
+void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const ExpertRun& run, const float* x, size_t ldx);
 
 // expert_over_tokens in the int8 mode (ctx.lut == int8) for a batch of
 // landed experts: each expert's rows decoded to int8 (kernels/int8_matmul.h),
