@@ -112,14 +112,23 @@ test('an instance killed mid-run: its in-flight requests fail cleanly, all other
   // simply not in flight at the kill). The sanitizer builds decode several
   // times slower: shorter answers keep their run short and still in flight.
   const answerTokens = sanitized ? 300 : 2000;
-  const outcomes = Array.from({ length: 6 }, (_, i) => streamed(100 + i, answerTokens).then((model) => ({ model }), (error) => ({ error })));
-  // Kill a while it is generating one request and holding at least one more.
-  await waitFor('requests in flight on lb-a', async () => {
-    const m = await metrics(a.url);
-    return m.waste_requests_active >= 1 && m.waste_queue_depth >= 1;
+  const sent = 6;
+  let settled = 0;
+  const outcomes = Array.from({ length: sent }, (_, i) => streamed(100 + i, answerTokens)
+    .then((model) => ({ model }), (error) => ({ error }))
+    .finally(() => { ++settled; }));
+  // Kill a while it is generating one request and holding at least one more,
+  // and only once every request has reached an instance (or ended): counted
+  // before HAProxy had dispatched them all, lb-a could still be handed one
+  // more between this count and the kill, and that one would fail too.
+  let inFlightOnA = 0;
+  await waitFor('every request placed, some in flight on lb-a', async () => {
+    const [ma, mb] = await Promise.all([metrics(a.url), metrics(b.url)]);
+    const onA = ma.waste_requests_active + ma.waste_queue_depth;
+    const onB = mb.waste_requests_active + mb.waste_queue_depth;
+    inFlightOnA = onA;
+    return ma.waste_requests_active >= 1 && ma.waste_queue_depth >= 1 && onA + onB + settled === sent;
   });
-  const before = await metrics(a.url);
-  const inFlightOnA = before.waste_requests_active + before.waste_queue_depth;
   await a.stop('SIGKILL');
   // Sent once lb-a is gone, before the health check (1 s, fall 2) can mark
   // it down: HAProxy's connection to it is refused and the request goes to lb-b.
