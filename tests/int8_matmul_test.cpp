@@ -1,6 +1,6 @@
 // int8_matmul_test.cpp — the int8 mode's prefill expert products
-// (kernels/int8_matmul.h) against their scalar reference and against the
-// exact VQ matrix product.
+// (kernels/int8_matmul.h) and trunk products (kernels/trunk_int8.h) against
+// their scalar references and against the exact products.
 //
 // Tolerances:
 // * every ISA variant (and every split of the rows, as threads make) gives
@@ -17,6 +17,15 @@
 //   test also checks the bound is not vacuous: the error is nonzero and
 //   below a tenth of Σ|w·x|).
 //
+// The trunk products (Q8G and Q4G weights as stored, int8 activations per
+// weight group): every ISA, split and pool gives the scalar reference's bits
+// (quantised inputs included); against the exact f32 trunk product
+// (trunk_matmul.h), per (token, row),
+//     |y - y_exact| <= Σ_g |ws_g| · 0.501 · xs_g · Σ_{c in g} |q_c| + 1e-5 · Σ|w·x|
+// (half a step of the activation grid, 0.001 of it for the f32 reciprocal
+// used in rounding, and the f32 sums' own rounding); nonzero, and over all
+// cases below 1% of Σ|w·x|.
+//
 // KernelSpeed.DISABLED_Int8Matmul is a micro-benchmark, not a test:
 //   ./int8_matmul_test --gtest_also_run_disabled_tests --gtest_filter='KernelSpeed.*'
 #include <gtest/gtest.h>
@@ -31,7 +40,13 @@
 #include <vector>
 
 #include "format/f16.h"
+#include "format/manifest.h"
+#include "format/trunk_codec.h"
 #include "kernels/int8_matmul.h"
+#include "kernels/trunk_int8.h"
+#include "kernels/trunk_matmul.h"
+#include "platform/thread_pool.h"
+#include "trunk_tensors.h"
 #include "kernels/vq_matmul.h"
 
 namespace waste::kernels {
@@ -251,6 +266,173 @@ TEST(Int8Matmul, AllZeroRowsAndTokensGiveZeros) {
     std::vector<float> y(2 * vq.rows, 1.0f);
     int8_matmul_rows(active_isa(), decoded.m, xa.data(), xa.ld, xa.s.data(), 2, y.data(), vq.rows, 0, vq.rows);
     for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+using waste_test::make_trunk;
+using waste_test::Trunk;
+
+struct TrunkCase {
+    format::TrunkFormat fmt;
+    uint32_t group;
+    size_t rows, cols, tokens;
+};
+
+std::vector<TrunkCase> trunk_cases() {
+    std::vector<TrunkCase> cases;
+    for (format::TrunkFormat fmt : {format::TrunkFormat::q8g, format::TrunkFormat::q4g})
+        for (uint32_t group : {64u, 128u, 256u})
+            for (auto [rows, cols] : {std::pair<size_t, size_t>{37, 72}, {64, 320}, {21, 1024}, {8, 200}, {3, 128}})
+                for (size_t tokens : {size_t{1}, size_t{3}, size_t{4}, size_t{9}}) cases.push_back({fmt, group, rows, cols, tokens});
+    return cases;
+}
+
+std::string describe(const TrunkCase& c) {
+    return std::string(format::trunk_format_name(c.fmt)) + " group " + std::to_string(c.group) + " " + std::to_string(c.rows) +
+           "x" + std::to_string(c.cols) + " tokens " + std::to_string(c.tokens);
+}
+
+// A case's tensor and tokens, and their quantisation by an ISA.
+struct TrunkRun {
+    TrunkRun(const TrunkCase& c, std::mt19937& rng)
+        : tokens(c.tokens), trunk(make_trunk(c.fmt, c.group, c.rows, c.cols, rng)), x(random_tokens(c.tokens, c.cols, rng)) {}
+    TrunkInt8Input quantized(Isa isa) const {
+        TrunkInt8Input in;
+        in.reserve(tokens, trunk.info.cols);
+        quantize_trunk_input(isa, trunk.info, x.data(), trunk.info.cols, tokens, in);
+        return in;
+    }
+    size_t tokens;
+    Trunk trunk;
+    std::vector<float> x;
+};
+
+TEST(TrunkInt8, TakesQ8GAndQ4GWithGroupsOfWhole64Columns) {
+    format::TrunkTensor t;
+    t.group = 128;
+    for (auto [fmt, eligible] : {std::pair{format::TrunkFormat::q8g, true}, {format::TrunkFormat::q4g, true},
+                                 {format::TrunkFormat::q3g, false}, {format::TrunkFormat::f32, false}}) {
+        t.fmt = fmt;
+        EXPECT_EQ(trunk_int8_eligible(t), eligible) << format::trunk_format_name(fmt);
+    }
+    t.fmt = format::TrunkFormat::q4g;
+    for (auto [group, eligible] : {std::pair{64u, true}, {4096u, true}, {96u, false}, {32u, false}, {8192u, false}}) {
+        t.group = group;
+        EXPECT_EQ(trunk_int8_eligible(t), eligible) << "group " << group;
+    }
+}
+
+TEST(TrunkInt8, EveryIsaSplitAndPoolGivesTheScalarBits) {
+    std::mt19937 rng(21);
+    platform::ThreadPool pool(3);
+    for (const TrunkCase& c : trunk_cases()) {
+        const TrunkRun run(c, rng);
+        const format::LoadedTensor w = run.trunk.tensor();
+        const std::vector<float>& x = run.x;
+        const TrunkInt8Input reference = run.quantized(Isa::scalar);
+        std::vector<float> expected(c.tokens * c.rows);
+        trunk_int8_rows(Isa::scalar, w, reference, expected.data(), c.rows, 0, c.rows);
+        for (Isa isa : native_isas()) {
+            const TrunkInt8Input in = run.quantized(isa);
+            ASSERT_EQ(0, std::memcmp(in.q.data(), reference.q.data(), c.tokens * reference.ld)) << describe(c) << " " << isa_name(isa);
+            ASSERT_EQ(in.scale, reference.scale) << describe(c);
+            ASSERT_EQ(in.sum, reference.sum) << describe(c);
+            std::vector<float> whole(expected.size()), split(expected.size());
+            trunk_int8_rows(isa, w, in, whole.data(), c.rows, 0, c.rows);
+            const size_t cut = std::min<size_t>(13, c.rows);  // not a tile boundary
+            trunk_int8_rows(isa, w, in, split.data(), c.rows, 0, cut);
+            trunk_int8_rows(isa, w, in, split.data(), c.rows, cut, c.rows);
+            ASSERT_EQ(0, std::memcmp(whole.data(), expected.data(), sizeof(float) * expected.size())) << describe(c) << " " << isa_name(isa);
+            ASSERT_EQ(0, std::memcmp(split.data(), expected.data(), sizeof(float) * expected.size())) << describe(c) << " " << isa_name(isa);
+        }
+        std::vector<float> pooled(expected.size());
+        TrunkInt8Input in;
+        in.reserve(c.tokens, c.cols);
+        trunk_int8_matmul(pool, w, x.data(), c.cols, c.tokens, pooled.data(), c.rows, in);
+        ASSERT_EQ(0, std::memcmp(pooled.data(), expected.data(), sizeof(float) * expected.size())) << describe(c) << " pool";
+    }
+}
+
+TEST(TrunkInt8, Q4GsOrderHoldsTheSameQuantisedInputs) {
+    std::mt19937 rng(23);
+    const size_t cols = 320, tokens = 2;
+    const std::vector<float> x = random_tokens(tokens, cols, rng);
+    const Trunk q8 = make_trunk(format::TrunkFormat::q8g, 64, 4, cols, rng);
+    const Trunk q4 = make_trunk(format::TrunkFormat::q4g, 64, 4, cols, rng);
+    TrunkInt8Input natural, nibbles;
+    natural.reserve(tokens, cols);
+    nibbles.reserve(tokens, cols);
+    quantize_trunk_input(active_isa(), q8.info, x.data(), cols, tokens, natural);
+    quantize_trunk_input(active_isa(), q4.info, x.data(), cols, tokens, nibbles);
+    EXPECT_FALSE(natural.nibble_order);
+    EXPECT_TRUE(nibbles.nibble_order);
+    EXPECT_EQ(natural.scale, nibbles.scale);
+    EXPECT_EQ(natural.sum, nibbles.sum);
+    for (size_t t = 0; t < tokens; ++t)
+        for (size_t c = 0; c < cols; ++c) {
+            const size_t base = c / 64 * 64, k = c % 64, at = base + (k % 2 == 0 ? k / 2 : 32 + k / 2);
+            ASSERT_EQ(natural.q[t * natural.ld + c], nibbles.q[t * nibbles.ld + at]) << "token " << t << " column " << c;
+            // and the quantised value is x's to within half a step
+            const float step = natural.scale[t * natural.groups + c / 64];
+            ASSERT_LE(std::fabs(natural.q[t * natural.ld + c] * step - x[t * cols + c]), 0.501f * step);
+        }
+}
+
+TEST(TrunkInt8, StaysWithinTheRoundingBoundOfTheExactProduct) {
+    std::mt19937 rng(25);
+    double worst = 0, largest_error = 0, total_error = 0, total_products = 0;
+    for (const TrunkCase& c : trunk_cases()) {
+        const TrunkRun run(c, rng);
+        const Trunk& trunk = run.trunk;
+        const format::LoadedTensor w = trunk.tensor();
+        const std::vector<float>& x = run.x;
+        const TrunkInt8Input in = run.quantized(active_isa());
+        std::vector<float> y(c.tokens * c.rows), exact(c.tokens * c.rows);
+        trunk_int8_rows(active_isa(), w, in, y.data(), c.rows, 0, c.rows);
+        matmul_rows(Isa::scalar, w, x.data(), c.cols, c.tokens, exact.data(), c.rows, 0, c.rows);
+        std::vector<float> row(c.cols);
+        for (size_t r = 0; r < c.rows; ++r) {
+            w.row(r, row);
+            for (size_t t = 0; t < c.tokens; ++t) {
+                double bound = 0, abs_products = 0;
+                for (size_t g = 0; g < trunk.info.groups_per_row; ++g) {
+                    double group_abs = 0;  // Σ |ws_g q_c| = Σ |w_c| over the group
+                    for (size_t col = g * c.group; col < std::min<size_t>(c.cols, (g + 1) * c.group); ++col) {
+                        group_abs += std::fabs(row[col]);
+                        abs_products += std::fabs(double(row[col]) * x[t * c.cols + col]);
+                    }
+                    bound += group_abs * 0.501 * in.scale[t * in.groups + g];
+                }
+                bound += 1e-5 * abs_products;
+                const double error = std::fabs(double(y[t * c.rows + r]) - exact[t * c.rows + r]);
+                ASSERT_LE(error, bound) << describe(c) << " row " << r << " token " << t;
+                if (bound > 0) worst = std::max(worst, error / bound);
+                largest_error = std::max(largest_error, error);
+                total_error += error;
+                total_products += abs_products;
+            }
+        }
+    }
+    EXPECT_GT(largest_error, 0.0) << "the int8 path rounded nothing: not the int8 path";
+    // The bound is not vacuous: over every case the error is a small share of
+    // Σ|w·x| (one token's group with a 40x outlier can reach ~12% alone:
+    // its other columns get a step of 40/127).
+    EXPECT_LT(total_error, 0.01 * total_products);
+    std::printf("trunk int8: worst error %.3f of the bound, %.2e of sum |w x| over all\n", worst, total_error / total_products);
+}
+
+TEST(TrunkInt8, AllZeroInputsGiveZeros) {
+    std::mt19937 rng(27);
+    const Trunk trunk = make_trunk(format::TrunkFormat::q4g, 128, 8, 256, rng);
+    std::vector<float> x(2 * 256, 0.0f);
+    x[5] = 1.0f;  // token 0: one nonzero in group 0; token 1 all zeros
+    TrunkInt8Input in;
+    in.reserve(2, 256);
+    quantize_trunk_input(active_isa(), trunk.info, x.data(), 256, 2, in);
+    EXPECT_EQ(in.scale[1], 0.0f);  // token 0, group 1
+    EXPECT_EQ(in.scale[2], 0.0f);
+    std::vector<float> y(2 * 8, 1.0f);
+    trunk_int8_rows(active_isa(), trunk.tensor(), in, y.data(), 8, 0, 8);
+    for (size_t r = 0; r < 8; ++r) EXPECT_EQ(y[8 + r], 0.0f);
 }
 
 double median_ns(const std::function<void()>& f, int reps) {

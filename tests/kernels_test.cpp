@@ -43,11 +43,13 @@
 #include "format/f16.h"
 #include "format/trunk_codec.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/trunk_int8.h"
 #include "kernels/trunk_matmul.h"
 #include "kernels/trunk_matvec.h"
 #include "kernels/vq_lut.h"
 #include "kernels/vq_matmul.h"
 #include "platform/thread_pool.h"
+#include "trunk_tensors.h"
 
 #if WASTE_X86_SIMD && __has_include(<simde/x86/avx512.h>) && !defined(__AVX512F__)
 #define WASTE_TEST_EMULATED_AVX512 1
@@ -318,32 +320,8 @@ std::vector<float> random_floats(size_t n, std::mt19937& rng, float sigma = 1.0f
 }
 
 
-struct Trunk {
-    format::TrunkTensor info;
-    std::vector<uint8_t> bytes;
-    format::LoadedTensor tensor() const {
-        return format::LoadedTensor{&info, std::span<const uint8_t>(bytes.data(), info.payload_bytes),
-                                    std::span<const uint8_t>(bytes.data() + info.payload_bytes, info.scale_bytes)};
-    }
-};
-
-Trunk make_trunk(TrunkFormat fmt, uint32_t group, size_t rows, size_t cols, std::mt19937& rng) {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> values(rows * cols);
-    for (float& v : values) v = normal(rng);
-    // a few rows with a wide dynamic range, and one all-zero group
-    for (size_t c = 0; c < cols; c += 7) values[c] *= 30.0f;
-    if (rows > 2) std::fill(values.begin() + 2 * cols, values.begin() + 2 * cols + std::min<size_t>(cols, group), 0.0f);
-    Trunk t;
-    t.bytes = format::quantize_tensor(fmt, group, rows, cols, values);
-    t.info.name = "test";
-    t.info.fmt = fmt;
-    t.info.group = group;
-    t.info.shape = {static_cast<int64_t>(rows), static_cast<int64_t>(cols)};
-    t.info.bytes = t.bytes.size();
-    format::derive_trunk_layout(t.info, "test");
-    return t;
-}
+using waste_test::make_trunk;
+using waste_test::Trunk;
 
 // Σ_i |w_i x_i| per row, from the dequantised row.
 std::vector<double> magnitudes(const format::LoadedTensor& w, const std::vector<float>& x) {
@@ -984,10 +962,38 @@ void bench_trunk(TrunkFormat fmt, size_t rows, size_t cols) {
     }
 }
 
+// The int8 mode's trunk product (trunk_int8.h) beside the exact one, one
+// thread, rows of a decode step and of a 64-token chunk.
+void bench_trunk_int8(TrunkFormat fmt, size_t rows, size_t cols) {
+    std::mt19937 rng(11);
+    const Trunk trunk = make_trunk(fmt, 128, rows, cols, rng);
+    const format::LoadedTensor w = trunk.tensor();
+    const double bytes = static_cast<double>(trunk.info.payload_bytes + trunk.info.scale_bytes);
+    for (size_t tokens : {size_t{1}, size_t{64}}) {
+        const std::vector<float> x = random_floats(tokens * cols, rng);
+        std::vector<float> y(tokens * rows);
+        TrunkInt8Input in;
+        in.reserve(tokens, cols);
+        const int reps = rows * cols * tokens > (1u << 24) ? 5 : 21;
+        const Isa isa = active_isa();
+        const double exact = median_ns([&] { matmul_rows(isa, w, x.data(), cols, tokens, y.data(), rows, 0, rows); }, reps);
+        const double quantize = median_ns([&] { quantize_trunk_input(isa, trunk.info, x.data(), cols, tokens, in); }, reps);
+        const double int8 = median_ns([&] { trunk_int8_rows(isa, w, in, y.data(), rows, 0, rows); }, reps);
+        std::printf("KERNELSPEED trunk_int8 fmt=%s rows=%zu cols=%zu tokens=%zu isa=%s exact_ns=%.0f quantize_ns=%.0f int8_ns=%.0f "
+                    "int8_GBps=%.2f speedup=%.2f\n",
+                    format::trunk_format_name(fmt), rows, cols, tokens, isa_name(isa), exact, quantize, int8, bytes / int8,
+                    exact / (quantize + int8));
+    }
+}
+
 TEST(KernelSpeed, DISABLED_Trunk) {
     for (TrunkFormat fmt : {TrunkFormat::q4g, TrunkFormat::q8g, TrunkFormat::q3g, TrunkFormat::f32}) {
         bench_trunk(fmt, 1024, 1024);
         bench_trunk(fmt, 4096, 7168);
+    }
+    for (TrunkFormat fmt : {TrunkFormat::q4g, TrunkFormat::q8g}) {
+        bench_trunk_int8(fmt, 1024, 1024);
+        bench_trunk_int8(fmt, 32768, 1024);
     }
 }
 

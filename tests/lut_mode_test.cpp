@@ -6,15 +6,21 @@
 // * thread counts 1, 2 and 3 give bit-identical logits in int8 mode (each
 //   thread quantises whole 32-position blocks; rows never split a sum);
 // * int8 differs from exact (the mode is really used) by a bounded amount:
-//   max |Δlogit| <= 1e-4 of the exact logits' spread (max - min) at every
-//   step. Measured: 3.9e-6 (this container's routed experts add little to
-//   its residual stream); the bound leaves 25x for other compilers and libm;
-// * a chunked prompt (prefill) runs int8 rows (kernels/int8_matmul.h): close
-//   to the exact prefill, max |Δlogit| <= 1e-4 of the spread like decode's
-//   tables (measured: 6.6e-7 in chunks of 20, 3.1e-6 in chunks of 7; the
-//   kernel's own rounding bound is checked in int8_matmul_test), not equal, bit-identical for 1, 2 and 3
-//   threads, and bit-identical whether the engine holds every expert
-//   decoded, some or none (the budget decides placement, never precision);
+//   max |Δlogit| <= 2e-2 of the exact logits' spread (max - min) at every
+//   step, decode and prefill. The trunk's Q8G/Q4G projections and the LM
+//   head take int8 inputs in this mode (kernels/trunk_int8.h), and their
+//   rounding dominates: measured 5.5e-3 over the decode steps, 2.5e-3 /
+//   5.1e-3 in prefill chunks of 20 / 7 (before the trunk took int8 inputs,
+//   the experts' int8 tables and rows alone gave 3.9e-6 and 6.6e-7 /
+//   3.1e-6). Each kernel's own rounding bound is checked in
+//   int8_matmul_test and kernels_test; the mode's cost in perplexity on a
+//   trained model is in docs/QUALITY.md;
+// * a chunked prompt (prefill) runs int8 rows (kernels/int8_matmul.h),
+//   bit-identical for 1, 2 and 3 threads, and bit-identical whether the
+//   engine holds every expert decoded, some or none (the budget decides
+//   placement, never precision);
+// * a saved state loads to the saving session's logits bits (the load
+//   recomputes them through the same int8 LM head);
 // * the plan counts the int8 tables, the decoded experts get what the
 //   budget has left once every record is cached, and a lut_mode outside the
 //   enum is refused naming it.
@@ -35,6 +41,10 @@ namespace {
 using nlohmann::json;
 
 using Opened = waste_test::OpenedSession;
+
+// int8 against exact logits, as a share of the exact logits' spread: the
+// trunk's int8 inputs dominate (see the header); measured 6.0e-3.
+constexpr double tolerance = 2e-2;
 
 void open(unsigned threads, uint32_t lut_mode, Opened& out, uint64_t budget = 0) {
     waste_open_options options;
@@ -101,10 +111,29 @@ TEST(LutInt8, CloseToExactButNotEqual) {
             max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[step][i] - want[step][i])));
         any_difference = any_difference || max_diff > 0;
         worst = std::max(worst, max_diff / spread);
-        EXPECT_LE(max_diff, 1e-4 * spread) << "step " << step;
+        EXPECT_LE(max_diff, tolerance * spread) << "step " << step;
     }
     EXPECT_TRUE(any_difference) << "int8 mode gave the exact logits: the mode is not used";
     std::printf("LUTINT8 tiny max|dlogit|/spread over 20 decode steps: %.3e\n", worst);
+}
+
+// A saved state's next-token logits are recomputed at load (final norm and
+// LM head): in the int8 mode through the same int8 LM head, so the loaded
+// session's logits are the saving session's bits.
+TEST(LutInt8, SavedStateLoadsToTheSameLogits) {
+    Opened saving, loading;
+    open(2, WASTE_LUT_INT8, saving);
+    const auto steps = logits_per_step(saving, prompt(), 20);
+    waste_test::TempDir dir;
+    const std::string path = (dir.path() / "state.bin").string();
+    waste_error error{};
+    ASSERT_EQ(waste_state_save(saving.session, path.c_str(), &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_session_create(saving.model, &loading.session, &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_state_load(loading.session, path.c_str(), &error), WASTE_OK) << error.message;
+    const float* logits = nullptr;
+    size_t vocab = 0;
+    ASSERT_EQ(waste_session_logits(loading.session, &logits, &vocab, &error), WASTE_OK) << error.message;
+    EXPECT_EQ(std::vector<float>(logits, logits + vocab), steps.back());
 }
 
 // The plan an open at this budget (0: the default) and the tests' context ran with.
@@ -133,7 +162,7 @@ TEST(LutInt8, PrefillCloseToExactButNotEqual) {
             for (size_t i = 0; i < want[step].size(); ++i)
                 max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[step][i] - want[step][i])));
             worst = std::max(worst, max_diff / (*hi - *lo));
-            EXPECT_LE(max_diff, 1e-4 * (*hi - *lo)) << "chunk " << chunk << " step " << step;
+            EXPECT_LE(max_diff, tolerance * (*hi - *lo)) << "chunk " << chunk << " step " << step;
         }
         EXPECT_GT(worst, 0.0) << "int8 prefill gave the exact logits: the int8 rows are not used";
         std::printf("LUTINT8 tiny prefill in chunks of %u: max|dlogit|/spread %.3e\n", chunk, worst);

@@ -153,15 +153,18 @@ typedef struct waste_open_options {
     uint32_t vision;
 } waste_open_options;
 
-/* How the decode step's expert matvecs read their lookup tables. */
+/* The arithmetic of the experts and the trunk's projections. */
 typedef enum waste_lut_mode {
-    /* f32 tables: the exact path, the default (engine vs the PyTorch
+    /* f32 throughout: the exact path, the default (engine vs the PyTorch
      * reference within 1e-5). */
     WASTE_LUT_EXACT = 0,
-    /* An approximation: each table quantised to int8 with one scale per 32
-     * positions (a table a quarter the size). Decode steps only (prefill
-     * chunks of several tokens never use tables); identical for every thread
-     * count and ISA. Its logit error and perplexity cost are measured in
+    /* An approximation in integers: decode steps read the experts' lookup
+     * tables quantised to int8 (one scale per 32 positions); prefill chunks
+     * multiply the experts' rows decoded to int8 (held decoded where the
+     * budget has room) by int8 inputs; the trunk's Q8G and Q4G projections
+     * and the LM head take their inputs quantised to int8 per weight group
+     * (the routers stay exact). Identical for every thread count, ISA and
+     * budget. Its logit error and perplexity cost: docs/QUALITY.md and
      * docs/BENCHMARKS.md. */
     WASTE_LUT_INT8 = 1
 } waste_lut_mode;

@@ -12,6 +12,8 @@
 #if WASTE_X86_SIMD
 #include <immintrin.h>
 
+#include "kernels/int8_reduce_avx512.h"
+
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -122,21 +124,6 @@ void tile(const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, si
 // (lane 4k + j: row k, token j) and scaled in f32 lane by lane.
 namespace vnni {
 
-// Lane i of the result: the sum of the 16 lanes of a[i].
-inline __m512i reduce16(const __m512i a[16]) {
-    __m512i b[8], c[4];
-    for (int i = 0; i < 8; ++i)
-        b[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
-    for (int i = 0; i < 4; ++i)
-        c[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(b[2 * i], b[2 * i + 1]), _mm512_unpackhi_epi64(b[2 * i], b[2 * i + 1]));
-    const __m512i d0 = _mm512_add_epi32(_mm512_shuffle_i32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                        _mm512_shuffle_i32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-    const __m512i d1 = _mm512_add_epi32(_mm512_shuffle_i32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                        _mm512_shuffle_i32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
-                            _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
 template <int TB>
 void tile(const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, size_t t0, size_t r0, size_t rows, float* y,
           size_t ldy) {
@@ -162,7 +149,7 @@ void tile(const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, si
         const __m512i sums = _mm512_permutexvar_epi32(
             row_of_lane, _mm512_castsi128_si512(_mm_set_epi32(m.group_sum[(r0 + 3) * groups + g], m.group_sum[(r0 + 2) * groups + g],
                                                               m.group_sum[(r0 + 1) * groups + g], m.group_sum[r0 * groups + g])));
-        const __m512i exact = _mm512_sub_epi32(reduce16(dot), _mm512_slli_epi32(sums, 7));
+        const __m512i exact = _mm512_sub_epi32(int8_reduce16(dot), _mm512_slli_epi32(sums, 7));
         float token_scale[4] = {};
         for (int j = 0; j < TB; ++j) token_scale[j] = xs[(t0 + j) * groups + g];
         const __m512 scales = _mm512_permutexvar_ps(token_of_lane, _mm512_castps128_ps512(_mm_loadu_ps(token_scale)));
@@ -283,11 +270,15 @@ bool int8_matmul_rows_x86(Isa isa, const Int8Matrix& m, const int8_t* xq, size_t
 }
 #endif
 
+}  // namespace
+
 #if WASTE_X86_SIMD
+namespace {
 bool simd_quantize(Isa isa) { return (isa == Isa::avx2 || isa == Isa::avx512) && isa_runs(isa); }
+}  // namespace
 #endif
 
-float quantize_values(Isa isa, const float* v, size_t count, int8_t* q) {
+float quantize_int8_values(Isa isa, const float* v, size_t count, int8_t* q) {
 #if WASTE_X86_SIMD
     if (isa == Isa::avx512 && int8_vnni_path()) return vnni::quantize_span(v, count, q);
     if (simd_quantize(isa)) return avx2::quantize_span(v, count, q);
@@ -296,7 +287,7 @@ float quantize_values(Isa isa, const float* v, size_t count, int8_t* q) {
     return quantize_span(v, count, q);
 }
 
-int32_t group_sum(Isa isa, const int8_t* q, size_t count) {
+int32_t int8_byte_sum(Isa isa, const int8_t* q, size_t count) {
 #if WASTE_X86_SIMD
     if (isa == Isa::avx512 && int8_vnni_path() && count % 64 == 0) return vnni::byte_sum(q, count);
     if (simd_quantize(isa) && count % 32 == 0) return avx2::byte_sum(q, count);
@@ -306,8 +297,6 @@ int32_t group_sum(Isa isa, const int8_t* q, size_t count) {
     for (size_t c = 0; c < count; ++c) sum += q[c];
     return sum;
 }
-
-}  // namespace
 
 size_t int8_matrix_bytes(size_t rows, size_t cols) {
     const Int8Matrix shape{rows, cols};
@@ -344,11 +333,11 @@ void decode_vq_int8_rows(Isa isa, const VqTableShape& shape, bool packed6, const
             int8_t* q = m.q + (r + k) * ld;
             uint16_t bits;
             std::memcpy(&bits, scales_f16 + 2 * (r + k), 2);
-            m.scale[r + k] = format::f16_to_f32(bits) * quantize_values(isa, weights.data() + k * ld, cols, q);
+            m.scale[r + k] = format::f16_to_f32(bits) * quantize_int8_values(isa, weights.data() + k * ld, cols, q);
             std::memset(q + cols, 0, ld - cols);
             for (size_t g = 0; g < groups; ++g) {
                 const size_t begin = g * int8_group;
-                m.group_sum[(r + k) * groups + g] = group_sum(isa, q + begin, std::min(begin + int8_group, ld) - begin);
+                m.group_sum[(r + k) * groups + g] = int8_byte_sum(isa, q + begin, std::min(begin + int8_group, ld) - begin);
             }
         }
     }
@@ -360,7 +349,7 @@ void quantize_int8_activations(Isa isa, const float* x, size_t ldx, size_t token
     for (size_t t = 0; t < tokens; ++t) {
         for (size_t g = 0; g < groups; ++g) {
             const size_t begin = g * int8_group, count = std::min(cols, begin + int8_group) - begin;
-            xs[t * groups + g] = quantize_values(isa, x + t * ldx + begin, count, xq + t * ldq + begin);
+            xs[t * groups + g] = quantize_int8_values(isa, x + t * ldx + begin, count, xq + t * ldq + begin);
         }
         std::memset(xq + t * ldq + cols, 0, ldq - cols);
     }

@@ -62,6 +62,13 @@ void quantize_int8_activations(Isa isa, const float* x, size_t ldx, size_t token
 void int8_matmul_rows(Isa isa, const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, size_t tokens, float* y,
                       size_t ldy, size_t row_begin, size_t row_end);
 
+// One span of values to int8 with one shared scale: q = round(v · (127 /
+// max|v|)) to nearest even; returns max|v| / 127 (0 for all zeros). Every
+// ISA gives the same bytes.
+float quantize_int8_values(Isa isa, const float* v, size_t count, int8_t* q);
+// Σ q over count bytes.
+int32_t int8_byte_sum(Isa isa, const int8_t* q, size_t count);
+
 // Does this CPU run the VNNI body (AVX-512 VNNI)? Other x86 CPUs with AVX2
 // run the pairwise-multiply body; everything else the scalar reference.
 bool int8_vnni_path();

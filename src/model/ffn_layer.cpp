@@ -54,7 +54,7 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     {
         ProfileScope router_scope(ctx.profile, ProfileCategory::router);
         float* scores = ws.router.data();  // [T][E]
-        project(ctx, *w.router, x, hidden, tokens, scores, experts);
+        project_exact(ctx, *w.router, x, hidden, tokens, scores, experts);
         std::vector<float> scratch(experts);
         for (size_t t = 0; t < tokens; ++t) {
             route_token(c, w.router_bias.data(), scores + t * experts, scratch.data(), &chosen[t], weights.data() + t * top_k);

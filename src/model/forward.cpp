@@ -53,7 +53,18 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
     }
 }
 
+size_t widest_projection_input(const format::ModelConfig& c) {
+    const size_t kda_width = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
+    const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
+    const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim;
+    const size_t ffn_width = static_cast<size_t>(std::max(c.intermediate, c.moe_intermediate * std::max(c.shared_experts, 1)));
+    return std::max({static_cast<size_t>(c.hidden), kda_width, mla_width, gqa_width, ffn_width,
+                     static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), static_cast<size_t>(c.kv_lora),
+                     static_cast<size_t>(c.expert_input()), size_t{1}});
+}
+
 void Workspace::enable_int8_tables(const format::Container& container) {
+    if (trunk_int8.capacity_tokens == 0) trunk_int8.reserve(max_chunk_tokens, widest_projection_input(container.config()));
     if (!container.has_experts() || !gate_q.empty()) return;
     const format::ExpertQuant& quant = container.manifest().quant;
     const kernels::VqTableShape in{static_cast<int>(lat / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
@@ -83,6 +94,18 @@ void Workspace::enable_int8_tables(const format::Container& container) {
 
 void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
              size_t ldy) {
+    ProfileScope scope(ctx.profile, ProfileCategory::trunk_matvec);
+    project_with(ctx.pool, ctx.ws, ctx.lut == kernels::VqLutMode::int8, w, x, ldx, tokens, y, ldy);
+}
+
+void project_with(platform::ThreadPool& pool, Workspace& ws, bool int8, const format::LoadedTensor& w, const float* x,
+                  size_t ldx, size_t tokens, float* y, size_t ldy) {
+    if (int8 && kernels::trunk_int8_eligible(*w.info)) kernels::trunk_int8_matmul(pool, w, x, ldx, tokens, y, ldy, ws.trunk_int8);
+    else kernels::matmul(pool, w, x, ldx, tokens, y, ldy);
+}
+
+void project_exact(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
+                   size_t ldy) {
     ProfileScope scope(ctx.profile, ProfileCategory::trunk_matvec);
     kernels::matmul(ctx.pool, w, x, ldx, tokens, y, ldy);
 }
@@ -231,7 +254,8 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
     WASTE_CHECK(ctx.scored_rows <= count && (ctx.scored_rows == 0 || (ctx.next_tokens && ctx.next_logprobs)));
     auto head = [&](size_t row) {
         kernels::rmsnorm(kernels::active_isa(), x + row * hidden, ctx.weights.final_norm.data(), eps, hidden, ws.normed.data());
-        kernels::matvec(ctx.pool, *ctx.weights.lm_head, ws.normed.data(), ws.logits.data());
+        project_with(ctx.pool, ws, ctx.lut == kernels::VqLutMode::int8, *ctx.weights.lm_head, ws.normed.data(), hidden, 1,
+                     ws.logits.data(), ws.logits.size());
         if (row < ctx.scored_rows) ctx.next_logprobs[row] = token_logprob(ws.logits, ctx.next_tokens[row]);
     };
     for (size_t row = 0; row + 1 < count && row < ctx.scored_rows; ++row) head(row);

@@ -15,6 +15,7 @@
 
 #include "format/container.h"
 #include "kernels/math.h"
+#include "kernels/trunk_int8.h"
 #include "kernels/vq_lut.h"
 #include "model/decoded_experts.h"
 #include "model/profile.h"
@@ -97,6 +98,9 @@ struct Workspace {
     };
     std::unique_ptr<DecodedExpert> int8_expert;
     std::vector<Int8ExpertScratch> int8_threads;
+    // ... and its trunk projections (kernels/trunk_int8.h): one chunk's
+    // quantised inputs, for the widest projection input.
+    kernels::TrunkInt8Input trunk_int8;
     void enable_int8_tables(const format::Container& container);
 };
 
@@ -142,9 +146,21 @@ struct ForwardContext {
     EmbeddingSplice* splice = nullptr;  // queued image rows, when any
 };
 
-// Y = X Wᵀ over the chunk (kernels::matmul), timed as trunk_matvec.
+// The widest input of any trunk projection (hidden, attention outputs, the
+// low-rank and FFN widths): what the int8 mode's quantised inputs must hold.
+size_t widest_projection_input(const format::ModelConfig& c);
+
+// Y = X Wᵀ over the chunk, timed as trunk_matvec: kernels::matmul, or in the
+// int8 mode kernels::trunk_int8_matmul on the tensors it takes.
 void project(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
              size_t ldy);
+// The same with a pool and workspace of one's own (int8: the int8 mode).
+void project_with(platform::ThreadPool& pool, Workspace& ws, bool int8, const format::LoadedTensor& w, const float* x,
+                  size_t ldx, size_t tokens, float* y, size_t ldy);
+// Always kernels::matmul: the routers, whose scores pick discrete experts
+// (an int8 input could flip a choice, and their products are small).
+void project_exact(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
+                   size_t ldy);
 
 // Runs tokens[0..count) (count <= max_chunk_tokens) at the session's
 // position; the last token's logits land in ws.logits.

@@ -28,7 +28,7 @@ void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x) {
     float* normed = ctx.ws.normed.data() + hidden;       // [H]
     float* scores = ctx.ws.router.data() + experts;      // [E]
     kernels::rmsnorm(kernels::active_isa(), x, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed);
-    project(ctx, *lw.moe_weights.router, normed, hidden, 1, scores, experts);
+    project_exact(ctx, *lw.moe_weights.router, normed, hidden, 1, scores, experts);
     selection_scores(c, lw.moe_weights.router_bias.data(), scores);
     const size_t n = std::min(want, experts);
     std::vector<int> ranked(experts);

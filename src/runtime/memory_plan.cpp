@@ -65,6 +65,9 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
     floats += static_cast<uint64_t>(c.heads) * (context_length + c.kv_lora);  // MLA scores, absorbed queries
     floats += static_cast<uint64_t>(c.experts);                             // router scores
     uint64_t bytes = floats * 4;
+    // the int8 mode's trunk projections: one chunk's quantised inputs
+    // (kernels/trunk_int8.h), for the widest projection input
+    if (int8_tables) bytes += sizeof(kernels::TrunkInt8Input) + kernels::trunk_int8_input_bytes(prefill_chunk, model::widest_projection_input(c));
     // Incident: the plan once counted two threads' tables whatever the pool
     // ran, so `--threads 256` on K3 held ~300 MB the budget did not know of.
     if (c.has_moe()) {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "kernels/elementwise.h"
-#include "kernels/trunk_matvec.h"
+#include "model/forward.h"
 #include "model/session_file.h"
 #include "platform/error.h"
 #include "runtime/engine.h"
@@ -25,7 +25,8 @@ void Session::load_state(const std::string& path) {
     try {
         kernels::rmsnorm(kernels::active_isa(), state_.residual.data(), engine_.weights().final_norm.data(), static_cast<float>(c.rms_eps), c.hidden,
                          workspace_.normed.data());
-        kernels::matvec(engine_.pool(), *engine_.weights().lm_head, workspace_.normed.data(), workspace_.logits.data());
+        model::project_with(engine_.pool(), workspace_, engine_.lut_mode() == kernels::VqLutMode::int8, *engine_.weights().lm_head,
+                            workspace_.normed.data(), c.hidden, 1, workspace_.logits.data(), workspace_.logits.size());
     } catch (...) {
         state_.reset();
         throw;

@@ -1,0 +1,285 @@
+#include "kernels/trunk_int8.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "format/f16.h"
+#include "kernels/int8_matmul.h"
+#include "platform/error.h"
+
+#if WASTE_X86_SIMD
+#include <immintrin.h>
+
+#include "kernels/int8_reduce_avx512.h"
+
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
+// the pass-through of unmasked intrinsics): a known false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace waste::kernels {
+
+using format::TrunkFormat;
+
+namespace {
+
+constexpr size_t chunk = 64;          // columns per vector; Q4G's order repeats every 64
+constexpr size_t max_group = 4096;    // 4096 · 255 · 127 < 2^31
+constexpr size_t row_grain = 16;      // rows a thread's slice is a multiple of (whole 4-row tiles)
+
+inline float scale_at(const uint8_t* scales, size_t index) {
+    uint16_t bits;
+    std::memcpy(&bits, scales + 2 * index, 2);
+    return format::f16_to_f32(bits);
+}
+
+// Where natural column c of a 64-column chunk is stored in Q4G's order.
+inline size_t nibble_position(size_t c) { return c % 2 == 0 ? c / 2 : chunk / 2 + c / 2; }
+
+// The weight q[r][c] as stored (Q8G: the int8; Q4G: nibble - 8).
+inline int weight_at(const format::TrunkTensor& t, const uint8_t* row, size_t c) {
+    if (t.fmt == TrunkFormat::q8g) return static_cast<int8_t>(row[c]);
+    return static_cast<int>((row[c / 2] >> ((c & 1) * 4)) & 0xF) - 8;
+}
+
+void rows_scalar(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin,
+                 size_t row_end) {
+    const format::TrunkTensor& t = *w.info;
+    const size_t G = in.group;
+    for (size_t r = row_begin; r < row_end; ++r) {
+        const uint8_t* row = w.payload.data() + r * t.row_stride;
+        const uint8_t* scales = w.scales.data() + r * t.groups_per_row * 2;
+        for (size_t k = 0; k < in.tokens; ++k) {
+            const int8_t* x = in.q.data() + k * in.ld;
+            float acc = 0;
+            for (size_t g = 0; g < in.groups; ++g) {
+                int32_t dot = 0;
+                for (size_t c = g * G; c < (g + 1) * G; ++c) {
+                    const size_t at = in.nibble_order ? c / chunk * chunk + nibble_position(c % chunk) : c;
+                    dot += weight_at(t, row, c) * x[at];
+                }
+                const float s = rounded(scale_at(scales, g) * in.scale[k * in.groups + g]);
+                acc += rounded(s * static_cast<float>(dot));
+            }
+            y[k * ldy + r] = acc;
+        }
+    }
+}
+
+#if WASTE_X86_SIMD
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+
+namespace vnni {
+
+// 64 weights' codes u = q + b as unsigned bytes from column c of a row:
+// Q8G's bytes with the top bit flipped; Q4G's 32 bytes split into their low
+// nibbles (even columns) then their high ones (odd columns).
+template <bool Q4>
+inline __m512i weight_codes(const uint8_t* row, size_t c) {
+    if constexpr (Q4) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c / 2));
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(bytes), _mm256_srli_epi16(bytes, 4), 1);
+        return _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
+    } else {
+        return _mm512_xor_si512(_mm512_loadu_si512(row + c), _mm512_set1_epi8(static_cast<char>(0x80)));
+    }
+}
+
+// 4 rows × 4 tokens (16 accumulators, lane 4k + j: row k, token j). Per
+// group: the 16 sums reduced to one vector, the b · Σ xq correction, then
+// the reference's f32 steps lane by lane.
+template <bool Q4>
+void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, size_t r0, float* y, size_t ldy) {
+    const format::TrunkTensor& t = *w.info;
+    const size_t G = in.group, stride = t.row_stride, groups = in.groups;
+    const uint8_t* base = w.payload.data() + r0 * stride;
+    const uint8_t* row_scales = w.scales.data() + r0 * t.groups_per_row * 2;
+    const __m512i row_of_lane = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    const float* xs = in.scale.data() + t0 * groups;
+    const int32_t* xsum = in.sum.data() + t0 * groups;
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t g = 0; g < groups; ++g) {
+        __m512i dot[16];
+        for (int i = 0; i < 16; ++i) dot[i] = _mm512_setzero_si512();
+        for (size_t c = g * G; c < (g + 1) * G; c += chunk) {
+            __m512i x[4];
+            for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_si512(in.q.data() + (t0 + j) * in.ld + c);
+            for (int k = 0; k < 4; ++k) {
+                const __m512i u = weight_codes<Q4>(base + k * stride, c);
+                for (int j = 0; j < 4; ++j) dot[4 * k + j] = _mm512_dpbusd_epi32(dot[4 * k + j], u, x[j]);
+            }
+        }
+        // lanes 4k + j: Σ xq and the scale of token j, the f16 scale of row k
+        const __m512i sums = _mm512_broadcast_i32x4(_mm_set_epi32(xsum[3 * groups + g], xsum[2 * groups + g], xsum[groups + g], xsum[g]));
+        const __m512 token_scale = _mm512_broadcast_f32x4(_mm_set_ps(xs[3 * groups + g], xs[2 * groups + g], xs[groups + g], xs[g]));
+        uint16_t h[4];
+        for (int k = 0; k < 4; ++k) std::memcpy(&h[k], row_scales + (k * t.groups_per_row + g) * 2, 2);
+        const __m128 row_scale = _mm_cvtph_ps(_mm_set_epi16(0, 0, 0, 0, static_cast<short>(h[3]), static_cast<short>(h[2]),
+                                                            static_cast<short>(h[1]), static_cast<short>(h[0])));
+        const __m512i exact = _mm512_sub_epi32(int8_reduce16(dot), _mm512_slli_epi32(sums, Q4 ? 3 : 7));  // - b · Σ xq
+        __m512 s = _mm512_mul_ps(_mm512_permutexvar_ps(row_of_lane, _mm512_castps128_ps512(row_scale)), token_scale);
+        __asm__("" : "+v"(s));  // rounded, never fused
+        __m512 product = _mm512_mul_ps(s, _mm512_cvtepi32_ps(exact));
+        __asm__("" : "+v"(product));
+        acc = _mm512_add_ps(acc, product);
+    }
+    alignas(64) float out[16];
+    _mm512_store_ps(out, acc);
+    for (int k = 0; k < 4; ++k)
+        for (int j = 0; j < 4; ++j) y[(t0 + j) * ldy + r0 + k] = out[4 * k + j];
+}
+
+// One token: 4 rows × 4 consecutive groups (lane 4k + i: row k, group
+// g0 + i), so each row is read as one run of 4 groups; the products are
+// added to each row's sum group by group, in order, as the reference does.
+template <bool Q4>
+void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t token, size_t r0, float* y, size_t ldy) {
+    const format::TrunkTensor& t = *w.info;
+    const size_t G = in.group, stride = t.row_stride;
+    const uint8_t* base = w.payload.data() + r0 * stride;
+    const size_t prefetch_rows = std::max<size_t>(8, 32768 / stride);
+    const int8_t* xq = in.q.data() + token * in.ld;
+    const float* xs = in.scale.data() + token * in.groups;
+    const int32_t* xsum = in.sum.data() + token * in.groups;
+    const uint8_t* row_scales = w.scales.data() + r0 * t.groups_per_row * 2;
+    __m128 acc = _mm_setzero_ps();  // lane k: row r0 + k
+    for (size_t g0 = 0; g0 < in.groups; g0 += 4) {
+        const size_t n = std::min<size_t>(4, in.groups - g0);
+        __m512i dot[16];
+        for (int i = 0; i < 16; ++i) dot[i] = _mm512_setzero_si512();
+        // group g0 + I into dot[I], dot[4 + I], ...: I a constant, so the 16
+        // sums stay in registers
+        auto pass = [&]<int I>() {
+            if (static_cast<size_t>(I) >= n) return;
+            for (size_t c = (g0 + I) * G; c < (g0 + I + 1) * G; c += chunk) {
+                // the rows ~32 KB on (rows are back to back), to L2: a decode
+                // step streams the matrix once, and the hardware's
+                // prefetchers alone left it at ~7 GB/s of ~27
+                const uint8_t* ahead = base + prefetch_rows * stride + (Q4 ? c / 2 : c);
+                for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(ahead + k * stride), _MM_HINT_T1);
+                const __m512i x = _mm512_loadu_si512(xq + c);
+                dot[I] = _mm512_dpbusd_epi32(dot[I], weight_codes<Q4>(base, c), x);
+                dot[4 + I] = _mm512_dpbusd_epi32(dot[4 + I], weight_codes<Q4>(base + stride, c), x);
+                dot[8 + I] = _mm512_dpbusd_epi32(dot[8 + I], weight_codes<Q4>(base + 2 * stride, c), x);
+                dot[12 + I] = _mm512_dpbusd_epi32(dot[12 + I], weight_codes<Q4>(base + 3 * stride, c), x);
+            }
+        };
+        pass.template operator()<0>();
+        pass.template operator()<1>();
+        pass.template operator()<2>();
+        pass.template operator()<3>();
+        // lanes 4k + i: group g0 + i's Σ xq and scale, row k's f16 scale of
+        // it (masked loads: nothing past the last group is read)
+        const __mmask8 present = static_cast<__mmask8>((1u << n) - 1);
+        const __m512i sums = _mm512_broadcast_i32x4(_mm_maskz_loadu_epi32(present, xsum + g0));
+        const __m512 token_scale = _mm512_broadcast_f32x4(_mm_maskz_loadu_ps(present, xs + g0));
+        __m128i h[4];
+        for (int k = 0; k < 4; ++k) h[k] = _mm_maskz_loadu_epi16(present, row_scales + (k * t.groups_per_row + g0) * 2);
+        const __m256i halves = _mm256_set_m128i(_mm_unpacklo_epi64(h[2], h[3]), _mm_unpacklo_epi64(h[0], h[1]));
+        const __m512i exact = _mm512_sub_epi32(int8_reduce16(dot), _mm512_slli_epi32(sums, Q4 ? 3 : 7));  // - b · Σ xq
+        __m512 s = _mm512_mul_ps(_mm512_cvtph_ps(halves), token_scale);
+        __asm__("" : "+v"(s));  // rounded, never fused
+        __m512 product = _mm512_mul_ps(s, _mm512_cvtepi32_ps(exact));
+        __asm__("" : "+v"(product));
+        for (size_t i = 0; i < n; ++i) {  // group g0 + i of the 4 rows: lanes i, 4 + i, 8 + i, 12 + i
+            const __m512i pick = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, static_cast<int>(12 + i),
+                                                  static_cast<int>(8 + i), static_cast<int>(4 + i), static_cast<int>(i));
+            acc = _mm_add_ps(acc, _mm512_castps512_ps128(_mm512_permutexvar_ps(pick, product)));
+        }
+    }
+    alignas(16) float out[4];
+    _mm_store_ps(out, acc);
+    for (int k = 0; k < 4; ++k) y[token * ldy + r0 + k] = out[k];
+}
+
+// Row tiles of 4: blocks of 4 tokens as one 4 × 4 tile (each row's codes
+// loaded once for four tokens), the tokens left one at a time. Rows past the
+// last whole tile take the scalar reference.
+template <bool Q4>
+size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin, size_t row_end) {
+    size_t r = row_begin;
+    for (; r + 4 <= row_end; r += 4) {
+        size_t k = 0;
+        for (; k + 4 <= in.tokens; k += 4) tile<Q4>(w, in, k, r, y, ldy);
+        for (; k < in.tokens; ++k) token_tile<Q4>(w, in, k, r, y, ldy);
+    }
+    return r;
+}
+
+}  // namespace vnni
+#pragma GCC pop_options
+#endif
+
+}  // namespace
+
+bool trunk_int8_eligible(const format::TrunkTensor& w) {
+    return (w.fmt == TrunkFormat::q8g || w.fmt == TrunkFormat::q4g) && w.group % chunk == 0 && w.group <= max_group;
+}
+
+size_t trunk_int8_input_bytes(size_t tokens, size_t cols) {
+    const size_t ld = (cols + max_group - 1) / chunk * chunk;  // any group's padding
+    const size_t groups = (cols + chunk - 1) / chunk;           // the smallest group's count
+    return tokens * ld + tokens * groups * (sizeof(float) + sizeof(int32_t));
+}
+
+void TrunkInt8Input::reserve(size_t tokens_, size_t cols) {
+    q.assign(tokens_ * ((cols + max_group - 1) / chunk * chunk), 0);
+    scale.assign(tokens_ * ((cols + chunk - 1) / chunk), 0.0f);
+    sum.assign(scale.size(), 0);
+    capacity_tokens = tokens_;
+    capacity_cols = cols;
+}
+
+void quantize_trunk_input(Isa isa, const format::TrunkTensor& w, const float* x, size_t ldx, size_t tokens, TrunkInt8Input& in) {
+    WASTE_CHECK(trunk_int8_eligible(w) && tokens <= in.capacity_tokens && w.cols <= in.capacity_cols);
+    const size_t cols = w.cols, G = w.group;
+    in.tokens = tokens;
+    in.group = G;
+    in.groups = w.groups_per_row;
+    in.ld = in.groups * G;
+    in.nibble_order = w.fmt == TrunkFormat::q4g;
+    alignas(64) int8_t natural[max_group];
+    for (size_t k = 0; k < tokens; ++k) {
+        for (size_t g = 0; g < in.groups; ++g) {
+            const size_t begin = g * G, count = std::min(cols, begin + G) - begin;
+            in.scale[k * in.groups + g] = quantize_int8_values(isa, x + k * ldx + begin, count, natural);
+            std::memset(natural + count, 0, G - count);
+            in.sum[k * in.groups + g] = int8_byte_sum(isa, natural, G);
+            int8_t* out = in.q.data() + k * in.ld + begin;
+            if (!in.nibble_order) {
+                std::memcpy(out, natural, G);
+                continue;
+            }
+            for (size_t c = 0; c < G; ++c) out[c / chunk * chunk + nibble_position(c % chunk)] = natural[c];
+        }
+    }
+}
+
+void trunk_int8_rows(Isa isa, const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin,
+                     size_t row_end) {
+    size_t done = row_begin;
+#if WASTE_X86_SIMD
+    if (isa == Isa::avx512 && int8_vnni_path())
+        done = w.info->fmt == TrunkFormat::q4g ? vnni::rows<true>(w, in, y, ldy, row_begin, row_end)
+                                               : vnni::rows<false>(w, in, y, ldy, row_begin, row_end);
+#else
+    (void)isa;
+#endif
+    rows_scalar(w, in, y, ldy, done, row_end);
+}
+
+void trunk_int8_matmul(platform::ThreadPool& pool, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens,
+                       float* y, size_t ldy, TrunkInt8Input& in) {
+    const Isa isa = active_isa();
+    quantize_trunk_input(isa, *w.info, x, ldx, tokens, in);
+    const size_t rows = w.info->rows;
+    if (rows * w.info->cols * tokens < 32768) {  // not worth a parallel region
+        trunk_int8_rows(isa, w, in, y, ldy, 0, rows);
+        return;
+    }
+    pool.parallel_for(rows, [&](size_t begin, size_t end) { trunk_int8_rows(isa, w, in, y, ldy, begin, end); }, row_grain);
+}
+
+}  // namespace waste::kernels
