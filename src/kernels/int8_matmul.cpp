@@ -137,6 +137,11 @@ void tile(const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, si
         __m512i dot[R * 4];
         for (int i = 0; i < R * 4; ++i) dot[i] = _mm512_setzero_si512();
         for (size_t c = g * int8_group; c < std::min((g + 1) * int8_group, ld); c += 64) {
+            // the first token block streams the four rows from DRAM (later
+            // blocks find them in L1): the rows two tiles on, into L2 — the
+            // row loads were the stalls
+            if (t0 == 0)
+                for (int k = 0; k < R; ++k) _mm_prefetch(reinterpret_cast<const char*>(m.q + (r0 + 2 * R + k) * ld + c), _MM_HINT_T1);
             __m512i x[TB];
             for (int j = 0; j < TB; ++j)
                 x[j] = _mm512_xor_si512(_mm512_loadu_si512(xq + (t0 + j) * ldq + c), flip);

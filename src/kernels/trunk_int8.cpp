@@ -104,6 +104,11 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
         __m512i dot[16];
         for (int i = 0; i < 16; ++i) dot[i] = _mm512_setzero_si512();
         for (size_t c = g * G; c < (g + 1) * G; c += chunk) {
+            // the first token block streams the rows (later ones find them
+            // in L1): the rows two tiles on, into L2, as int8_matmul does
+            if (t0 == 0)
+                for (int k = 0; k < 4; ++k)
+                    _mm_prefetch(reinterpret_cast<const char*>(base + (8 + k) * stride + (Q4 ? c / 2 : c)), _MM_HINT_T1);
             __m512i x[4];
             for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_si512(in.q.data() + (t0 + j) * in.ld + c);
             for (int k = 0; k < 4; ++k) {
