@@ -215,6 +215,104 @@ size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, s
 
 }  // namespace vnni
 #pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+// AVX2 without VNNI: |x| times w carrying x's sign (vpsignb) in the
+// pairwise byte multiply (at most 2 · 127 · 127: never saturates), pairs of
+// int16 to int32 — Σ q · xq directly, no correction.
+namespace avx2 {
+
+// 32 signed weights q from column c of a row, in the inputs' order: Q8G's
+// bytes; Q4G's 32 columns from 16 bytes, low nibbles (even columns) then
+// high ones (odd columns), minus 8. Q4G's order repeats every 64 columns,
+// so the 32 columns at c are the evens (c % 64 == 0) or the odds of a
+// 64-column chunk: half its 32 bytes' nibbles.
+template <bool Q4>
+inline __m256i weights(const uint8_t* row, size_t c) {
+    if constexpr (Q4) {
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c / 64 * 32));
+        const __m256i nibbles = c % 64 == 0 ? bytes : _mm256_srli_epi16(bytes, 4);
+        return _mm256_sub_epi8(_mm256_and_si256(nibbles, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+    } else {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c));
+    }
+}
+
+// The totals of 4 vectors' lanes, lane i of the result a[i]'s (integer
+// adds: any order gives the same sums).
+inline __m128i reduce4(const __m256i a[4]) {
+    const __m256i g = _mm256_hadd_epi32(_mm256_hadd_epi32(a[0], a[1]), _mm256_hadd_epi32(a[2], a[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+}
+
+// 4 rows × TB tokens (TB = 1 or 2): lane k·TB + j of the group's sums is row
+// k, token j; then the reference's f32 steps lane by lane.
+template <bool Q4, int TB>
+void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, size_t r0, float* y, size_t ldy) {
+    constexpr int R = 4, N = R * TB;
+    const format::TrunkTensor& t = *w.info;
+    const size_t G = in.group, groups = in.groups;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc = _mm256_setzero_ps();
+    for (size_t g = 0; g < groups; ++g) {
+        __m256i dot[N];
+        for (int i = 0; i < N; ++i) dot[i] = _mm256_setzero_si256();
+        for (size_t c = g * G; c < (g + 1) * G; c += 32) {
+            // the first token block streams the rows: the rows two tiles on,
+            // into L2, as the VNNI body does
+            if (t0 == 0)
+                for (int k = 0; k < R; ++k)
+                    _mm_prefetch(reinterpret_cast<const char*>(w.payload.data() + (r0 + 8 + k) * t.row_stride + (Q4 ? c / 2 : c)),
+                                 _MM_HINT_T1);
+            __m256i x[TB], ax[TB];
+            for (int j = 0; j < TB; ++j) {
+                x[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in.q.data() + (t0 + j) * in.ld + c));
+                ax[j] = _mm256_abs_epi8(x[j]);
+            }
+            for (int k = 0; k < R; ++k) {
+                const __m256i q = weights<Q4>(w.payload.data() + (r0 + k) * t.row_stride, c);
+                for (int j = 0; j < TB; ++j)
+                    dot[k * TB + j] = _mm256_add_epi32(dot[k * TB + j],
+                                                       _mm256_madd_epi16(_mm256_maddubs_epi16(ax[j], _mm256_sign_epi8(q, x[j])), ones));
+            }
+        }
+        __m256i sums;
+        if constexpr (TB == 1) sums = _mm256_castsi128_si256(reduce4(dot));
+        else sums = _mm256_set_m128i(reduce4(dot + 4), reduce4(dot));
+        alignas(32) float scale[8] = {};
+        for (int k = 0; k < R; ++k) {
+            uint16_t bits;
+            std::memcpy(&bits, w.scales.data() + ((r0 + k) * t.groups_per_row + g) * 2, 2);
+            const float ws = _cvtsh_ss(bits);
+            for (int j = 0; j < TB; ++j) scale[k * TB + j] = ws * in.scale[(t0 + j) * groups + g];  // rounded: a store
+        }
+        __m256 product = _mm256_mul_ps(_mm256_load_ps(scale), _mm256_cvtepi32_ps(sums));
+        __asm__("" : "+x"(product));  // rounded, never fused
+        acc = _mm256_add_ps(acc, product);
+    }
+    alignas(32) float out[8];
+    _mm256_store_ps(out, acc);
+    for (int k = 0; k < R; ++k)
+        for (int j = 0; j < TB; ++j) y[(t0 + j) * ldy + r0 + k] = out[k * TB + j];
+}
+
+// Row tiles of 4: blocks of 2 tokens, a token left alone; rows past the last
+// whole tile take the scalar reference.
+template <bool Q4>
+size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin, size_t row_end) {
+    size_t r = row_begin;
+    for (; r + 4 <= row_end; r += 4) {
+        size_t k = 0;
+        for (; k + 2 <= in.tokens; k += 2) tile<Q4, 2>(w, in, k, r, y, ldy);
+        if (k < in.tokens) tile<Q4, 1>(w, in, k, r, y, ldy);
+    }
+    return r;
+}
+
+}  // namespace avx2
+#pragma GCC pop_options
 #endif
 
 }  // namespace
@@ -266,9 +364,11 @@ void trunk_int8_rows(Isa isa, const format::LoadedTensor& w, const TrunkInt8Inpu
                      size_t row_end) {
     size_t done = row_begin;
 #if WASTE_X86_SIMD
+    const bool q4 = w.info->fmt == TrunkFormat::q4g;
     if (isa == Isa::avx512 && int8_vnni_path())
-        done = w.info->fmt == TrunkFormat::q4g ? vnni::rows<true>(w, in, y, ldy, row_begin, row_end)
-                                               : vnni::rows<false>(w, in, y, ldy, row_begin, row_end);
+        done = q4 ? vnni::rows<true>(w, in, y, ldy, row_begin, row_end) : vnni::rows<false>(w, in, y, ldy, row_begin, row_end);
+    else if ((isa == Isa::avx2 || isa == Isa::avx512) && isa_runs(Isa::avx2))
+        done = q4 ? avx2::rows<true>(w, in, y, ldy, row_begin, row_end) : avx2::rows<false>(w, in, y, ldy, row_begin, row_end);
 #else
     (void)isa;
 #endif

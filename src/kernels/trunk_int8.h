@@ -1,7 +1,8 @@
 // trunk_int8.h — the trunk's projections in the int8 mode (`--lut int8`):
 // Q8G and Q4G weights multiplied as they are stored (no new copy of the
 // trunk) by activations quantised to int8, with integer dot products
-// (AVX-512 VNNI: 64 multiply-adds an instruction). The exact path
+// (AVX-512 VNNI: 64 multiply-adds an instruction; AVX2: the pairwise byte
+// multiply; NEON: the scalar reference for now). The exact path
 // (trunk_matvec.h) decodes every weight to f32 for every token, which kept
 // decode's trunk and LM head compute-bound at ~14 G multiply-adds/s a core
 // (docs/BENCHMARKS.md).
