@@ -46,6 +46,7 @@ uint64_t workspace_bytes(const waste::model::Workspace& ws) {
         sum += bytes_of(s.x) + bytes_of(s.out) + bytes_of(s.g) + bytes_of(s.u) + bytes_of(s.xq) + bytes_of(s.hq) + bytes_of(s.xs) +
                bytes_of(s.hs);
     if (ws.int8_expert) sum += waste::model::DecodedExpert::bytes(ws.lat, ws.inter) + sizeof(waste::model::DecodedExpert);
+    sum += bytes_of(ws.trunk_int8.q) + bytes_of(ws.trunk_int8.scale) + bytes_of(ws.trunk_int8.sum);  // the trunk's int8 inputs
     return sum;
 }
 
