@@ -224,11 +224,10 @@ size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, s
 // int16 to int32 — Σ q · xq directly, no correction.
 namespace avx2 {
 
-// 32 signed weights q from column c of a row, in the inputs' order: Q8G's
-// bytes; Q4G's 32 columns from 16 bytes, low nibbles (even columns) then
-// high ones (odd columns), minus 8. Q4G's order repeats every 64 columns,
-// so the 32 columns at c are the evens (c % 64 == 0) or the odds of a
-// 64-column chunk: half its 32 bytes' nibbles.
+// 32 signed weights q from stored column c of a row, in the inputs' order:
+// Q8G's bytes; for Q4G, the inputs' order repeats every 64 columns (evens,
+// then odds), so the 32 at c are the low nibbles (c % 64 == 0) or the high
+// ones of that 64-column chunk's 32 bytes, minus 8.
 template <bool Q4>
 inline __m256i weights(const uint8_t* row, size_t c) {
     if constexpr (Q4) {
