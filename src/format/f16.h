@@ -6,7 +6,9 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace waste::format {
 
@@ -21,6 +23,14 @@ inline float f16_to_f32(uint16_t half) {
     }
     if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
     return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+// The f16 value at element `index` of a little-endian byte array (trunk
+// scales, VQ row scales: no alignment assumed).
+inline float f16_at(const uint8_t* bytes, size_t index) {
+    uint16_t half;
+    std::memcpy(&half, bytes + 2 * index, 2);
+    return f16_to_f32(half);
 }
 
 inline uint16_t f32_to_f16(float value) {

@@ -28,12 +28,6 @@ constexpr size_t chunk = 64;          // columns per vector; Q4G's order repeats
 constexpr size_t max_group = 4096;    // 4096 · 255 · 127 < 2^31
 constexpr size_t row_grain = 16;      // rows a thread's slice is a multiple of (whole 4-row tiles)
 
-inline float scale_at(const uint8_t* scales, size_t index) {
-    uint16_t bits;
-    std::memcpy(&bits, scales + 2 * index, 2);
-    return format::f16_to_f32(bits);
-}
-
 // Where natural column c of a 64-column chunk is stored in Q4G's order.
 inline size_t nibble_position(size_t c) { return c % 2 == 0 ? c / 2 : chunk / 2 + c / 2; }
 
@@ -59,7 +53,7 @@ void rows_scalar(const format::LoadedTensor& w, const TrunkInt8Input& in, float*
                     const size_t at = in.nibble_order ? c / chunk * chunk + nibble_position(c % chunk) : c;
                     dot += weight_at(t, row, c) * x[at];
                 }
-                const float s = rounded(scale_at(scales, g) * in.scale[k * in.groups + g]);
+                const float s = rounded(format::f16_at(scales, g) * in.scale[k * in.groups + g]);
                 acc += rounded(s * static_cast<float>(dot));
             }
             y[k * ldy + r] = acc;
@@ -320,15 +314,21 @@ bool trunk_int8_eligible(const format::TrunkTensor& w) {
     return (w.fmt == TrunkFormat::q8g || w.fmt == TrunkFormat::q4g) && w.group % chunk == 0 && w.group <= max_group;
 }
 
+namespace {
+// A token's room in TrunkInt8Input for up to `cols` columns, whatever the
+// tensor's group: its quantised values padded to any group's multiple, and
+// a scale and a sum for each group of the smallest size.
+size_t input_ld(size_t cols) { return (cols + max_group - 1) / chunk * chunk; }
+size_t input_groups(size_t cols) { return (cols + chunk - 1) / chunk; }
+}  // namespace
+
 size_t trunk_int8_input_bytes(size_t tokens, size_t cols) {
-    const size_t ld = (cols + max_group - 1) / chunk * chunk;  // any group's padding
-    const size_t groups = (cols + chunk - 1) / chunk;           // the smallest group's count
-    return tokens * ld + tokens * groups * (sizeof(float) + sizeof(int32_t));
+    return tokens * input_ld(cols) + tokens * input_groups(cols) * (sizeof(float) + sizeof(int32_t));
 }
 
 void TrunkInt8Input::reserve(size_t tokens_, size_t cols) {
-    q.assign(tokens_ * ((cols + max_group - 1) / chunk * chunk), 0);
-    scale.assign(tokens_ * ((cols + chunk - 1) / chunk), 0.0f);
+    q.assign(tokens_ * input_ld(cols), 0);
+    scale.assign(tokens_ * input_groups(cols), 0.0f);
     sum.assign(scale.size(), 0);
     capacity_tokens = tokens_;
     capacity_cols = cols;

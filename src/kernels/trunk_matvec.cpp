@@ -70,12 +70,6 @@ Isa active_isa() {
 
 namespace {
 
-inline float scale_at(const uint8_t* scales, size_t index) {
-    uint16_t bits;
-    std::memcpy(&bits, scales + 2 * index, 2);
-    return format::f16_to_f32(bits);
-}
-
 void matvec_rows_scalar(const format::LoadedTensor& w, const float* x, float* y, size_t row_begin, size_t row_end) {
     const format::TrunkTensor& t = *w.info;
     const size_t cols = t.cols, group = t.group;
@@ -104,7 +98,7 @@ void matvec_rows_scalar(const format::LoadedTensor& w, const float* x, float* y,
                 }
                 acc += static_cast<float>(q) * x[i];
             }
-            total += scale_at(scales, g) * acc;
+            total += format::f16_at(scales, g) * acc;
         }
         y[r] = total;
     }

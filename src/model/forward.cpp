@@ -11,16 +11,33 @@
 
 namespace waste::model {
 
-Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads) {
-    const size_t tokens = max_chunk_tokens;
-    hidden = c.hidden;
+size_t attention_width(const format::ModelConfig& c) {
     const size_t kda_width = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
     const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
     const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim;  // GQA: q and the heads' outputs
-    attn_width = std::max({kda_width, mla_width, gqa_width, size_t{1}});
-    small_width = std::max({static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), size_t{1}});
-    ffn_width = std::max({static_cast<size_t>(c.intermediate),
-                          static_cast<size_t>(c.moe_intermediate) * std::max(c.shared_experts, 1), size_t{1}});
+    return std::max({kda_width, mla_width, gqa_width, size_t{1}});
+}
+
+size_t low_rank_width(const format::ModelConfig& c) {
+    return std::max({static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), size_t{1}});
+}
+
+size_t dense_ffn_width(const format::ModelConfig& c) {
+    return std::max({static_cast<size_t>(c.intermediate), static_cast<size_t>(c.moe_intermediate) * std::max(c.shared_experts, 1),
+                     size_t{1}});
+}
+
+size_t widest_projection_input(const format::ModelConfig& c) {
+    return std::max({static_cast<size_t>(c.hidden), attention_width(c), low_rank_width(c), dense_ffn_width(c),
+                     static_cast<size_t>(c.kv_lora), static_cast<size_t>(c.expert_input())});
+}
+
+Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads) {
+    const size_t tokens = max_chunk_tokens;
+    hidden = c.hidden;
+    attn_width = attention_width(c);
+    small_width = low_rank_width(c);
+    ffn_width = dense_ffn_width(c);
     for (auto* buffer : {&x, &normed, &attn_out, &ffn_out, &ps, &shared_out}) buffer->assign(tokens * hidden, 0.0f);
     for (auto* buffer : {&q, &k, &v, &decay, &gate, &head_out}) buffer->assign(tokens * attn_width, 0.0f);
     beta.assign(tokens * std::max(c.kda_heads, 1), 0.0f);
@@ -51,16 +68,6 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
             thread_up.emplace_back(inter, 0.0f);
         }
     }
-}
-
-size_t widest_projection_input(const format::ModelConfig& c) {
-    const size_t kda_width = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
-    const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
-    const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim;
-    const size_t ffn_width = static_cast<size_t>(std::max(c.intermediate, c.moe_intermediate * std::max(c.shared_experts, 1)));
-    return std::max({static_cast<size_t>(c.hidden), kda_width, mla_width, gqa_width, ffn_width,
-                     static_cast<size_t>(c.kda_head_dim), static_cast<size_t>(c.q_lora), static_cast<size_t>(c.kv_lora),
-                     static_cast<size_t>(c.expert_input()), size_t{1}});
 }
 
 void Workspace::enable_int8_tables(const format::Container& container) {

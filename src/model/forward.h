@@ -146,8 +146,14 @@ struct ForwardContext {
     EmbeddingSplice* splice = nullptr;  // queued image rows, when any
 };
 
-// The widest input of any trunk projection (hidden, attention outputs, the
-// low-rank and FFN widths): what the int8 mode's quantised inputs must hold.
+// Per-token widths of the chunk's buffers (Workspace): the widest attention
+// projection (KDA, MLA or GQA heads), the low-rank inner width (KDA's head
+// dim, MLA's q_lora), the dense or shared-expert FFN; each at least 1.
+size_t attention_width(const format::ModelConfig& c);
+size_t low_rank_width(const format::ModelConfig& c);
+size_t dense_ffn_width(const format::ModelConfig& c);
+// The widest input of any trunk projection (hidden, the widths above, MLA's
+// kv_lora, the experts' input): what the int8 mode's quantised inputs hold.
 size_t widest_projection_input(const format::ModelConfig& c);
 
 // Y = X Wᵀ over the chunk, timed as trunk_matvec: kernels::matmul, or in the
