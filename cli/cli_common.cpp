@@ -116,6 +116,12 @@ uint64_t parse_size(const std::string& text) {
     return static_cast<uint64_t>(std::llround(bytes));
 }
 
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 std::string format_bytes(uint64_t bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double value = static_cast<double>(bytes);

@@ -43,6 +43,8 @@ ModelHandle open_model(const std::string& path, const waste_open_options& option
 // "1073741824", "8G", "8GB", "512M", "1.5GiB" -> bytes; throws CLI::ValidationError.
 uint64_t parse_size(const std::string& text);
 std::string format_bytes(uint64_t bytes);
+// The middle value (the mean of the middle two when even); 0 when empty.
+double median(std::vector<double> values);
 
 // Takes a JSON string the library returned and frees it.
 std::string take_string(char* json);

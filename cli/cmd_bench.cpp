@@ -37,12 +37,6 @@ struct BenchArgs {
     StreamArgs stream;
 };
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const size_t n = values.size();
-    return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 // The session's profile so far: seconds per category (cumulative while on).
 json profile_seconds(const waste_session* session) {
     char* text = nullptr;

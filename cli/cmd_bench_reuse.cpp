@@ -53,12 +53,6 @@ struct SnapshotCloser {
 };
 using SnapshotHandle = std::unique_ptr<waste_snapshot, SnapshotCloser>;
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const size_t n = values.size();
-    return n == 0 ? 0 : n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 std::vector<int32_t> random_ids(std::mt19937& random, int count, int vocab) {
     std::vector<int32_t> ids(static_cast<size_t>(count));
     for (int32_t& id : ids) id = static_cast<int32_t>(random() % static_cast<uint32_t>(vocab));

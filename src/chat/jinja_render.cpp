@@ -60,7 +60,7 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' |
 // its leading and trailing ASCII whitespace (so that strip/trim/lstrip('\n')
 // in a template leave the sentinels whole), or with each special token's
 // text replaced by a placeholder, or as it is.
-struct Marker {
+struct ContentMarker {
     enum class Mode { bare, sentinels, placeholders } mode = Mode::bare;
     std::string open, close;
     const text::Tokenizer* tokenizer = nullptr;
@@ -116,14 +116,14 @@ struct Marker {
     }
 };
 
-const Json* member(const Json& object, const char* key) {
+const Json* find_member(const Json& object, const char* key) {
     if (!object.is_object()) return nullptr;
     const auto it = object.find(key);
     return it == object.end() ? nullptr : &*it;
 }
 
 // Every string in a JSON value (object keys too) marked.
-Json mark_all(const Json& value, Marker& marker) {
+Json mark_all(const Json& value, ContentMarker& marker) {
     if (value.is_string()) return marker.mark(value.get<std::string>());
     if (value.is_array()) {
         Json out = Json::array();
@@ -140,7 +140,7 @@ Json mark_all(const Json& value, Marker& marker) {
 
 // One message as the template sees it: arguments parsed, content strings marked.
 // role and content part "type" stay bare: templates compare them.
-Json template_message(const Json& message, size_t index, Marker& marker, bool render_only) {
+Json template_message(const Json& message, size_t index, ContentMarker& marker, bool render_only) {
     if (!message.is_object())
         throw RequestError(fmt::format("messages[{}] must be an object", index), fmt::format("messages[{}]", index));
     // OpenAI's roles, as the other formats accept them; the template sees the
@@ -153,7 +153,7 @@ Json template_message(const Json& message, size_t index, Marker& marker, bool re
     // renders; their special tokens are then markup, as the model produced
     // them. Everything a user or a tool supplies, and an assistant's tool
     // calls, keep their specials as text in every mode.
-    const bool model_text = role == "assistant" && marker.mode == Marker::Mode::placeholders;
+    const bool model_text = role == "assistant" && marker.mode == ContentMarker::Mode::placeholders;
     Json out = Json::object();
     for (auto it = message.begin(); it != message.end(); ++it) {
         const std::string& key = it.key();
@@ -166,7 +166,7 @@ Json template_message(const Json& message, size_t index, Marker& marker, bool re
             Json parts = Json::array();
             for (const Json& part : value) {
                 // The engine reads no image for a Jinja-template model; render shows what the template does with one.
-                if (const Json* type = member(part, "type"); !render_only && type && type->is_string() && *type != "text")
+                if (const Json* type = find_member(part, "type"); !render_only && type && type->is_string() && *type != "text")
                     throw RequestError(fmt::format("messages[{}].content: a {} part cannot be rendered by this model's chat template "
                                                    "(this engine has no vision tower for it)", index, type->get<std::string>()),
                                        fmt::format("messages[{}].content", index), "vision_disabled");
@@ -218,7 +218,7 @@ Json template_message(const Json& message, size_t index, Marker& marker, bool re
 // A tool declaration: names and descriptions marked (free text a client
 // may fill from anywhere); the schema's structure (types, enums, property
 // names) stays bare because templates test it (gpt-oss's `type == "string"`).
-Json template_tool(const Json& tool, Marker& marker, bool in_schema_value = false) {
+Json template_tool(const Json& tool, ContentMarker& marker, bool in_schema_value = false) {
     if (tool.is_array()) {
         Json out = Json::array();
         for (const Json& item : tool) out.push_back(template_tool(item, marker));
@@ -234,9 +234,9 @@ Json template_tool(const Json& tool, Marker& marker, bool in_schema_value = fals
     return out;
 }
 
-Json build_context(const Json& body, const JinjaFormat& format, const JinjaOptions& options, Marker& marker) {
+Json build_context(const Json& body, const JinjaFormat& format, const JinjaOptions& options, ContentMarker& marker) {
     if (!body.is_object()) throw RequestError("the request body must be a JSON object", "");
-    const Json* messages = member(body, "messages");
+    const Json* messages = find_member(body, "messages");
     if (!messages) throw RequestError("messages is required", "messages");
     if (!messages->is_array() || messages->empty()) throw RequestError("messages must be a non-empty array", "messages");
     if (messages->size() > max_request_messages)
@@ -245,18 +245,18 @@ Json build_context(const Json& body, const JinjaFormat& format, const JinjaOptio
     Json list = Json::array();
     for (size_t i = 0; i < messages->size(); ++i) list.push_back(template_message((*messages)[i], i, marker, options.render_only_keys));
     context["messages"] = std::move(list);
-    const Json* tools = member(body, "tools");
+    const Json* tools = find_member(body, "tools");
     if (tools && !tools->is_null() && !tools->is_array()) throw RequestError("tools must be an array", "tools");
     context["tools"] = tools && tools->is_array() && !tools->empty() ? template_tool(*tools, marker) : Json(nullptr);
     bool add_generation_prompt = true;
-    if (const Json* value = member(body, "add_generation_prompt"); value && options.render_only_keys) {
+    if (const Json* value = find_member(body, "add_generation_prompt"); value && options.render_only_keys) {
         if (!value->is_boolean()) throw RequestError("add_generation_prompt must be true or false", "add_generation_prompt");
         add_generation_prompt = value->get<bool>();
     }
     context["add_generation_prompt"] = add_generation_prompt;
     if (format.bos_token) context["bos_token"] = *format.bos_token;
     if (format.eos_token) context["eos_token"] = *format.eos_token;
-    if (const Json* kwargs = member(body, "chat_template_kwargs"); kwargs && !kwargs->is_null()) {
+    if (const Json* kwargs = find_member(body, "chat_template_kwargs"); kwargs && !kwargs->is_null()) {
         if (!kwargs->is_object()) throw RequestError("chat_template_kwargs must be an object", "chat_template_kwargs");
         for (auto it = kwargs->begin(); it != kwargs->end(); ++it) {
             if (it.key() == "messages" || it.key() == "tools")
@@ -316,7 +316,7 @@ bool split_sentinels(const std::string& marked, const std::string& open, const s
 // The placeholder render: markup text between placeholders, each
 // placeholder a plain segment with its special's text. False when putting
 // the specials back does not give `text`.
-bool split_placeholders(const std::string& marked, const Marker& marker, const std::string& text, std::vector<Segment>& out) {
+bool split_placeholders(const std::string& marked, const ContentMarker& marker, const std::string& text, std::vector<Segment>& out) {
     std::vector<Segment> segments;
     SegmentWriter writer(segments);
     std::string restored, run;
@@ -354,7 +354,7 @@ std::string channel_of(const std::string& text) {
 
 RenderedPrompt render_jinja(const Json& body, const JinjaFormat& format, const text::Tokenizer& tokenizer, const JinjaOptions& options) {
     const std::time_t now = options.now.value_or(std::time(nullptr));  // one clock for every render of this request
-    Marker bare;
+    ContentMarker bare;
     RenderedPrompt prompt;
     const Json bare_context = build_context(body, format, options, bare);
     const bool bare_context_generation = bare_context["add_generation_prompt"].get<bool>();
@@ -368,8 +368,8 @@ RenderedPrompt render_jinja(const Json& body, const JinjaFormat& format, const t
     FreshCodes codes(std::move(used));
 
     // 1. Sentinels around every content string: the spans between them are content.
-    Marker sentinels;
-    sentinels.mode = Marker::Mode::sentinels;
+    ContentMarker sentinels;
+    sentinels.mode = ContentMarker::Mode::sentinels;
     sentinels.open = codes.next();
     sentinels.close = codes.next();
     bool split = false;
@@ -384,8 +384,8 @@ RenderedPrompt render_jinja(const Json& body, const JinjaFormat& format, const t
         // content becomes a placeholder; if the render with placeholders,
         // the specials put back, is the same text, everything else is the
         // template's or harmless content with no special in it.
-        Marker placeholders;
-        placeholders.mode = Marker::Mode::placeholders;
+        ContentMarker placeholders;
+        placeholders.mode = ContentMarker::Mode::placeholders;
         placeholders.tokenizer = &tokenizer;
         placeholders.codes = &codes;
         const Json context = build_context(body, format, options, placeholders);

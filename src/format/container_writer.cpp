@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 using ordered_json = nlohmann::ordered_json;
 
 constexpr uint64_t quantize_min_elements = 65536;  // converter convention, container-v0 §3
-constexpr int64_t max_dim = int64_t{1} << 26;       // the reader's load-time bound, container-v0 §3
 constexpr uint64_t codebook_header_bytes = 16;
 constexpr uint8_t codebook_record_fmt = 4;          // what writers put in a WCBK record, container-v0 §4
 constexpr size_t max_pending_banks = 128;           // open files awaiting their fsync (K3 has 92 banks)
@@ -113,7 +112,7 @@ uint64_t trunk_tensor_bytes(TrunkFormat fmt, std::span<const int64_t> shape, uin
         fail(WASTE_ERR_INVALID_ARGUMENT, "trunk tensor of {} dims, expected 1 to 4", shape.size());
     uint64_t rows = 1;
     for (size_t i = 0; i < shape.size(); ++i) {
-        if (shape[i] < 1 || shape[i] > max_dim)
+        if (shape[i] < 1 || shape[i] > max_trunk_dim)
             fail(WASTE_ERR_INVALID_ARGUMENT, "trunk tensor dimension {} is out of range [1, 2^26]", shape[i]);
         if (i + 1 < shape.size()) rows *= static_cast<uint64_t>(shape[i]);
     }

@@ -9,7 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t max_dim = int64_t{1} << 26;        // container-v0 §3 load-time bound
 constexpr uint64_t max_elements = uint64_t{1} << 36;  // far above K3's largest tensor (1.2e9)
 constexpr uint64_t max_file_offset = uint64_t{1} << 50;
 constexpr uint32_t max_group = 1u << 16;
@@ -71,7 +70,7 @@ TrunkTensor parse_trunk_entry(const json& entry, size_t index) {
         if (!dim.is_number_integer()) fail_format("{}: shape holds {}, not an integer", where, dim.dump());
         int64_t value = dim.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(dim.get<uint64_t>(), INT64_MAX))
                                                  : dim.get<int64_t>();
-        if (value < 1 || value > max_dim) fail_format("{}: dimension {} is out of range [1, 2^26]", where, value);
+        if (value < 1 || value > max_trunk_dim) fail_format("{}: dimension {} is out of range [1, 2^26]", where, value);
         tensor.shape.push_back(value);
     }
     if (tensor.fmt != TrunkFormat::f32) {

@@ -18,6 +18,9 @@
 
 namespace waste::format {
 
+// A trunk tensor's dimension, at most: the reader's load-time bound (container-v0 §3).
+constexpr int64_t max_trunk_dim = int64_t{1} << 26;
+
 enum class TrunkFormat : uint8_t { f32 = 0, q8g = 2, q4g = 3, q3g = 7 };
 const char* trunk_format_name(TrunkFormat fmt);
 

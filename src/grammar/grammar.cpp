@@ -32,26 +32,7 @@ std::vector<CharRange> normalise(std::vector<CharRange> ranges) {
             cut.push_back(r);
         }
     }
-    std::sort(cut.begin(), cut.end(), [](CharRange a, CharRange b) { return a.first < b.first; });
-    std::vector<CharRange> merged;
-    for (CharRange r : cut) {
-        if (!merged.empty() && r.first <= merged.back().last + 1)
-            merged.back().last = std::max(merged.back().last, r.last);
-        else
-            merged.push_back(r);
-    }
-    return merged;
-}
-
-std::vector<CharRange> complement(const std::vector<CharRange>& sorted) {
-    std::vector<CharRange> out;
-    uint32_t next = 0;
-    for (CharRange r : sorted) {
-        if (r.first > next) out.push_back({next, r.first - 1});
-        next = r.last + 1;
-    }
-    if (next <= max_code_point) out.push_back({next, max_code_point});
-    return normalise(std::move(out));
+    return merged_ranges(std::move(cut));
 }
 
 std::string escape_code_point(uint32_t c, bool in_class) {
@@ -67,6 +48,29 @@ std::string escape_code_point(uint32_t c, bool in_class) {
 }
 
 }  // namespace
+
+std::vector<CharRange> merged_ranges(std::vector<CharRange> ranges) {
+    std::sort(ranges.begin(), ranges.end(), [](CharRange a, CharRange b) { return a.first < b.first; });
+    std::vector<CharRange> merged;
+    for (CharRange r : ranges) {
+        if (!merged.empty() && r.first <= merged.back().last + 1)
+            merged.back().last = std::max(merged.back().last, r.last);
+        else
+            merged.push_back(r);
+    }
+    return merged;
+}
+
+std::vector<CharRange> complement_ranges(const std::vector<CharRange>& merged) {
+    std::vector<CharRange> out;
+    uint32_t next = 0;
+    for (CharRange r : merged) {
+        if (r.first > next) out.push_back({next, r.first - 1});
+        next = r.last + 1;
+    }
+    if (next <= max_code_point) out.push_back({next, max_code_point});
+    return out;
+}
 
 bool CharClass::contains(uint32_t c) const {
     auto it = std::upper_bound(ranges.begin(), ranges.end(), c, [](uint32_t v, CharRange r) { return v < r.first; });
@@ -116,7 +120,7 @@ void GrammarBuilder::define(uint32_t rule, std::vector<Sequence> alternatives, c
 
 uint32_t GrammarBuilder::char_class(std::vector<CharRange> ranges, bool negated) {
     auto set = normalise(std::move(ranges));
-    if (negated) set = complement(set);
+    if (negated) set = normalise(complement_ranges(set));
     std::vector<std::pair<uint32_t, uint32_t>> key;
     for (auto r : set) key.emplace_back(r.first, r.last);
     if (auto it = class_index_.find(key); it != class_index_.end()) return it->second;

@@ -30,6 +30,11 @@ struct CharRange {
     uint32_t first = 0, last = 0;  // inclusive
 };
 
+// Sorted by first, overlapping and adjacent ranges merged (nothing cut).
+std::vector<CharRange> merged_ranges(std::vector<CharRange> ranges);
+// What [0, max_code_point] holds outside `merged` (sorted and merged).
+std::vector<CharRange> complement_ranges(const std::vector<CharRange>& merged);
+
 // A set of Unicode scalar values: sorted, disjoint, non-adjacent ranges,
 // surrogates (U+D800..U+DFFF) never included. Negated classes are stored
 // already complemented, so matching is always a positive range lookup.

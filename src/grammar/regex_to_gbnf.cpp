@@ -14,34 +14,13 @@ namespace {
 
 using Ranges = std::vector<CharRange>;
 
-Ranges sorted_union(Ranges r) {
-    std::sort(r.begin(), r.end(), [](CharRange a, CharRange b) { return a.first < b.first; });
-    Ranges out;
-    for (auto x : r) {
-        if (!out.empty() && x.first <= out.back().last + 1)
-            out.back().last = std::max(out.back().last, x.last);
-        else
-            out.push_back(x);
-    }
-    return out;
-}
-
-Ranges complement(const Ranges& r) {
-    Ranges sorted = sorted_union(r), out;
-    uint32_t next = 0;
-    for (auto x : sorted) {
-        if (x.first > next) out.push_back({next, x.first - 1});
-        next = x.last + 1;
-    }
-    if (next <= max_code_point) out.push_back({next, max_code_point});
-    return out;
-}
+Ranges complement(const Ranges& r) { return complement_ranges(merged_ranges(r)); }
 
 // What a JSON string holds unescaped: no '"', '\', or U+0000..U+001F.
 Ranges cut_to_json(const Ranges& r) {
     const Ranges allowed{{0x20, 0x21}, {0x23, 0x5B}, {0x5D, max_code_point}};
     Ranges out;
-    for (auto x : sorted_union(r))
+    for (auto x : merged_ranges(r))
         for (auto a : allowed) {
             const uint32_t first = std::max(x.first, a.first), last = std::min(x.last, a.last);
             if (first <= last) out.push_back({first, last});

@@ -18,7 +18,7 @@
 namespace waste::image::detail {
 namespace {
 
-constexpr const char* format = "GIF";
+constexpr const char* gif_format = "GIF";
 
 int on_read(GifFileType* gif, GifByteType* out, int count) {
     return static_cast<int>(static_cast<ByteCursor*>(gif->UserData)->read(out, count < 0 ? 0 : static_cast<size_t>(count)));
@@ -71,14 +71,14 @@ void fill_background(const GifFileType* gif, const GifImageDesc& frame, RgbImage
 
 ImageSize gif_dimensions(std::string_view bytes, const std::string& name) {
     GifReader reader(bytes, name);
-    check_pixel_count(name, format, reader.gif->SWidth, reader.gif->SHeight);
+    check_pixel_count(name, gif_format, reader.gif->SWidth, reader.gif->SHeight);
     return {static_cast<uint32_t>(reader.gif->SWidth), static_cast<uint32_t>(reader.gif->SHeight)};
 }
 
 RgbImage gif_decode(std::string_view bytes, const std::string& name) {
     GifReader reader(bytes, name);
     GifFileType* gif = reader.gif;
-    RgbImage image = allocate_rgb(name, format, gif->SWidth, gif->SHeight);   // zero: black
+    RgbImage image = allocate_rgb(name, gif_format, gif->SWidth, gif->SHeight);   // zero: black
     int transparent = -1;   // from the Graphic Control Extension before the frame
     for (;;) {
         GifRecordType record = UNDEFINED_RECORD_TYPE;

@@ -27,7 +27,7 @@
 namespace waste::image::detail {
 namespace {
 
-constexpr const char* format = "JPEG";
+constexpr const char* jpeg_format = "JPEG";
 
 struct JpegErrors {
     jpeg_error_mgr manager;   // first: libjpeg hands us a jpeg_error_mgr*
@@ -135,7 +135,7 @@ void refuse_colour_space(const jpeg_decompress_struct& info, const std::string& 
 ImageSize jpeg_dimensions(std::string_view bytes, const std::string& name) {
     JpegReader reader;
     if (!read_header(&reader, bytes)) fail(WASTE_ERR_FORMAT, "{}: JPEG: {}", name, reader.errors.message);
-    check_pixel_count(name, format, reader.info.image_width, reader.info.image_height);
+    check_pixel_count(name, jpeg_format, reader.info.image_width, reader.info.image_height);
     refuse_colour_space(reader.info, name);
     if (orientation_swaps_sides(orientation_of(reader.info))) return {reader.info.image_height, reader.info.image_width};
     return {reader.info.image_width, reader.info.image_height};
@@ -144,7 +144,7 @@ ImageSize jpeg_dimensions(std::string_view bytes, const std::string& name) {
 RgbImage jpeg_decode(std::string_view bytes, const std::string& name) {
     JpegReader reader;
     if (!read_header(&reader, bytes)) fail(WASTE_ERR_FORMAT, "{}: JPEG: {}", name, reader.errors.message);
-    check_pixel_count(name, format, reader.info.image_width, reader.info.image_height);
+    check_pixel_count(name, jpeg_format, reader.info.image_width, reader.info.image_height);
     refuse_colour_space(reader.info, name);
     const int orientation = orientation_of(reader.info);
     if (!start(&reader)) fail(WASTE_ERR_FORMAT, "{}: JPEG: {}", name, reader.errors.message);
@@ -152,7 +152,7 @@ RgbImage jpeg_decode(std::string_view bytes, const std::string& name) {
         reader.info.output_height != reader.info.image_height)
         fail(WASTE_ERR_INTERNAL, "{}: JPEG: decoder output {}x{}x{} for a {}x{} image", name, reader.info.output_width,
              reader.info.output_height, reader.info.output_components, reader.info.image_width, reader.info.image_height);
-    RgbImage image = allocate_rgb(name, format, reader.info.output_width, reader.info.output_height);
+    RgbImage image = allocate_rgb(name, jpeg_format, reader.info.output_width, reader.info.output_height);
     if (!read_rows(&reader, image.rgb.data(), size_t{image.width} * 3))
         fail(WASTE_ERR_FORMAT, "{}: JPEG: {}", name, reader.errors.message);
     return apply_orientation(std::move(image), orientation);

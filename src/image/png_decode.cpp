@@ -17,7 +17,7 @@
 namespace waste::image::detail {
 namespace {
 
-constexpr const char* format = "PNG";
+constexpr const char* png_format = "PNG";
 
 struct PngInput {
     ByteCursor cursor;
@@ -92,7 +92,7 @@ ImageSize png_dimensions(std::string_view bytes, const std::string& name) {
     png_uint_32 width = 0, height = 0;
     if (!read_header(reader.png, reader.info, &width, &height, false))
         fail(WASTE_ERR_FORMAT, "{}: PNG: {}", name, reader.input.message);
-    check_pixel_count(name, format, width, height);
+    check_pixel_count(name, png_format, width, height);
     return {width, height};
 }
 
@@ -101,7 +101,7 @@ RgbImage png_decode(std::string_view bytes, const std::string& name) {
     png_uint_32 width = 0, height = 0;
     if (!read_header(reader.png, reader.info, &width, &height, true))
         fail(WASTE_ERR_FORMAT, "{}: PNG: {}", name, reader.input.message);
-    RgbImage image = allocate_rgb(name, format, width, height);
+    RgbImage image = allocate_rgb(name, png_format, width, height);
     const size_t row_bytes = png_get_rowbytes(reader.png, reader.info);
     if (png_get_channels(reader.png, reader.info) != 3 || row_bytes != size_t{width} * 3)
         fail(WASTE_ERR_INTERNAL, "{}: PNG: transforms gave {} channels, {} bytes per row for width {}", name,

@@ -11,7 +11,7 @@
 namespace waste::image::detail {
 namespace {
 
-constexpr const char* format = "WebP";
+constexpr const char* webp_format = "WebP";
 
 const char* describe(VP8StatusCode status) {
     switch (status) {
@@ -31,7 +31,7 @@ WebPBitstreamFeatures features_of(std::string_view bytes, const std::string& nam
     WebPBitstreamFeatures features{};
     const VP8StatusCode status = WebPGetFeatures(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &features);
     if (status != VP8_STATUS_OK) fail(WASTE_ERR_FORMAT, "{}: WebP: {}", name, describe(status));
-    check_pixel_count(name, format, static_cast<uint64_t>(features.width), static_cast<uint64_t>(features.height));
+    check_pixel_count(name, webp_format, static_cast<uint64_t>(features.width), static_cast<uint64_t>(features.height));
     if (features.has_animation) fail(WASTE_ERR_UNSUPPORTED, "{}: WebP: animated WebP is not supported", name);
     return features;
 }
@@ -45,7 +45,7 @@ ImageSize webp_dimensions(std::string_view bytes, const std::string& name) {
 
 RgbImage webp_decode(std::string_view bytes, const std::string& name) {
     const WebPBitstreamFeatures features = features_of(bytes, name);
-    RgbImage image = allocate_rgb(name, format, static_cast<uint64_t>(features.width), static_cast<uint64_t>(features.height));
+    RgbImage image = allocate_rgb(name, webp_format, static_cast<uint64_t>(features.width), static_cast<uint64_t>(features.height));
     WebPDecoderConfig config;
     if (!WebPInitDecoderConfig(&config)) fail(WASTE_ERR_INTERNAL, "{}: WebP: decoder version mismatch", name);
     config.output.colorspace = MODE_RGB;
