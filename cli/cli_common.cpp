@@ -1,6 +1,10 @@
 #include "cli_common.h"
 
+#if defined(_WIN32)
+#include <windows.h>
+#else
 #include <sched.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +15,19 @@
 #include <fmt/format.h>
 
 namespace waste_cli {
+namespace {
+
+// The CPUs an affinity can name: a Linux cpu_set_t's, a Windows process
+// group's (its affinity mask is one machine word).
+#if defined(_WIN32)
+constexpr int max_cpus = static_cast<int>(sizeof(DWORD_PTR) * 8);
+#elif defined(CPU_SETSIZE)
+constexpr int max_cpus = CPU_SETSIZE;
+#else
+constexpr int max_cpus = 1024;
+#endif
+
+}  // namespace
 
 void fail_with(const waste_error& error, const std::string& doing) {
     throw RuntimeFailure{fmt::format("{}: {} ({})", doing, error.message, waste_status_name(error.status))};
@@ -60,7 +77,7 @@ std::vector<int> parse_cpu_list(const std::string& text) {
             if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
                 throw bad(fmt::format("has \"{}\", not a CPU number", item));
             const int cpu = std::stoi(digits);
-            if (cpu >= CPU_SETSIZE) throw bad(fmt::format("names CPU {}, above {}", cpu, CPU_SETSIZE - 1));
+            if (cpu >= max_cpus) throw bad(fmt::format("names CPU {}, above {}", cpu, max_cpus - 1));
             return cpu;
         };
         const int first = number(item.substr(0, dash));
@@ -74,14 +91,30 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     return cpus;
 }
 
+// The process's affinity: sched_setaffinity on Linux; on Windows the
+// process affinity mask, which names the CPUs of the process's group (64 at
+// most); macOS has no affinity call, so there --cpus is refused.
+static bool pin_process_to(const std::vector<int>& cpus) {
+#if defined(_WIN32)
+    DWORD_PTR mask = 0;
+    for (int cpu : cpus) mask |= DWORD_PTR{1} << cpu;
+    return ::SetProcessAffinityMask(::GetCurrentProcess(), mask) != 0;
+#elif defined(__linux__)
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof(set), &set) == 0;
+#else
+    (void)cpus;
+    return false;
+#endif
+}
+
 void add_cpus_option(CLI::App& app) {
     app.add_option_function<std::string>(
            "--cpus",
            [](const std::string& text) {
-               cpu_set_t set;
-               CPU_ZERO(&set);
-               for (int cpu : parse_cpu_list(text)) CPU_SET(cpu, &set);
-               if (sched_setaffinity(0, sizeof(set), &set) != 0)
+               if (!pin_process_to(parse_cpu_list(text)))
                    throw CLI::ValidationError("--cpus", fmt::format("\"{}\": none of these CPUs is available to this process", text));
            },
            "Run only on these CPUs, e.g. 0-3,6 (with --threads 0, one compute thread each)")

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@ struct RuntimeFailure {
 };
 
 [[noreturn]] void fail_with(const waste_error& error, const std::string& doing);
+
+// A path from the command line's UTF-8 text: built from a std::string, a
+// path would be read in the ANSI code page on Windows.
+inline std::filesystem::path path_from_utf8(const std::string& text) {
+    return std::filesystem::path(std::u8string(reinterpret_cast<const char8_t*>(text.data()), text.size()));
+}
 
 struct ModelCloser {
     void operator()(waste_model* model) const { waste_model_close(model); }

@@ -1,17 +1,73 @@
 // cli_main.cpp — parsing and the exit codes shared by every waste executable.
 #include "cli_main.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
+
+#if defined(_WIN32)
+#include <windows.h>
+// after windows.h, which it needs
+#include <fcntl.h>
+#include <io.h>
+#include <shellapi.h>
+#endif
 
 #include <fmt/format.h>
 
 #include "cli_common.h"
 
 namespace waste_cli {
+namespace {
+
+#if defined(_WIN32)
+// Windows hands main() its arguments in the ANSI code page and opens the
+// standard streams in text mode (every "\n" written becomes "\r\n"). So the
+// arguments are taken again as UTF-16 and made UTF-8, the text the library
+// and every other system use, and the streams are made binary: what the
+// CLI writes (JSON lines, token streams, bytes piped on) is byte for byte
+// what it writes elsewhere. A console shows that UTF-8 as UTF-8.
+std::vector<std::string> utf8_arguments() {
+    int count = 0;
+    wchar_t** wide = ::CommandLineToArgvW(::GetCommandLineW(), &count);
+    std::vector<std::string> arguments;
+    for (int i = 0; wide && i < count; ++i) {
+        const int length = static_cast<int>(std::wcslen(wide[i]));
+        const int bytes = ::WideCharToMultiByte(CP_UTF8, 0, wide[i], length, nullptr, 0, nullptr, nullptr);
+        std::string argument(static_cast<size_t>(std::max(bytes, 0)), '\0');
+        if (bytes > 0) ::WideCharToMultiByte(CP_UTF8, 0, wide[i], length, argument.data(), bytes, nullptr, nullptr);
+        arguments.push_back(std::move(argument));
+    }
+    if (wide) ::LocalFree(wide);
+    return arguments;
+}
+
+void use_binary_utf8_streams() {
+    _setmode(_fileno(stdin), _O_BINARY);
+    _setmode(_fileno(stdout), _O_BINARY);
+    _setmode(_fileno(stderr), _O_BINARY);
+    ::SetConsoleOutputCP(CP_UTF8);
+    ::SetConsoleCP(CP_UTF8);
+}
+#endif
+
+}  // namespace
 
 int run_command_line(CLI::App& app, int argc, char** argv) {
+#if defined(_WIN32)
+    use_binary_utf8_streams();
+    std::vector<std::string> arguments = utf8_arguments();
+    std::vector<char*> utf8_argv;
+    for (std::string& argument : arguments) utf8_argv.push_back(argument.data());
+    utf8_argv.push_back(nullptr);
+    if (!arguments.empty()) {
+        argc = static_cast<int>(arguments.size());
+        argv = utf8_argv.data();
+    }
+#endif
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -52,9 +52,12 @@ void add_diskbench_command(CLI::App& app) {
         fmt::print("random read   {:.2f} GB/s, {:.0f} reads/s, latency p50 {:.2f} ms, p99 {:.2f} ms\n",
                    r["read_gb_per_s"].get<double>(), r["reads_per_s"].get<double>(), r["latency_p50_ms"].get<double>(),
                    r["latency_p99_ms"].get<double>());
-        fmt::print("seq. write    {:.2f} GB/s (O_DIRECT)\n", r["write_gb_per_s"].get<double>());
-        fmt::print("page cache    {} pages of the file resident afterwards (0 = reads bypassed RAM)\n",
-                   r["resident_pages_after"].get<uint64_t>());
+        fmt::print("seq. write    {:.2f} GB/s ({})\n", r["write_gb_per_s"].get<double>(), r["write_io_mode"].get<std::string>());
+        if (r["resident_pages_after"].is_null())
+            fmt::print("page cache    unknown: this system does not say which pages of a file it caches\n");
+        else
+            fmt::print("page cache    {} pages of the file resident afterwards (0 = reads bypassed RAM)\n",
+                       r["resident_pages_after"].get<uint64_t>());
     });
 }
 

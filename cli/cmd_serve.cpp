@@ -6,9 +6,19 @@
 // into `waste`, every command paid it outside its memory plan (the soak's
 // `waste chat` went 2 MB over its budget); now only the server does. The
 // CPU affinity set by a --cpus given before `serve` survives the exec.
+//
+// Windows has no exec that keeps the process: there waste-serve.exe is run
+// as a child, waited for, and its exit code is this one's (the affinity is
+// inherited the same way).
+#if defined(_WIN32)
+#include <process.h>
+#include <windows.h>
+#else
 #include <unistd.h>
+#endif
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -25,12 +35,68 @@ namespace {
 // waste-serve in the directory of the running executable (the build folder,
 // or where both are installed), never a lookup on $PATH: a `waste serve`
 // must run the server of the same build.
-std::string server_executable() {
+#if defined(_WIN32)
+std::filesystem::path server_executable() {
+    std::wstring self(32768, L'\0');
+    const DWORD length = ::GetModuleFileNameW(nullptr, self.data(), static_cast<DWORD>(self.size()));
+    if (length == 0 || length >= self.size())
+        throw RuntimeFailure{fmt::format("serve: cannot find this executable's directory (GetModuleFileNameW: error {})", ::GetLastError())};
+    self.resize(length);
+    return std::filesystem::path(self).parent_path() / L"waste-serve.exe";
+}
+
+// Runs the server as a child and ends with its exit code.
+[[noreturn]] void run_server(const std::filesystem::path& server, const std::vector<std::string>& arguments) {
+    // _wspawnv joins the arguments into one command line without quoting them.
+    auto quoted = [](const std::wstring& argument) {
+        std::wstring out = L"\"";
+        size_t backslashes = 0;
+        for (wchar_t c : argument) {
+            if (c == L'\\') {
+                ++backslashes;
+                continue;
+            }
+            out.append(c == L'"' ? 2 * backslashes + 1 : backslashes, L'\\');
+            backslashes = 0;
+            out.push_back(c);
+        }
+        out.append(2 * backslashes, L'\\');
+        return out + L"\"";
+    };
+    std::vector<std::wstring> words{quoted(server.wstring())};
+    for (const std::string& argument : arguments) words.push_back(quoted(path_from_utf8(argument).wstring()));
+    std::vector<const wchar_t*> argv;
+    for (const std::wstring& word : words) argv.push_back(word.c_str());
+    argv.push_back(nullptr);
+    std::fflush(stdout);
+    const intptr_t code = ::_wspawnv(_P_WAIT, server.wstring().c_str(), argv.data());
+    if (code == -1)
+        throw RuntimeFailure{fmt::format("serve: cannot run {}: {} (it is built beside waste; reinstall or rebuild)",
+                                         server.string(), std::strerror(errno))};
+    std::exit(static_cast<int>(code));
+}
+#else
+std::filesystem::path server_executable() {
     std::error_code error;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
     if (error) throw RuntimeFailure{fmt::format("serve: cannot find this executable's directory (/proc/self/exe: {})", error.message())};
-    return (self.parent_path() / "waste-serve").string();
+    return self.parent_path() / "waste-serve";
 }
+
+// Replaces this process with the server.
+[[noreturn]] void run_server(const std::filesystem::path& server_path, const std::vector<std::string>& arguments) {
+    const std::string server = server_path.string();
+    std::vector<std::string> args{server};
+    args.insert(args.end(), arguments.begin(), arguments.end());
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    std::fflush(stdout);
+    execv(server.c_str(), argv.data());
+    throw RuntimeFailure{fmt::format("serve: cannot run {}: {} (it is built beside waste; reinstall or rebuild)", server,
+                                     std::strerror(errno))};
+}
+#endif
 
 }  // namespace
 
@@ -41,18 +107,7 @@ void add_serve_forwarding_command(CLI::App& app) {
     cmd->fallthrough(false);
     cmd->allow_extras();
     cmd->prefix_command();
-    cmd->callback([cmd] {
-        const std::string server = server_executable();
-        std::vector<std::string> args{server};
-        for (const std::string& arg : cmd->remaining()) args.push_back(arg);
-        std::vector<char*> argv;
-        for (std::string& arg : args) argv.push_back(arg.data());
-        argv.push_back(nullptr);
-        std::fflush(stdout);
-        execv(server.c_str(), argv.data());
-        throw RuntimeFailure{fmt::format("serve: cannot run {}: {} (it is built beside waste; reinstall or rebuild)", server,
-                                         std::strerror(errno))};
-    });
+    cmd->callback([cmd] { run_server(server_executable(), cmd->remaining()); });
 }
 
 }  // namespace waste_cli

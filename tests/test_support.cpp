@@ -6,11 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/mount.h>
-#include <sys/statvfs.h>
+#if !defined(_WIN32)
 #include <sys/wait.h>
-#include <fcntl.h>
-#include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -74,56 +72,24 @@ std::unique_ptr<SynthCheckpoint> hf_synth(const std::string& args) {
 }
 
 int run_command(const std::string& command, std::string* output) {
+#if defined(_WIN32)
+    // cmd.exe runs it; _pclose returns the exit code itself.
+    FILE* pipe = ::_popen((command + " 2>&1").c_str(), "rb");
+#else
     FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+#endif
     if (!pipe) return -1;
     std::string text;
     char buffer[4096];
     size_t got;
     while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) text.append(buffer, got);
-    const int status = ::pclose(pipe);
     if (output) *output = text;
+#if defined(_WIN32)
+    return ::_pclose(pipe);
+#else
+    const int status = ::pclose(pipe);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-SmallFilesystem::SmallFilesystem(uint64_t bytes) {
-    const std::string options = "size=" + std::to_string(bytes) + ",mode=0755";
-    if (::mount("tmpfs", dir_.path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == 0) {
-        mounted_ = true;
-    } else {
-        why_ = "cannot mount a " + std::to_string(bytes) + "-byte tmpfs on " + dir_.path().string() + ": " +
-               std::strerror(errno) + " (a real disk-full test needs root / CAP_SYS_ADMIN)";
-    }
-}
-
-SmallFilesystem::~SmallFilesystem() {
-    if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
-}
-
-void SmallFilesystem::resize(uint64_t bytes) {
-    const std::string options = "size=" + std::to_string(bytes);
-    if (::mount("tmpfs", dir_.path().c_str(), "tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV, options.c_str()) != 0)
-        throw std::runtime_error("cannot resize the tmpfs on " + dir_.path().string() + ": " + std::strerror(errno));
-}
-
-void SmallFilesystem::fill() {
-    const int fd = ::open((path() / "filler").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) throw std::runtime_error("cannot create the filler: " + std::string(std::strerror(errno)));
-    const std::string block(4096, 'f');
-    for (size_t size = block.size(); size >= 1;) {  // whole pages, then what is left of the last one
-        if (::write(fd, block.data(), size) < 0) {
-            if (errno != ENOSPC) break;
-            size /= 2;
-        }
-    }
-    ::close(fd);
-}
-
-void SmallFilesystem::unfill() { fs::remove(path() / "filler"); }
-
-uint64_t SmallFilesystem::free_bytes() const {
-    struct statvfs info {};
-    if (::statvfs(path().c_str(), &info) != 0) return 0;
-    return static_cast<uint64_t>(info.f_bavail) * info.f_frsize;
+#endif
 }
 
 std::map<std::string, std::string> container_files(const fs::path& dir) {

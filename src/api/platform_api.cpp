@@ -49,6 +49,7 @@ waste_status waste_diskbench_json(const char* directory, const char* options_jso
         json out;
         out["backend"] = r.backend;
         out["io_mode"] = r.io_mode;
+        out["write_io_mode"] = r.write_io_mode;
         out["file_bytes"] = r.file_bytes;
         out["record_bytes"] = r.record_bytes;
         out["depth"] = r.depth;
@@ -59,7 +60,8 @@ waste_status waste_diskbench_json(const char* directory, const char* options_jso
         out["reads_per_s"] = r.reads_per_s;
         out["latency_p50_ms"] = r.latency_p50_ms;
         out["latency_p99_ms"] = r.latency_p99_ms;
-        out["resident_pages_after"] = r.resident_pages_after;
+        if (r.resident_pages_after >= 0) out["resident_pages_after"] = r.resident_pages_after;
+        else out["resident_pages_after"] = nullptr;  // the system cannot tell
         *out_json = waste::api::to_c_string(out.dump());
     });
 }

@@ -1,7 +1,5 @@
 #include "convert/converter.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -44,28 +42,17 @@ constexpr uint64_t trunk_block_bytes = uint64_t{8} << 20;  // f32 rows read and 
 constexpr uint32_t trunk_group = 128;                        // Q*G group of a default conversion (container-v0 §3)
 constexpr size_t part_buffer_bytes = size_t{4} << 20;
 
-// Reads a whole (small) file into memory: parts, banks' records one at a time.
+// Reads back what was written, to verify it: parts, banks' records one at a
+// time (buffered: the bytes were just written and are likely still cached).
 class ReadBack {
 public:
-    explicit ReadBack(const fs::path& path) : path_(path) {
-        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd_ < 0) fail(WASTE_ERR_IO, "cannot reopen {} to verify it: {}", path.string(), std::strerror(errno));
-    }
-    ~ReadBack() { ::close(fd_); }
+    explicit ReadBack(const fs::path& path) : file_(path.string(), false) {}
     void read(uint64_t offset, void* out, size_t bytes) const {
-        auto* at = static_cast<uint8_t*>(out);
-        while (bytes > 0) {
-            const ssize_t got = ::pread(fd_, at, bytes, static_cast<off_t>(offset));
-            if (got <= 0) fail(WASTE_ERR_IO, "{}: short read at {} while verifying", path_.string(), offset);
-            at += got;
-            offset += static_cast<uint64_t>(got);
-            bytes -= static_cast<size_t>(got);
-        }
+        file_.read_at(offset, {static_cast<uint8_t*>(out), bytes});
     }
 
 private:
-    fs::path path_;
-    int fd_ = -1;
+    platform::DirectFile file_;
 };
 
 format::ExpertQuant resolve_quant(const ConvertOptions& o) {
@@ -200,33 +187,23 @@ bool from_hex(const std::string& hex, std::string* bytes) {
 // `_shape` is read whenever the checkpoint is indexed. No other value is
 // needed again.
 void record_shard_header(const fs::path& shard_path, const fs::path& work, const std::string& shard) {
-    const int fd = ::open(shard_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(WASTE_ERR_IO, "reclaim: cannot open {} to record its header: {}", shard_path.string(), std::strerror(errno));
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
-    const off_t size = ::lseek(fd, 0, SEEK_END);
+    const platform::DirectFile file(shard_path.string(), false);
+    const uint64_t size = file.size();
     unsigned char length_bytes[8];
-    if (size < 8 || ::pread(fd, length_bytes, 8, 0) != 8)
-        fail(WASTE_ERR_IO, "reclaim: {}: cannot read its header length", shard_path.string());
+    if (size < 8) fail(WASTE_ERR_IO, "reclaim: {}: cannot read its header length", shard_path.string());
+    file.read_at(0, length_bytes);
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
-    if (length > max_header_bytes || length > static_cast<uint64_t>(size) - 8)
+    if (length > max_header_bytes || length > size - 8)
         fail(WASTE_ERR_FORMAT, "reclaim: {}: header length {} is out of bounds", shard_path.string(), length);
     std::string header(static_cast<size_t>(length), '\0');
-    for (uint64_t done = 0; done < length;) {
-        const ssize_t got = ::pread(fd, header.data() + done, length - done, static_cast<off_t>(8 + done));
-        if (got <= 0) fail(WASTE_ERR_IO, "reclaim: {}: short read of its header", shard_path.string());
-        done += static_cast<uint64_t>(got);
-    }
+    file.read_at(8, {reinterpret_cast<uint8_t*>(header.data()), header.size()});
     json kept = json::object();
-    const SafetensorsHeader parsed = parse_safetensors_header(header, static_cast<uint64_t>(size), shard_path.string());
+    const SafetensorsHeader parsed = parse_safetensors_header(header, size, shard_path.string());
     for (const TensorEntry& t : parsed.tensors) {
         if (t.bytes == 0 || t.bytes > kept_tensor_bytes) continue;
         std::string bytes(static_cast<size_t>(t.bytes), '\0');
-        if (::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(t.begin)) != static_cast<ssize_t>(bytes.size()))
-            fail(WASTE_ERR_IO, "reclaim: {}: cannot read tensor \"{}\" to keep it", shard_path.string(), t.name);
+        file.read_at(t.begin, {reinterpret_cast<uint8_t*>(bytes.data()), bytes.size()});
         kept[t.name] = to_hex(bytes);
     }
     platform::write_small_file((work / reclaimed_kept_name(shard)).string(), kept.dump() + "\n");

@@ -1,16 +1,14 @@
 #include "convert/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "platform/direct_file.h"
 #include "platform/error.h"
 
 namespace waste::convert {
@@ -37,7 +35,6 @@ std::string shorten(const std::string& text) {
     return text.size() <= limit ? text : text.substr(0, limit) + "...";
 }
 
-std::string errno_text(int code) { return std::strerror(code); }
 
 uint64_t unsigned_value(const json& value, const std::string& what, const std::string& tensor, const char* field) {
     if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0))
@@ -187,74 +184,32 @@ SafetensorsHeader parse_safetensors_header(std::string_view header_json, uint64_
 
 struct SafetensorsFile::Handle {
     std::mutex mutex;
-    int fd = -1;
+    std::optional<platform::DirectFile> file;  // open between the first read and release()
 };
 
 SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
-
-SafetensorsFile::~SafetensorsFile() {
-    if (handle_ && handle_->fd >= 0) ::close(handle_->fd);
-}
-
-namespace {
-
-// Reads exactly `bytes` at `offset`; a short file is an error naming it.
-void read_exact(int fd, uint64_t offset, void* dst, uint64_t bytes, const std::string& what) {
-    auto* out = static_cast<char*>(dst);
-    while (bytes > 0) {
-        const size_t chunk = static_cast<size_t>(std::min<uint64_t>(bytes, uint64_t{1} << 30));
-        const ssize_t got = ::pread(fd, out, chunk, static_cast<off_t>(offset));
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            fail(WASTE_ERR_IO, "{}: read of {} bytes at offset {} failed: {}", what, chunk, offset, errno_text(errno));
-        }
-        if (got == 0) fail(WASTE_ERR_IO, "{}: unexpected end of file at offset {} (truncated?)", what, offset);
-        out += got;
-        offset += static_cast<uint64_t>(got);
-        bytes -= static_cast<uint64_t>(got);
-    }
-}
-
-int open_regular(const std::filesystem::path& path, uint64_t* size) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(WASTE_ERR_IO, "{}: cannot open: {}", path.string(), errno_text(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        fail(WASTE_ERR_IO, "{}: not a regular file", path.string());
-    }
-    *size = static_cast<uint64_t>(st.st_size);
-    return fd;
-}
-
-}  // namespace
+SafetensorsFile::~SafetensorsFile() = default;
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     SafetensorsFile file;
     file.path_ = path;
     file.handle_ = std::make_unique<Handle>();
     const std::string what = path.string();
-    uint64_t size = 0;
-    const int fd = open_regular(path, &size);
-    try {
-        if (size < 8) fail_format("{}: {} bytes is too short for a safetensors header length", what, size);
-        unsigned char length_bytes[8];
-        read_exact(fd, 0, length_bytes, 8, what);
-        uint64_t length = 0;
-        for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
-        if (length > max_header_bytes)
-            fail_format("{}: header length {} exceeds the {} byte limit", what, length, max_header_bytes);
-        if (length > size - 8)
-            fail_format("{}: header length {} runs past the end of the {} byte file (truncated?)", what, length, size);
-        std::string text(static_cast<size_t>(length), '\0');
-        read_exact(fd, 8, text.data(), length, what);
-        file.header_ = parse_safetensors_header(text, size, what);
-    } catch (...) {
-        ::close(fd);
-        throw;
-    }
-    ::close(fd);
+    const platform::DirectFile source(what, false);  // closed on return: reads reopen it (opened())
+    const uint64_t size = source.size();
+    if (size < 8) fail_format("{}: {} bytes is too short for a safetensors header length", what, size);
+    unsigned char length_bytes[8];
+    source.read_at(0, length_bytes);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
+    if (length > max_header_bytes)
+        fail_format("{}: header length {} exceeds the {} byte limit", what, length, max_header_bytes);
+    if (length > size - 8)
+        fail_format("{}: header length {} runs past the end of the {} byte file (truncated?)", what, length, size);
+    std::string text(static_cast<size_t>(length), '\0');
+    source.read_at(8, {reinterpret_cast<uint8_t*>(text.data()), text.size()});
+    file.header_ = parse_safetensors_header(text, size, what);
     file.file_bytes_ = size;
     return file;
 }
@@ -280,25 +235,21 @@ SafetensorsFile SafetensorsFile::reclaimed(const std::filesystem::path& path, st
     return file;
 }
 
-int SafetensorsFile::descriptor() const {
+const platform::DirectFile& SafetensorsFile::opened() const {
     std::lock_guard<std::mutex> lock(handle_->mutex);
     if (reclaimed_) fail(WASTE_ERR_IO, "{}: was reclaimed (deleted by convert --reclaim on); its tensors cannot be read", path_.string());
-    if (handle_->fd < 0) {
-        uint64_t size = 0;
-        const int fd = open_regular(path_, &size);
-        if (size != file_bytes_) {
-            ::close(fd);
-            fail(WASTE_ERR_IO, "{}: changed size since it was opened ({} -> {} bytes)", path_.string(), file_bytes_, size);
-        }
-        handle_->fd = fd;
+    if (!handle_->file) {
+        platform::DirectFile file(path_.string(), false);
+        if (file.size() != file_bytes_)
+            fail(WASTE_ERR_IO, "{}: changed size since it was opened ({} -> {} bytes)", path_.string(), file_bytes_, file.size());
+        handle_->file.emplace(std::move(file));
     }
-    return handle_->fd;
+    return *handle_->file;
 }
 
 void SafetensorsFile::release() const {
     std::lock_guard<std::mutex> lock(handle_->mutex);
-    if (handle_->fd >= 0) ::close(handle_->fd);
-    handle_->fd = -1;
+    handle_->file.reset();
 }
 
 void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst, uint64_t bytes) const {
@@ -314,14 +265,14 @@ void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst
         std::memcpy(dst, kept->second.data() + offset, bytes);
         return;
     }
-    const int fd = descriptor();
-    read_exact(fd, tensor.begin + offset, dst, bytes, path_.string() + ": tensor \"" + tensor.name + "\"");
+    const platform::DirectFile& file = opened();
+    file.read_at(tensor.begin + offset, {static_cast<uint8_t*>(dst), static_cast<size_t>(bytes)});
     // A conversion reads every byte once: when a read reaches the end of a
     // large tensor, drop the tensor from the page cache so a 1.4 TB
     // checkpoint does not crowd out everything else (advice only; a failure
     // changes nothing, and a later read simply goes to the disk again).
     if (offset + bytes == tensor.bytes && tensor.bytes >= (uint64_t{1} << 20))
-        (void)::posix_fadvise(fd, static_cast<off_t>(tensor.begin), static_cast<off_t>(tensor.bytes), POSIX_FADV_DONTNEED);
+        platform::drop_cached_pages(file.native(), tensor.begin, tensor.bytes);
 }
 
 }  // namespace waste::convert

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "platform/direct_file.h"
+
 namespace waste::convert {
 
 // The element types a converter input may hold. Others (F64, BOOL, F8_E5M2,
@@ -96,7 +98,7 @@ public:
 
 private:
     SafetensorsFile() = default;
-    int descriptor() const;
+    const platform::DirectFile& opened() const;  // the file, reopened when released
 
     std::filesystem::path path_;
     uint64_t file_bytes_ = 0;

@@ -1,7 +1,5 @@
 #include "convert/verify_source.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include "format/container.h"
 #include "format/trunk_codec.h"
 #include "platform/aligned_buffer.h"
+#include "platform/direct_file.h"
 #include "platform/error.h"
 
 namespace waste::convert {
@@ -36,19 +35,8 @@ double limit_for(format::TrunkFormat fmt) {
 }
 
 std::vector<uint8_t> read_range(const std::string& path, uint64_t offset, uint64_t bytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(WASTE_ERR_IO, "cannot open {}: {}", path, std::strerror(errno));
     std::vector<uint8_t> out(bytes);
-    uint64_t done = 0;
-    while (done < bytes) {
-        const ssize_t got = ::pread(fd, out.data() + done, bytes - done, static_cast<off_t>(offset + done));
-        if (got <= 0) {
-            ::close(fd);
-            fail(WASTE_ERR_IO, "{}: short read at {}", path, offset + done);
-        }
-        done += static_cast<uint64_t>(got);
-    }
-    ::close(fd);
+    platform::DirectFile(path, false).read_at(offset, out);
     return out;
 }
 

@@ -1,7 +1,5 @@
 #include "format/container.h"
 
-#include <sys/stat.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +8,7 @@
 #include "format/f16.h"
 #include "format/trunk_codec.h"
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 
 namespace waste::format {
 namespace {
@@ -17,10 +16,11 @@ namespace {
 constexpr uint64_t max_manifest_bytes = uint64_t{256} << 20;
 
 uint64_t file_size_or_fail(const std::string& path, const std::string& what) {
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) fail(WASTE_ERR_IO, "{} {} is missing: {}", what, path, std::strerror(errno));
-    if (!S_ISREG(info.st_mode)) fail(WASTE_ERR_IO, "{} {} is not a regular file", what, path);
-    return static_cast<uint64_t>(info.st_size);
+    std::error_code error;
+    const auto status = std::filesystem::status(platform::utf8_path(path), error);
+    if (error || !std::filesystem::exists(status)) fail(WASTE_ERR_IO, "{} {} is missing: {}", what, path, error ? error.message() : "no such file");
+    if (!std::filesystem::is_regular_file(status)) fail(WASTE_ERR_IO, "{} {} is not a regular file", what, path);
+    return std::filesystem::file_size(platform::utf8_path(path));
 }
 
 }  // namespace
@@ -41,8 +41,8 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
     std::unique_ptr<Container> c(new Container());
     c->directory_ = directory;
     c->options_ = options;
-    struct stat info {};
-    if (::stat(directory.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+    std::error_code error;
+    if (!std::filesystem::is_directory(platform::utf8_path(directory), error))
         fail(WASTE_ERR_IO, "{} is not a container directory (expected a folder with manifest.json)", directory);
     const std::string manifest_path = directory + "/manifest.json";
     file_size_or_fail(manifest_path, "manifest");
@@ -119,9 +119,9 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
     }
     for (const char* optional :
          {"tokenizer.model", "specials.json", "tokenizer.json", "chat.json", "chat_template.jinja", "vision.json"}) {
-        struct stat extra {};
-        if (::stat((directory + "/" + optional).c_str(), &extra) == 0 && S_ISREG(extra.st_mode))
-            c->container_bytes_ += static_cast<uint64_t>(extra.st_size);
+        const std::filesystem::path extra = platform::utf8_path(directory + "/" + optional);
+        std::error_code ignored;
+        if (std::filesystem::is_regular_file(extra, ignored)) c->container_bytes_ += std::filesystem::file_size(extra, ignored);
     }
     return c;
 }

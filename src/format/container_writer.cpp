@@ -1,7 +1,5 @@
 #include "format/container_writer.h"
 
-#include <sys/stat.h>
-
 #include <cstring>
 #include <filesystem>
 

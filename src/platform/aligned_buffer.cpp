@@ -1,16 +1,15 @@
 #include "platform/aligned_buffer.h"
 
-#include <sys/mman.h>
-
 #include <cstring>
 
 #include "platform/error.h"
+#include "platform/system_memory.h"
 
 namespace waste::platform {
 
 void AlignedBuffer::Free::operator()(uint8_t* p) const {
-    if (mapped) ::munmap(p, mapped);
-    else std::free(p);
+    if (mapped) unmap_pages(p, mapped);
+    else free_aligned(p);
 }
 
 AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
@@ -25,14 +24,12 @@ AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
         // costs a TLB walk and stops the hardware prefetcher — the LM head
         // ran at 11.5 GB/s with them, 17 with 2 MiB pages (docs/BENCHMARKS.md).
         // The resident bytes are the same: every page is touched either way.
-        void* memory = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (memory == MAP_FAILED) fail(WASTE_ERR_OUT_OF_MEMORY, "cannot map an aligned buffer of {} bytes", bytes);
-        (void)::madvise(memory, rounded, MADV_HUGEPAGE);
-        for (size_t i = 0; i < rounded; i += 4096) static_cast<volatile uint8_t*>(memory)[i] = 0;
+        void* memory = map_resident_pages(rounded);
+        if (!memory) fail(WASTE_ERR_OUT_OF_MEMORY, "cannot map an aligned buffer of {} bytes", bytes);
         data_ = std::unique_ptr<uint8_t, Free>(static_cast<uint8_t*>(memory), Free{rounded});
         return;
     }
-    void* memory = std::aligned_alloc(alignment, rounded);
+    void* memory = allocate_aligned(alignment, rounded);
     if (!memory) fail(WASTE_ERR_OUT_OF_MEMORY, "cannot allocate an aligned buffer of {} bytes", bytes);
     std::memset(memory, 0, rounded);
     data_ = std::unique_ptr<uint8_t, Free>(static_cast<uint8_t*>(memory), Free{0});

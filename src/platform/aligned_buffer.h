@@ -1,6 +1,7 @@
 // aligned_buffer.h — a heap buffer aligned for direct I/O (4096 bytes).
 //
-// Large buffers (from large_buffer_bytes) are mapped directly (mmap) and
+// Large buffers (from large_buffer_bytes) are mapped directly (mmap,
+// VirtualAlloc: system_memory.h) and
 // unmapped when freed, so their pages go back to the system at once: from
 // malloc's heap, a freed 2 MiB write buffer left a hole that the many small
 // allocations of a generation split, and the next one extended the heap —

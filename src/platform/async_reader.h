@@ -3,8 +3,9 @@
 // Two backends behind one interface:
 //   io_uring  (Linux, liburing): one ring, up to `depth` reads in flight, the
 //             caller's aligned buffers may be registered once (fixed reads);
-//   pread     a small pool of threads calling pread, for systems where
-//             io_uring is unavailable or refused, and for comparison.
+//   pread     a small pool of threads making positional reads (pread; on
+//             Windows ReadFile at an offset, native_file.h), for systems
+//             where io_uring is unavailable or refused, and for comparison.
 // Both read whole requests (short reads are resubmitted) and report errors
 // per request. The backend never changes a byte of what is read.
 #pragma once
@@ -14,13 +15,15 @@
 #include <span>
 #include <string>
 
+#include "platform/native_file.h"
+
 namespace waste::platform {
 
 enum class IoBackend { io_uring, pread };
 const char* io_backend_name(IoBackend backend);
 
 struct ReadRequest {
-    int fd = -1;
+    NativeFile file = no_native_file;
     uint64_t offset = 0;
     uint8_t* buffer = nullptr;
     uint32_t bytes = 0;
@@ -29,7 +32,7 @@ struct ReadRequest {
 
 struct ReadCompletion {
     uint64_t tag = 0;
-    int error = 0;          // 0, or an errno value
+    int error = 0;          // 0, or the system's code (system_error_text)
     uint32_t bytes = 0;     // bytes read (== requested unless error or EOF)
 };
 

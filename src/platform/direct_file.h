@@ -1,16 +1,19 @@
 // direct_file.h — a read-only file that bypasses the page cache when it can.
 //
-// On Linux the file is opened with O_DIRECT and a real aligned read is made at
-// open time: some filesystems accept the flag and then refuse the read
-// (upstream once had an "O_DIRECT" that was only a comment, and every hit rate
-// it measured was the page cache's — docs/anchors.md). When the probe fails
-// the file falls back to buffered reads and says why in io_mode_reason(),
-// which info and bench report. It never silently pretends.
+// Direct I/O (O_DIRECT on Linux, F_NOCACHE on macOS, FILE_FLAG_NO_BUFFERING
+// on Windows: native_file.h) is probed at open time with a real aligned read:
+// some filesystems accept the flag and then refuse the read (upstream once
+// had an "O_DIRECT" that was only a comment, and every hit rate it measured
+// was the page cache's — docs/anchors.md). When the probe fails the file
+// falls back to buffered reads and says why in io_mode_reason(), which info
+// and bench report. It never silently pretends.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+
+#include "platform/native_file.h"
 
 namespace waste::platform {
 
@@ -46,16 +49,16 @@ public:
     void check_unchanged() const;
 
     uint64_t size() const { return size_; }
-    int fd() const { return fd_; }
+    NativeFile native() const { return file_; }
     IoMode mode() const { return mode_; }
     const std::string& io_mode_reason() const { return reason_; }
     const std::string& path() const { return path_; }
 
 private:
     std::string path_;
-    int fd_ = -1;
+    NativeFile file_ = no_native_file;
     uint64_t size_ = 0;
-    uint64_t device_ = 0, inode_ = 0;   // identity at open, for check_unchanged
+    FileIdentity identity_;   // at open, for check_unchanged
     IoMode mode_ = IoMode::buffered;
     std::string reason_;
 };

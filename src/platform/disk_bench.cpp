@@ -1,34 +1,18 @@
 #include "platform/disk_bench.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <vector>
 
 #include "platform/aligned_buffer.h"
+#include "platform/direct_file.h"
 #include "platform/error.h"
+#include "platform/output_file.h"
 
 namespace waste::platform {
-
-uint64_t resident_pages(int fd, uint64_t bytes) {
-    if (bytes == 0) return 0;
-    void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) fail(WASTE_ERR_IO, "mmap for mincore failed: {}", std::strerror(errno));
-    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> vec((bytes + page - 1) / page);
-    const int result = ::mincore(map, bytes, vec.data());
-    const int error_number = errno;
-    ::munmap(map, bytes);
-    if (result != 0) fail(WASTE_ERR_IO, "mincore failed: {}", std::strerror(error_number));
-    uint64_t resident = 0;
-    for (unsigned char v : vec) resident += v & 1u;
-    return resident;
-}
 
 DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
     using Clock = std::chrono::steady_clock;
@@ -43,26 +27,17 @@ DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
     r.file_bytes = records * o.record_bytes;
     r.depth = std::max(1u, o.depth);
 
-    std::string path = o.directory + "/waste-diskbench-XXXXXX";
-    std::vector<char> name(path.begin(), path.end());
-    name.push_back('\0');
-    int fd = ::mkstemp(name.data());
-    if (fd < 0) fail(WASTE_ERR_IO, "diskbench: cannot create a scratch file in {}: {}", o.directory, std::strerror(errno));
-    ::close(fd);
-    path = name.data();
+    // 1. sequential direct write of incompressible bytes, published as a
+    // file of its own (OutputFile: path.tmp, then renamed), removed at the end
+    std::random_device entropy;
+    const std::string path = fmt::format("{}/waste-diskbench-{:08x}", o.directory, entropy());
     struct Remove {
         std::string path;
-        ~Remove() { ::unlink(path.c_str()); }
+        ~Remove() {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
     } remove_file{path};
-
-    // 1. sequential direct write of incompressible bytes
-    fd = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-    r.io_mode = "O_DIRECT";
-    if (fd < 0 && errno == EINVAL) {
-        fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-        r.io_mode = "buffered (the filesystem refused O_DIRECT)";
-    }
-    if (fd < 0) fail(WASTE_ERR_IO, "diskbench: cannot open {}: {}", path, std::strerror(errno));
     const uint64_t chunk = uint64_t{8} << 20;
     AlignedBuffer data(chunk);
     std::mt19937_64 random(o.seed);
@@ -71,28 +46,24 @@ DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
         std::memcpy(data.data() + 8 * i, &word, 8);
     }
     auto start = Clock::now();
-    for (uint64_t done = 0; done < r.file_bytes;) {
-        const uint64_t n = std::min(chunk, r.file_bytes - done);
-        const ssize_t wrote = ::pwrite(fd, data.data(), n, static_cast<off_t>(done));
-        if (wrote <= 0) {
-            ::close(fd);
-            fail(WASTE_ERR_IO, "diskbench: write to {} failed: {}", path, std::strerror(errno));
+    {
+        OutputFileOptions write_options;
+        write_options.buffer_bytes = chunk;
+        OutputFile scratch(path, write_options);
+        for (uint64_t done = 0; done < r.file_bytes;) {
+            const uint64_t n = std::min(chunk, r.file_bytes - done);
+            scratch.write({data.data(), static_cast<size_t>(n)});
+            done += n;
         }
-        done += static_cast<uint64_t>(wrote);
+        scratch.commit();
+        r.write_io_mode = scratch.io_mode_reason();
     }
-    ::fdatasync(fd);
     r.write_gb_per_s = r.file_bytes / std::chrono::duration<double>(Clock::now() - start).count() / 1e9;
-    ::close(fd);
 
     // 2. random record reads, direct, at the queue depth
-    fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (fd < 0) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(WASTE_ERR_IO, "diskbench: cannot reopen {}: {}", path, std::strerror(errno));
-    struct Close {
-        int fd;
-        ~Close() { ::close(fd); }
-    } close_file{fd};
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    const DirectFile file(path, true);
+    r.io_mode = file.io_mode_reason();
+    drop_cached_pages(file.native());
     auto reader = make_async_reader(o.backend, r.depth, o.pread_threads);
     r.backend = io_backend_name(reader->backend());
     AlignedBuffer buffers(r.depth * o.record_bytes);
@@ -101,7 +72,7 @@ DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
     std::uniform_int_distribution<uint64_t> pick(0, records - 1);  // the stream only needs to be random, not portable
     auto issue = [&](unsigned slot) {
         issued[slot] = Clock::now();
-        reader->submit(ReadRequest{fd, pick(random) * o.record_bytes, buffers.data() + slot * o.record_bytes,
+        reader->submit(ReadRequest{file.native(), pick(random) * o.record_bytes, buffers.data() + slot * o.record_bytes,
                                    static_cast<uint32_t>(o.record_bytes), slot});
     };
     start = Clock::now();
@@ -109,7 +80,7 @@ DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
     const auto deadline = start + std::chrono::duration<double>(o.seconds);
     ReadCompletion done;
     while (reader->wait(&done)) {
-        if (done.error) fail(WASTE_ERR_IO, "diskbench: read failed: {}", std::strerror(done.error));
+        if (done.error) fail(WASTE_ERR_IO, "diskbench: read failed: {}", system_error_text(done.error));
         latencies.push_back(std::chrono::duration<double>(Clock::now() - issued[done.tag]).count() * 1e3);
         ++r.reads;
         r.bytes_read += done.bytes;
@@ -123,7 +94,7 @@ DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
         r.latency_p50_ms = latencies[latencies.size() / 2];
         r.latency_p99_ms = latencies[std::min(latencies.size() - 1, latencies.size() * 99 / 100)];
     }
-    r.resident_pages_after = resident_pages(fd, r.file_bytes);
+    r.resident_pages_after = cached_pages(file.native(), r.file_bytes);
     return r;
 }
 

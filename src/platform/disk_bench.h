@@ -1,11 +1,13 @@
 // disk_bench.h — what the disk delivers for expert-sized direct reads.
 //
-// Writes a scratch file with O_DIRECT (so the write bypasses the page cache
-// and the reads cannot be served from RAM — upstream once benchmarked RAM by
-// mistake, docs/anchors.md), checks with mincore that none of it is
-// resident, then reads random record-aligned records with O_DIRECT at a queue
-// depth through an AsyncReader, and reports bandwidth and latency. Also a
-// sequential O_DIRECT write figure from the same file. The file is removed.
+// Writes a scratch file through OutputFile (O_DIRECT where allowed, so the
+// write bypasses the page cache and the reads cannot be served from RAM —
+// upstream once benchmarked RAM by mistake, docs/anchors.md), drops what the
+// cache holds of it, then reads random record-aligned records through a
+// DirectFile at a queue depth with an AsyncReader, and reports bandwidth and
+// latency, and afterwards how much of the file is in the page cache (mincore;
+// unknown on Windows). Also a sequential write figure from the same file.
+// The file is removed.
 #pragma once
 
 #include <cstdint>
@@ -27,19 +29,18 @@ struct DiskBenchOptions {
 };
 
 struct DiskBenchResult {
-    std::string backend, io_mode;
+    std::string backend;
+    std::string io_mode;            // the reads' (DirectFile::io_mode_reason)
+    std::string write_io_mode;      // the write's (OutputFile::io_mode_reason)
     uint64_t file_bytes = 0, record_bytes = 0, reads = 0, bytes_read = 0;
     unsigned depth = 0;
-    double write_gb_per_s = 0;      // sequential O_DIRECT write of the scratch file
+    double write_gb_per_s = 0;      // sequential write of the scratch file, fsync included
     double read_gb_per_s = 0;       // random record reads
     double reads_per_s = 0;
     double latency_p50_ms = 0, latency_p99_ms = 0;
-    uint64_t resident_pages_after = 0;  // mincore: pages of the file in the page cache afterwards
+    int64_t resident_pages_after = 0;   // pages of the file in the page cache afterwards; -1: the system cannot tell
 };
 
 DiskBenchResult run_disk_bench(const DiskBenchOptions& options);
-
-// Pages of [offset, offset+bytes) of an open file that are in the page cache.
-uint64_t resident_pages(int fd, uint64_t bytes);
 
 }  // namespace waste::platform

@@ -8,10 +8,15 @@
 // blocks the asynchronous signals, leaving them to the application's threads.
 // Synchronous faults (SIGSEGV, SIGBUS, SIGFPE) stay unblocked so crashes are
 // still reported where they happen.
+//
+// Windows has no such signals: Ctrl-C runs the console handler on a thread
+// of its own, so a library thread is a plain thread there.
 #pragma once
 
+#if !defined(_WIN32)
 #include <pthread.h>
 #include <signal.h>
+#endif
 
 #include <thread>
 #include <utility>
@@ -20,6 +25,9 @@ namespace waste::platform {
 
 template <typename Body>
 std::thread start_library_thread(Body&& body) {
+#if defined(_WIN32)
+    return std::thread(std::forward<Body>(body));
+#else
     sigset_t asynchronous, previous;
     sigemptyset(&asynchronous);
     for (int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH, SIGTSTP,
@@ -32,6 +40,7 @@ std::thread start_library_thread(Body&& body) {
         ~Restore() { pthread_sigmask(SIG_SETMASK, mask, nullptr); }
     } restore{&previous};
     return std::thread(std::forward<Body>(body));
+#endif
 }
 
 }  // namespace waste::platform

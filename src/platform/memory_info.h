@@ -1,11 +1,17 @@
 // memory_info.h — how much RAM this process may use.
 //
-// Physical RAM from sysconf; the cgroup limit caps it: inside a container
-// the machine's RAM is not ours to plan with. cgroup v2: memory.max of this
-// process's cgroup and of each ancestor; cgroup v1 (older container
-// runtimes): memory.limit_in_bytes of the same walk in the memory
-// controller's hierarchy, mounted at /sys/fs/cgroup/memory. The smallest
-// binds.
+// Physical RAM, capped by the limit the system enforces on this process:
+// inside a container the machine's RAM is not ours to plan with.
+//   Linux (memory_info_linux.cpp): sysconf; cgroup v2: memory.max of this
+//     process's cgroup and of each ancestor; cgroup v1 (older container
+//     runtimes): memory.limit_in_bytes of the same walk in the memory
+//     controller's hierarchy, mounted at /sys/fs/cgroup/memory. The
+//     smallest binds.
+//   Windows (memory_info_windows.cpp): GlobalMemoryStatusEx; the job
+//     objects the process is in (process and job memory limits, the
+//     smallest binds), which is what a Windows container or a launcher that
+//     caps memory uses.
+//   macOS (memory_info_apple.cpp): sysctl hw.memsize; no per-process limit.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +21,7 @@ namespace waste::platform {
 
 struct MemoryInfo {
     uint64_t physical_bytes = 0;
-    uint64_t cgroup_limit_bytes = 0;  // 0 = no limit found
+    uint64_t cgroup_limit_bytes = 0;  // 0 = no limit found (a cgroup's, or a Windows job object's)
     uint64_t usable_bytes = 0;        // min(physical, cgroup limit)
     std::string cgroup_path;          // where the limit came from, if any
 };
@@ -30,7 +36,9 @@ uint64_t parse_cgroup_memory_max(const std::string& text);
 // /proc/self/cgroup; empty when there is no such line.
 std::string cgroup_path_of(const std::string& proc_self_cgroup, const std::string& controller);
 
-// Peak resident set (VmHWM) and current (VmRSS) of this process, bytes.
+// Peak resident set (VmHWM) and current (VmRSS) of this process, bytes: on
+// Windows the peak and current working set, on macOS the task's resident
+// size (the peak is then the largest seen by these calls and the system's).
 uint64_t peak_resident_bytes();
 uint64_t current_resident_bytes();
 

@@ -1,10 +1,9 @@
+// output_file.cpp — OutputFile's buffers, background writer and commit
+// steps; what it asks of the system (open and lock path.tmp, write, size,
+// flush, rename, remove) is in output_file_posix.cpp and
+// output_file_windows.cpp.
 #include "platform/output_file.h"
 #include "platform/library_thread.h"
-
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,65 +24,13 @@ OutputFile::OutputFile(std::string path, OutputFileOptions options)
     : path_(std::move(path)), tmp_path_(path_ + ".tmp"), options_(options) {
     options_.buffer_bytes = std::max<size_t>(block, round_up(options_.buffer_bytes, block));
     options_.buffers = std::max(1, options_.buffers);
-    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC;  // no O_TRUNC: path.tmp is emptied once it is ours
-    if (options_.want_direct) {
-        fd_ = ::open(tmp_path_.c_str(), flags | O_DIRECT, 0644);
-        if (fd_ >= 0) {
-            direct_ = true;
-            reason_ = "O_DIRECT";
-        } else if (errno == EINVAL) {
-            reason_ = "buffered: the filesystem refused O_DIRECT at open (EINVAL)";
-        } else {
-            fail_io("creating " + tmp_path_, errno);
-        }
-    } else {
-        reason_ = "buffered by request";
-    }
-    if (fd_ < 0) fd_ = ::open(tmp_path_.c_str(), flags, 0644);
-    if (fd_ < 0) fail_io("creating " + tmp_path_, errno);
     buffers_.reserve(static_cast<size_t>(options_.buffers));
+    open_temporary();  // removes what it made when it throws: the destructor does not run for a half-built object
     try {
-        lock_temporary();
-        if (::ftruncate(fd_, 0) != 0) fail_io("emptying " + tmp_path_, errno);
         take_buffer();
-    } catch (...) {  // the destructor does not run for a half-built object
-        ::close(fd_);
-        if (lock_fd_ >= 0) {  // path.tmp is ours only when locked
-            ::unlink(tmp_path_.c_str());
-            ::close(lock_fd_);
-        }
+    } catch (...) {
+        discard_temporary();
         throw;
-    }
-}
-
-// One writer per temporary. Two processes writing the same target at the
-// same moment (two `--learn` runs) would otherwise share path.tmp and could
-// publish a mix of both; so path.tmp is locked (flock, on a descriptor of
-// its own, so that the checked close of fd_ is still the writer's last close)
-// from here until it is renamed or removed, and a second writer fails
-// cleanly. The lock dies with its process: a killed writer's stale path.tmp
-// is simply reused.
-void OutputFile::lock_temporary() {
-    lock_fd_ = ::open(tmp_path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (lock_fd_ < 0) fail_io("opening " + tmp_path_ + " to lock it", errno);
-    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-        const int error_number = errno;
-        ::close(lock_fd_);
-        lock_fd_ = -1;
-        if (error_number == EWOULDBLOCK)
-            fail(WASTE_ERR_IO, "cannot write {}: another writer is writing it ({} is locked; nothing was published)",
-                 path_, tmp_path_);
-        fail_io("locking " + tmp_path_, error_number);
-    }
-    // The other writer may have renamed path.tmp (published it) between our
-    // open and our lock: then we hold a lock on its file, not on path.tmp.
-    struct stat ours {}, named {};
-    if (::fstat(fd_, &ours) != 0 || ::stat(tmp_path_.c_str(), &named) != 0 || ours.st_ino != named.st_ino ||
-        ours.st_dev != named.st_dev) {
-        ::close(lock_fd_);
-        lock_fd_ = -1;
-        fail(WASTE_ERR_IO, "cannot write {}: another writer published it while this one started; nothing was published",
-             path_);
     }
 }
 
@@ -130,9 +77,7 @@ OutputFile::~OutputFile() {
         thread_.join();
     }
     release_buffers();
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_path_.c_str());  // still locked: nobody else can be writing it
-    if (lock_fd_ >= 0) ::close(lock_fd_);
+    if (!committed_) discard_temporary();
 }
 
 void OutputFile::write(std::span<const uint8_t> bytes) {
@@ -237,18 +182,11 @@ void OutputFile::wait_written() {
 void OutputFile::finish_commit() {
     wait_written();
     if (committed_) return;
-    if (::fsync(fd_) != 0) fail_io("fsync of " + tmp_path_, errno);
-#if defined(__linux__)
-    if (!direct_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);  // written back by the fsync: drop it all
-#endif
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail_io("close of " + tmp_path_, errno);
-    if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) fail_io("renaming " + tmp_path_ + " over it", errno);
+    publish_temporary();
     committed_ = true;
-    ::close(lock_fd_);  // only after the rename: a second writer never empties a file we are publishing
-    lock_fd_ = -1;
 }
+
+void OutputFile::write_job(const Job& job) { write_at(job.data, job.bytes, job.offset); }
 
 void OutputFile::writer_loop() {
     for (;;) {
@@ -279,70 +217,17 @@ void OutputFile::writer_loop() {
     }
 }
 
-void OutputFile::write_job(const Job& job) {
-    const uint8_t* data = job.data;
-    size_t done = 0;
-    while (done < job.bytes) {
-        const ssize_t wrote = ::pwrite(fd_, data + done, job.bytes - done, static_cast<off_t>(job.offset + done));
-        if (wrote < 0 && errno == EINTR) continue;
-        if (wrote < 0 && errno == EINVAL && direct_) {
-            // Some filesystems accept O_DIRECT at open and refuse the write:
-            // fall back to buffered writes and say so.
-            const int flags = ::fcntl(fd_, F_GETFL);
-            if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0)
-                fail_io("turning off O_DIRECT on " + tmp_path_, errno);
-            std::lock_guard lock(mutex_);
-            direct_ = false;
-            reason_ = "buffered: the first O_DIRECT write failed (EINVAL)";
-            continue;
-        }
-        if (wrote < 0)
-            fail_io(fmt::format("writing {} bytes at offset {} of {}", job.bytes - done, job.offset + done, tmp_path_), errno);
-        if (wrote == 0) fail_io(fmt::format("writing at offset {} of {} (nothing written)", job.offset + done, tmp_path_), EIO);
-        done += static_cast<size_t>(wrote);
-    }
-#if defined(__linux__)
-    if (!direct_) {
-        // Start writeback of this range now; wait for the previous ranges and
-        // drop them from the page cache, so dirty and cached pages stay within
-        // about two buffers however large the file grows.
-        ::sync_file_range(fd_, static_cast<off_t>(job.offset), static_cast<off_t>(job.bytes), SYNC_FILE_RANGE_WRITE);
-        if (job.offset > cache_dropped_) {
-            const off_t from = static_cast<off_t>(cache_dropped_), length = static_cast<off_t>(job.offset - cache_dropped_);
-            ::sync_file_range(fd_, from, length,
-                              SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-            ::posix_fadvise(fd_, from, length, POSIX_FADV_DONTNEED);
-            cache_dropped_ = job.offset;
-        }
-    }
-#endif
-}
-
-void OutputFile::truncate_to_size() {
-    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0)
-        fail_io(fmt::format("setting the size of {} to {}", tmp_path_, size_), errno);
-}
-
 // Every failure names the file the caller asked for, what failed and the
 // errno text (ENOSPC, EDQUOT, EIO...); the destructor then removes the
 // temporary, so the target is left as it was.
 void OutputFile::fail_io(const std::string& what, int error_number) const {
     fail(WASTE_ERR_IO, "cannot write {}: {}: {} (nothing was published; {} is left as it was)", path_, what,
-         std::strerror(error_number), path_);
+         system_error_text(error_number), path_);
 }
 
 void OutputFile::rethrow_background_error() {
     std::lock_guard lock(mutex_);
     if (!error_.empty()) throw Error(WASTE_ERR_IO, error_);
-}
-
-void sync_directory(const std::string& directory) {
-    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) fail(WASTE_ERR_IO, "cannot open directory {}: {}", directory, std::strerror(errno));
-    const int result = ::fsync(fd);
-    const int error_number = errno;
-    ::close(fd);
-    if (result != 0) fail(WASTE_ERR_IO, "fsync of directory {} failed: {}", directory, std::strerror(error_number));
 }
 
 void write_small_file(const std::string& path, std::string_view bytes) {

@@ -20,7 +20,9 @@
 // by the first real write, with a fallback that says why in io_mode_reason());
 // without it, written ranges are pushed to disk and dropped from the cache as
 // the file grows (sync_file_range + POSIX_FADV_DONTNEED), so writing a 1 TB
-// container neither grows RSS nor evicts everything else from RAM.
+// container neither grows RSS nor evicts everything else from RAM. On
+// Windows (output_file_windows.cpp) writes go through the system cache, and
+// the lock on path.tmp is the open itself (no write sharing).
 //
 // Deliberately not here: what the bytes mean (format/), reading (direct_file.h).
 #pragma once
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "platform/aligned_buffer.h"
+#include "platform/native_file.h"
 
 namespace waste::platform {
 
@@ -121,15 +124,20 @@ private:
     void start_thread_locked();
     void writer_loop();
     void write_job(const Job& job);
-    void truncate_to_size();
     void rethrow_background_error();
-    [[noreturn]] void fail_io(const std::string& what, int error_number) const;
+    [[noreturn]] void fail_io(const std::string& what, int error_number) const;  // error_number: system_error_text's
+    // What the system does (output_file_posix.cpp, output_file_windows.cpp):
+    void open_temporary();      // path.tmp created, locked against a second writer, emptied; throws, leaving nothing of ours
     void lock_temporary();
+    void write_at(const uint8_t* data, size_t bytes, uint64_t offset);
+    void truncate_to_size();
+    void publish_temporary();   // flush to disk, rename path.tmp over path, release the lock
+    void discard_temporary() noexcept;  // close and remove path.tmp, release the lock
 
     std::string path_, tmp_path_;
     OutputFileOptions options_;
-    int fd_ = -1;
-    int lock_fd_ = -1;          // holds the flock on path.tmp until it is renamed or removed
+    NativeFile file_ = no_native_file;
+    NativeFile lock_ = no_native_file;  // POSIX: holds the flock on path.tmp until it is renamed or removed
     bool direct_ = false;
     bool commit_started_ = false;
     bool written_ = false;          // every byte is in the file (after wait_written)

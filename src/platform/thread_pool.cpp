@@ -1,10 +1,9 @@
 #include "platform/thread_pool.h"
 #include "platform/error.h"
 #include "platform/library_thread.h"
+#include "platform/system_memory.h"
 
 #include <algorithm>
-
-#include <sched.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -23,18 +22,11 @@ inline void cpu_relax() {
 
 constexpr int spin_iterations = 20000;  // ~50-100 us of spinning before sleeping
 
-// One thread per CPU this process may run on: a process pinned with
-// `taskset` or `waste --cpus` must not start more spinning threads than it
-// has CPUs (hardware_concurrency counts the whole machine).
-unsigned usable_cpus() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
-    return std::max(1u, std::thread::hardware_concurrency());
-}
-
 }  // namespace
 
+// One thread per CPU this process may run on (usable_cpus): a process pinned
+// with `taskset` or `waste --cpus` must not start more spinning threads than
+// it has CPUs (hardware_concurrency counts the whole machine).
 unsigned resolve_pool_threads(unsigned requested) {
     return requested == 0 ? std::min(usable_cpus(), max_pool_threads) : requested;
 }

@@ -119,7 +119,7 @@ void ExpertCache::submit_read(uint64_t slot, int layer, int expert) {
     slot_key_[slot] = CacheKey{layer, expert};
     const uint64_t offset = static_cast<uint64_t>(expert) * record_bytes_;
     if (reader_) {
-        reader_->submit(platform::ReadRequest{container_.bank_file(layer).fd(), offset, slot_data(slot),
+        reader_->submit(platform::ReadRequest{container_.bank_file(layer).native(), offset, slot_data(slot),
                                               static_cast<uint32_t>(record_bytes_), slot});
         return;
     }
@@ -166,7 +166,7 @@ void ExpertCache::settle(uint64_t slot, int error, uint64_t bytes, const std::st
     const char* kind = speculative_[slot] ? " (a lookahead read)" : "";
     if (!io_failure.empty() || error != 0 || bytes != record_bytes_) {
         std::string what = !io_failure.empty() ? io_failure
-                           : error != 0        ? fmt::format("{} reading {}", std::strerror(error), path)
+                           : error != 0        ? fmt::format("{} reading {}", platform::system_error_text(error), path)
                                                : fmt::format("short read of {} of {} bytes from {} (file truncated?)", bytes,
                                                              record_bytes_, path);
         fail_slot(slot, Error(WASTE_ERR_IO, fmt::format("expert {} of layer {}: {}{}", key.expert, key.layer, what, kind)));

@@ -1,4 +1,5 @@
-// nfc_normalizer.cpp — NFC through ICU's Normalizer2 (nfc_normalizer.h).
+// nfc_normalizer_icu.cpp — NFC through ICU's Normalizer2 (nfc_normalizer.h), on
+// every system but Windows (CMakeLists.txt).
 #include "text/nfc_normalizer.h"
 
 #include <unicode/bytestream.h>
