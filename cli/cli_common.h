@@ -32,6 +32,12 @@ inline std::filesystem::path path_from_utf8(const std::string& text) {
     return std::filesystem::path(std::u8string(reinterpret_cast<const char8_t*>(text.data()), text.size()));
 }
 
+// The inverse: a path's UTF-8 text (path::string() is ANSI on Windows).
+inline std::string utf8_from_path(const std::filesystem::path& path) {
+    const std::u8string text = path.u8string();
+    return std::string(reinterpret_cast<const char*>(text.data()), text.size());
+}
+
 struct ModelCloser {
     void operator()(waste_model* model) const { waste_model_close(model); }
 };

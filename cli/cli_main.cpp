@@ -54,6 +54,13 @@ void use_binary_utf8_streams() {
 }
 #endif
 
+// CLI11 reads "/name" as an option on Windows (allow_windows_style_options);
+// the CLI's options are "--name" everywhere, and "/tmp/x" is a path.
+void only_dash_options(CLI::App& app) {
+    app.allow_windows_style_options(false);
+    for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) only_dash_options(*command);
+}
+
 }  // namespace
 
 int run_command_line(CLI::App& app, int argc, char** argv) {
@@ -68,6 +75,7 @@ int run_command_line(CLI::App& app, int argc, char** argv) {
         argv = utf8_argv.data();
     }
 #endif
+    only_dash_options(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

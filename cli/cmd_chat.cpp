@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -215,12 +217,15 @@ private:
         const nlohmann::ordered_json saved = {{"messages", jinja_->messages()}, {"held", held_}};
         const std::string text = saved.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
         const std::string file = messages_path(path), partial = file + ".partial";
-        std::FILE* out = std::fopen(partial.c_str(), "wb");
-        const bool written = out && std::fwrite(text.data(), 1, text.size(), out) == text.size();
-        const bool closed = out && std::fclose(out) == 0;
-        if (!written || !closed || std::rename(partial.c_str(), file.c_str()) != 0) {
-            std::remove(partial.c_str());
-            fmt::print("error: cannot save the messages to {}: {}\n", file, std::strerror(errno));
+        std::ofstream out(path_from_utf8(partial), std::ios::binary);
+        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        out.close();  // sets failbit when the close fails
+        std::error_code file_error;
+        if (out) std::filesystem::rename(path_from_utf8(partial), path_from_utf8(file), file_error);
+        if (!out || file_error) {
+            const std::string why = file_error ? file_error.message() : std::strerror(errno);
+            std::filesystem::remove(path_from_utf8(partial), file_error);
+            fmt::print("error: cannot save the messages to {}: {}\n", file, why);
             return;
         }
         fmt::print("[saved {} tokens to {}, {} messages to {}]\n", waste_session_position(g_.session.get()), path,

@@ -16,6 +16,9 @@
 #else
 #include <unistd.h>
 #endif
+#if defined(__APPLE__)
+#include <mach-o/dyld.h>
+#endif
 
 #include <cerrno>
 #include <cstdlib>
@@ -72,8 +75,18 @@ std::filesystem::path server_executable() {
     const intptr_t code = ::_wspawnv(_P_WAIT, server.wstring().c_str(), argv.data());
     if (code == -1)
         throw RuntimeFailure{fmt::format("serve: cannot run {}: {} (it is built beside waste; reinstall or rebuild)",
-                                         server.string(), std::strerror(errno))};
+                                         utf8_from_path(server), std::strerror(errno))};
     std::exit(static_cast<int>(code));
+}
+#elif defined(__APPLE__)
+std::filesystem::path server_executable() {
+    uint32_t size = 0;
+    _NSGetExecutablePath(nullptr, &size);  // asks for the size
+    std::string self(size, '\0');
+    if (_NSGetExecutablePath(self.data(), &size) != 0)
+        throw RuntimeFailure{"serve: cannot find this executable's directory (_NSGetExecutablePath failed)"};
+    self.resize(std::strlen(self.c_str()));
+    return std::filesystem::path(self).parent_path() / "waste-serve";
 }
 #else
 std::filesystem::path server_executable() {
@@ -82,10 +95,13 @@ std::filesystem::path server_executable() {
     if (error) throw RuntimeFailure{fmt::format("serve: cannot find this executable's directory (/proc/self/exe: {})", error.message())};
     return self.parent_path() / "waste-serve";
 }
+#endif
+
+#if !defined(_WIN32)
 
 // Replaces this process with the server.
 [[noreturn]] void run_server(const std::filesystem::path& server_path, const std::vector<std::string>& arguments) {
-    const std::string server = server_path.string();
+    const std::string server = utf8_from_path(server_path);
     std::vector<std::string> args{server};
     args.insert(args.end(), arguments.begin(), arguments.end());
     std::vector<char*> argv;

@@ -83,7 +83,7 @@ void merge_into(json& target, const json& patch) {
 
 uint64_t directory_bytes(const std::string& path) {
     uint64_t total = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(path))
+    for (const auto& entry : std::filesystem::directory_iterator(path_from_utf8(path)))
         if (entry.is_regular_file()) total += entry.file_size();
     return total;
 }

@@ -3,9 +3,11 @@
 # builds the release and the asan+ubsan presets, runs every test in both, a
 # five-minute soak of streamed tokens under a budget (scripts/soak.py), the
 # PyTorch reference's own tests, the threaded tests under ThreadSanitizer (the
-# tsan preset), each libFuzzer target for a bounded time, and Linux arm64:
-# the library, the CLI and the tests that prove the platform cross built and
-# run under qemu-user (scripts/test_arm64.sh, docs/PLATFORMS.md).
+# tsan preset), each libFuzzer target for a bounded time, and two other
+# platforms: the library, the CLI and the tests that prove the platform,
+# cross built and run emulated — Linux arm64 under qemu-user
+# (scripts/test_arm64.sh) and Windows x86_64 under Wine
+# (scripts/test_windows.sh); docs/PLATFORMS.md.
 #   WASTE_FUZZ_SECONDS  seconds per fuzz target (default 60)
 #   WASTE_SOAK_SECONDS  seconds of the soak (default 300)
 set -euo pipefail
@@ -87,5 +89,7 @@ if [ ${#fuzzers[@]} -gt 0 ]; then
 fi
 stage "arm64: cross build, the platform's tests under qemu-user (scripts/test_arm64.sh)"
 WASTE_ARM64_JOBS="$jobs" ./scripts/test_arm64.sh
+stage "windows: MinGW-w64 cross build, the platform's tests under Wine (scripts/test_windows.sh)"
+WASTE_WINDOWS_JOBS="$jobs" ./scripts/test_windows.sh
 
 echo "== all tests passed"

@@ -37,33 +37,10 @@ export WASTE_REQUIRE_ORACLES=1
 # the tokenizer oracles under tools/): the same set-up as every other stage.
 ./scripts/setup.sh
 
-packages=(
-  g++-aarch64-linux-gnu qemu-user
-  libfmt-dev:arm64 libdeflate-dev:arm64 liburing-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
+./scripts/install_missing.sh test_arm64 --architecture arm64 \
+  g++-aarch64-linux-gnu qemu-user \
+  libfmt-dev:arm64 libdeflate-dev:arm64 liburing-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64 \
   libgtest-dev:arm64 libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libgif-dev:arm64 libwebp-dev:arm64 libstb-dev:arm64
-)
-if [ "$(id -u)" -eq 0 ]; then sudo_cmd=(); elif command -v sudo >/dev/null 2>&1; then sudo_cmd=(sudo); else sudo_cmd=(false); fi
-missing=()
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  missing+=("(dpkg architecture arm64)")
-fi
-for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "${sudo_cmd[0]:-}" = false ]; then
-    echo "test_arm64: missing and I am not root: ${missing[*]}" >&2
-    echo "test_arm64: as root: dpkg --add-architecture arm64 && apt-get update && apt-get install ${packages[*]}" >&2
-    exit 1
-  fi
-  echo "test_arm64: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" dpkg --add-architecture arm64
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}"
-fi
 
 cmake --preset arm64-cross >/dev/null
 cmake --build --preset arm64-cross -j "$jobs"

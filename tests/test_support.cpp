@@ -179,14 +179,14 @@ SynthTokenizer::~SynthTokenizer() {
 void open_synth_tokenizer(SynthTokenizer& out, uint32_t vocab, uint32_t grammars) {
     waste_error error{};
     const std::string overrides = "{\"vocab_size\": " + std::to_string(vocab) + "}";
-    ASSERT_EQ(waste_synth((out.dir / "synth").c_str(), "tiny", 1, overrides.c_str(), nullptr, nullptr, &error), WASTE_OK)
+    ASSERT_EQ(waste_synth((out.dir / "synth").string().c_str(), "tiny", 1, overrides.c_str(), nullptr, nullptr, &error), WASTE_OK)
         << error.message;
     waste_open_options options;
     waste_open_options_init(&options);
     options.context_length = 64;
     options.threads = 1;
     options.grammars = grammars;
-    ASSERT_EQ(waste_model_open((out.dir / "synth").c_str(), &options, &out.model, &error), WASTE_OK) << error.message;
+    ASSERT_EQ(waste_model_open((out.dir / "synth").string().c_str(), &options, &out.model, &error), WASTE_OK) << error.message;
     ASSERT_EQ(waste_model_tokenizer(out.model, nullptr, &out.tokenizer, &error), WASTE_OK) << error.message;
 }
 

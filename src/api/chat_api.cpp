@@ -6,6 +6,7 @@
 #include "api/api_support.h"
 #include "api/model_handle.h"
 #include "api/tokenizer_handle.h"
+#include "platform/utf8_path.h"
 #include "text/chat_template.h"
 #include "text/tokenizer_loader.h"
 
@@ -27,13 +28,14 @@ waste_status waste_model_chat_template(const waste_model* model, waste_chat_temp
     return guarded(error, [&] {
         if (!model || !out_template) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_chat_template: model and out_template are required");
         *out_template = nullptr;
-        const std::filesystem::path path = std::filesystem::path(model->container->directory()) / "chat.json";
+        const std::filesystem::path path = waste::platform::utf8_path(model->container->directory()) / "chat.json";
         std::error_code exists_error;
         if (!std::filesystem::exists(path, exists_error))
             waste::fail(WASTE_ERR_UNSUPPORTED, "{} has no chat.json (no chat template): use --raw, or add one (container-v0.md §6)",
                         model->container->directory());
-        const std::string text = waste::text::read_bounded_file(path.string(), waste::text::max_chat_file_bytes);
-        *out_template = new waste_chat_template{waste::text::ChatTemplate::parse(text, path.string())};
+        const std::string name = waste::platform::utf8_text(path);
+        const std::string text = waste::text::read_bounded_file(name, waste::text::max_chat_file_bytes);
+        *out_template = new waste_chat_template{waste::text::ChatTemplate::parse(text, name)};
     });
 }
 

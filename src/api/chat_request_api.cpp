@@ -17,6 +17,7 @@
 #include "chat/jinja_render.h"
 #include "chat/segments.h"
 #include "chat/xtml_render.h"
+#include "platform/utf8_path.h"
 #include "text/tokenizer_loader.h"
 
 using waste::api::guarded;
@@ -36,14 +37,15 @@ constexpr size_t max_options_bytes = (size_t{1} << 20) + 4096;
 void read_chat_tokens(const std::filesystem::path& path, waste::chat::JinjaFormat& jinja) {
     std::error_code exists_error;
     if (!std::filesystem::exists(path, exists_error)) return;
+    const std::string name = waste::platform::utf8_text(path);
     Json tokens;
-    if (!waste::chat::parse_json_bounded(waste::text::read_bounded_file(path.string(), waste::text::max_chat_file_bytes), tokens) ||
+    if (!waste::chat::parse_json_bounded(waste::text::read_bounded_file(name, waste::text::max_chat_file_bytes), tokens) ||
         !tokens.is_object())
-        waste::fail(WASTE_ERR_FORMAT, "{}: not a JSON object", path.string());
+        waste::fail(WASTE_ERR_FORMAT, "{}: not a JSON object", name);
     for (const char* key : {"bos_token", "eos_token"}) {
         const auto it = tokens.find(key);
         if (it == tokens.end() || it->is_null()) continue;
-        if (!it->is_string()) waste::fail(WASTE_ERR_FORMAT, "{}: {} is not a string", path.string(), key);
+        if (!it->is_string()) waste::fail(WASTE_ERR_FORMAT, "{}: {} is not a string", name, key);
         (std::string(key) == "bos_token" ? jinja.bos_token : jinja.eos_token) = it->get<std::string>();
     }
 }
@@ -61,24 +63,26 @@ std::shared_ptr<const waste::chat::ChatFormat> chat_format(const waste_model& mo
     auto format = std::make_shared<waste::chat::ChatFormat>();
     format->tokenizer = waste::text::load_container_tokenizer(*model.container, std::nullopt);
     format->xtml = waste::chat::speaks_xtml(*format->tokenizer, format->marker_ids);
-    const std::filesystem::path jinja_path = std::filesystem::path(model.container->directory()) / "chat_template.jinja";
+    const std::filesystem::path directory = waste::platform::utf8_path(model.container->directory());
+    const std::filesystem::path jinja_path = directory / "chat_template.jinja";
     std::error_code jinja_exists_error;
     if (!format->xtml && std::filesystem::exists(jinja_path, jinja_exists_error)) {
         try {
-            format->jinja = parse_jinja(waste::text::read_bounded_file(jinja_path.string(), waste::text::max_chat_file_bytes),
-                                        jinja_path.string());
-            read_chat_tokens(std::filesystem::path(model.container->directory()) / "chat_tokens.json", *format->jinja);
+            const std::string jinja_name = waste::platform::utf8_text(jinja_path);
+            format->jinja = parse_jinja(waste::text::read_bounded_file(jinja_name, waste::text::max_chat_file_bytes), jinja_name);
+            read_chat_tokens(directory / "chat_tokens.json", *format->jinja);
         } catch (const waste::Error& e) {
             format->jinja.reset();
             format->jinja_error = e.what();  // chat.json, if any, still serves; the error says why not the template
         }
     }
-    const std::filesystem::path path = std::filesystem::path(model.container->directory()) / "chat.json";
+    const std::filesystem::path path = directory / "chat.json";
     std::error_code exists_error;
     if (std::filesystem::exists(path, exists_error)) {
         try {
-            format->chat_template = waste::text::ChatTemplate::parse(
-                waste::text::read_bounded_file(path.string(), waste::text::max_chat_file_bytes), path.string());
+            const std::string name = waste::platform::utf8_text(path);
+            format->chat_template =
+                waste::text::ChatTemplate::parse(waste::text::read_bounded_file(name, waste::text::max_chat_file_bytes), name);
         } catch (const waste::Error& e) {
             format->no_template_reason = e.what();
         }
@@ -205,7 +209,7 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
                 override_jinja->bos_token = format->jinja->bos_token;
                 override_jinja->eos_token = format->jinja->eos_token;
             } else {
-                read_chat_tokens(std::filesystem::path(model->container->directory()) / "chat_tokens.json", *override_jinja);
+                read_chat_tokens(waste::platform::utf8_path(model->container->directory()) / "chat_tokens.json", *override_jinja);
             }
         }
         const waste::chat::JinjaFormat* jinja = override_jinja ? &*override_jinja : format->jinja ? &*format->jinja : nullptr;

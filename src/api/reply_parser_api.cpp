@@ -13,6 +13,7 @@
 #include "api/tokenizer_handle.h"
 #include "chat/replies/reply_formats.h"
 #include "chat/replies/token_reply_reader.h"
+#include "platform/utf8_path.h"
 #include "text/chat_template.h"
 #include "text/tokenizer_loader.h"
 
@@ -56,11 +57,11 @@ std::string checked_channel(const char* channel, const char* function) {
 
 // The container's chat_template.jinja, or "" (only a tie-breaker for selection).
 std::string container_template(const waste_model& model) {
-    const std::filesystem::path path = std::filesystem::path(model.container->directory()) / "chat_template.jinja";
+    const std::filesystem::path path = waste::platform::utf8_path(model.container->directory()) / "chat_template.jinja";
     std::error_code error;
     if (!std::filesystem::exists(path, error)) return {};
     try {
-        return waste::text::read_bounded_file(path.string(), waste::text::max_chat_file_bytes);
+        return waste::text::read_bounded_file(waste::platform::utf8_text(path), waste::text::max_chat_file_bytes);
     } catch (const waste::Error&) {
         return {};
     }

@@ -7,6 +7,7 @@
 
 #include "convert/weight_decode.h"
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 
 namespace waste::convert {
 namespace fs = std::filesystem;
@@ -43,17 +44,17 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 json read_json_file(const fs::path& path, uint64_t limit, const char* what) {
     std::error_code ec;
     const auto size = fs::file_size(path, ec);
-    if (ec) fail(WASTE_ERR_IO, "{}: cannot read {}: {}", path.string(), what, ec.message());
-    if (size > limit) fail_format("{}: {} of {} bytes exceeds the {} byte limit", path.string(), what, size, limit);
+    if (ec) fail(WASTE_ERR_IO, "{}: cannot read {}: {}", platform::utf8_text(path), what, ec.message());
+    if (size > limit) fail_format("{}: {} of {} bytes exceeds the {} byte limit", platform::utf8_text(path), what, size, limit);
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail(WASTE_ERR_IO, "{}: cannot open {}", path.string(), what);
+    if (!in) fail(WASTE_ERR_IO, "{}: cannot open {}", platform::utf8_text(path), what);
     std::string text(static_cast<size_t>(size), '\0');
     in.read(text.data(), static_cast<std::streamsize>(size));
-    if (static_cast<uint64_t>(in.gcount()) != size) fail(WASTE_ERR_IO, "{}: short read of {}", path.string(), what);
+    if (static_cast<uint64_t>(in.gcount()) != size) fail(WASTE_ERR_IO, "{}: short read of {}", platform::utf8_text(path), what);
     try {
         return json::parse(text);
     } catch (const json::exception& e) {
-        fail_format("{}: {} is not valid JSON: {}", path.string(), what, e.what());
+        fail_format("{}: {} is not valid JSON: {}", platform::utf8_text(path), what, e.what());
     }
 }
 
@@ -159,15 +160,15 @@ Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& op
     Checkpoint ck;
     ck.dir_ = dir;
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) fail(WASTE_ERR_IO, "{}: not a checkpoint directory", dir.string());
+    if (!fs::is_directory(dir, ec)) fail(WASTE_ERR_IO, "{}: not a checkpoint directory", platform::utf8_text(dir));
 
     const fs::path config_path = dir / "config.json";
-    if (!fs::exists(config_path, ec)) fail(WASTE_ERR_IO, "{}: no config.json", dir.string());
+    if (!fs::exists(config_path, ec)) fail(WASTE_ERR_IO, "{}: no config.json", platform::utf8_text(dir));
     ck.full_config_ = read_json_file(config_path, max_config_bytes, "config.json");
-    if (!ck.full_config_.is_object()) fail_format("{}: config.json must be a JSON object", config_path.string());
+    if (!ck.full_config_.is_object()) fail_format("{}: config.json must be a JSON object", platform::utf8_text(config_path));
     if (ck.full_config_.contains("text_config") && !ck.full_config_["text_config"].is_null()) {
         if (!ck.full_config_["text_config"].is_object())
-            fail_format("{}: text_config must be an object, got {}", config_path.string(),
+            fail_format("{}: text_config must be an object, got {}", platform::utf8_text(config_path),
                         ck.full_config_["text_config"].dump().substr(0, 80));
         ck.nested_ = true;
         ck.text_config_ = ck.full_config_["text_config"];
@@ -180,21 +181,22 @@ Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& op
     if (fs::exists(index_path, ec)) {
         const json index = read_json_file(index_path, max_index_bytes, "model.safetensors.index.json");
         if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
-            fail_format("{}: has no \"weight_map\" object", index_path.string());
+            fail_format("{}: has no \"weight_map\" object", platform::utf8_text(index_path));
         std::set<std::string> unique;
         for (const auto& [tensor, shard] : index["weight_map"].items()) {
             if (!shard.is_string() || !plain_file_name(shard.get<std::string>()))
                 fail_format("{}: weight_map[\"{}\"] must be a file name inside the checkpoint, got {}",
-                            index_path.string(), tensor, shard.dump().substr(0, 120));
+                            platform::utf8_text(index_path), tensor, shard.dump().substr(0, 120));
             tensor_shard.emplace(tensor, shard.get<std::string>());
             unique.insert(shard.get<std::string>());
         }
-        if (tensor_shard.empty()) fail_format("{}: weight_map is empty", index_path.string());
+        if (tensor_shard.empty()) fail_format("{}: weight_map is empty", platform::utf8_text(index_path));
         shard_names.assign(unique.begin(), unique.end());
         // Every missing shard is named before anything is read or written.
         std::vector<std::string> missing;
         for (const std::string& shard : shard_names)
-            if (!fs::is_regular_file(dir / shard, ec) && !options.reclaimed.count(shard)) missing.push_back(shard);
+            if (!fs::is_regular_file(dir / platform::utf8_path(shard), ec) && !options.reclaimed.count(shard))
+                missing.push_back(shard);
         if (!missing.empty()) {
             std::string list;
             for (size_t i = 0; i < missing.size() && i < 8; ++i) list += (i ? ", " : "") + missing[i];
@@ -206,23 +208,24 @@ Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& op
                     break;
                 }
             fail(WASTE_ERR_IO, "{}: {} of {} shards named by model.safetensors.index.json are missing: {} (e.g. {} holds \"{}\")",
-                 dir.string(), missing.size(), shard_names.size(), list, missing[0], example);
+                 platform::utf8_text(dir), missing.size(), shard_names.size(), list, missing[0], example);
         }
     } else if (fs::exists(dir / "model.safetensors", ec) || options.reclaimed.count("model.safetensors")) {
         shard_names.push_back("model.safetensors");
     } else {
-        fail(WASTE_ERR_IO, "{}: neither model.safetensors.index.json nor model.safetensors", dir.string());
+        fail(WASTE_ERR_IO, "{}: neither model.safetensors.index.json nor model.safetensors", platform::utf8_text(dir));
     }
     std::sort(shard_names.begin(), shard_names.end(), [](const std::string& a, const std::string& b) { return natural_less(a, b); });
 
     ck.files_.reserve(shard_names.size());
     for (const std::string& shard : shard_names) {
         const auto reclaimed = options.reclaimed.find(shard);
-        if (reclaimed != options.reclaimed.end() && !fs::exists(dir / shard, ec))
-            ck.files_.push_back(SafetensorsFile::reclaimed(dir / shard, reclaimed->second.header_json,
+        const fs::path shard_path = dir / platform::utf8_path(shard);
+        if (reclaimed != options.reclaimed.end() && !fs::exists(shard_path, ec))
+            ck.files_.push_back(SafetensorsFile::reclaimed(shard_path, reclaimed->second.header_json,
                                                            reclaimed->second.file_bytes, reclaimed->second.kept));
         else
-            ck.files_.push_back(SafetensorsFile::open(dir / shard));
+            ck.files_.push_back(SafetensorsFile::open(shard_path));
     }
     if (tensor_shard.empty())
         for (const TensorEntry& t : ck.files_[0].tensors()) tensor_shard.emplace(t.name, shard_names[0]);
@@ -240,13 +243,13 @@ Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& op
         const TensorEntry* entry = ck.files_[s].find(tensor);
         if (!entry)
             fail_format("{}: model.safetensors.index.json maps tensor \"{}\" to {}, which does not hold it",
-                        dir.string(), tensor, shard);
+                        platform::utf8_text(dir), tensor, shard);
         physical[tensor] = Part{&ck.files_[s], entry};
         ck.shard_infos_[s].tensors.push_back(tensor);
     }
 
     // Group companion tensors (scales, packed shapes) with their weight.
-    const std::string what = dir.string();
+    const std::string what = platform::utf8_text(dir);
     // quantization_config sits at the top of config.json; accept it inside text_config too.
     const json& cfg = ck.full_config_.contains("quantization_config") || !ck.nested_ ? ck.full_config_ : ck.text_config_;
     std::set<std::string, std::less<>> consumed;
@@ -254,7 +257,7 @@ Checkpoint Checkpoint::open(const fs::path& dir, const CheckpointOpenOptions& op
         auto it = physical.find(name);
         return it == physical.end() ? nullptr : &it->second;
     };
-    auto file_of = [&](const Part& p) { return p.file->path().filename().string(); };
+    auto file_of = [&](const Part& p) { return platform::utf8_text(p.file->path().filename()); };
     auto describe = [&](const Part& p) {
         return fmt::format("\"{}\" ({} {} in {})", p.entry->name, dtype_name(p.entry->dtype), shape_text(p.entry->shape),
                            file_of(p));
@@ -427,7 +430,7 @@ bool Checkpoint::has(std::string_view name) const { return weights_.find(name) !
 
 const Checkpoint::Weight& Checkpoint::weight(std::string_view name) const {
     auto it = weights_.find(name);
-    if (it == weights_.end()) fail_format("{}: checkpoint has no tensor \"{}\"", dir_.string(), name);
+    if (it == weights_.end()) fail_format("{}: checkpoint has no tensor \"{}\"", platform::utf8_text(dir_), name);
     return it->second;
 }
 
@@ -436,7 +439,7 @@ const TensorInfo& Checkpoint::info(std::string_view name) const { return weight(
 const SafetensorsFile& Checkpoint::shard_file(std::string_view file) const {
     for (size_t i = 0; i < shard_infos_.size(); ++i)
         if (shard_infos_[i].file == file) return files_[i];
-    fail(WASTE_ERR_INVALID_ARGUMENT, "{}: no shard \"{}\"", dir_.string(), file);
+    fail(WASTE_ERR_INVALID_ARGUMENT, "{}: no shard \"{}\"", platform::utf8_text(dir_), file);
 }
 
 void Checkpoint::release_shard(std::string_view file) const { shard_file(file).release(); }
@@ -451,14 +454,14 @@ void Checkpoint::check_finite(const Weight& w, uint64_t first_element, const flo
     const uint64_t cols = std::max<uint64_t>(1, w.info.cols());
     fail_format("{}: tensor \"{}\" ({} in {}) holds a non-finite weight {} at element {} (row {}, col {}); refusing "
                 "to convert it",
-                dir_.string(), w.info.name, encoding_name(w.info.encoding), w.info.shard, values[bad], element,
+                platform::utf8_text(dir_), w.info.name, encoding_name(w.info.encoding), w.info.shard, values[bad], element,
                 element / cols, element % cols);
 }
 
 void Checkpoint::read_plain_elements(const Weight& w, uint64_t first, uint64_t count, float* out) const {
     const Dtype dtype = w.main.entry->dtype;
     if (!is_float_dtype(dtype))
-        fail(WASTE_ERR_UNSUPPORTED, "{}: tensor \"{}\" is {} in {}, not a weight the converter decodes", dir_.string(),
+        fail(WASTE_ERR_UNSUPPORTED, "{}: tensor \"{}\" is {} in {}, not a weight the converter decodes", platform::utf8_text(dir_),
              w.info.name, dtype_name(dtype), w.info.shard);
     const size_t size = dtype_size(dtype);
     std::vector<uint8_t> raw;
@@ -537,14 +540,14 @@ void Checkpoint::read_f32_rows(std::string_view name, uint64_t row_begin, uint64
     for (const Part* p : {&w.main, &w.scale})
         if (p->file && p->file->is_reclaimed())
             fail(WASTE_ERR_IO, "{}: tensor \"{}\" is unavailable: its shard {} was reclaimed (deleted by convert --reclaim on)",
-                 dir_.string(), w.info.name, p->file->path().filename().string());
+                 platform::utf8_text(dir_), w.info.name, platform::utf8_text(p->file->path().filename()));
     const uint64_t rows = w.info.rows(), cols = w.info.cols();
     if (row_begin > rows || row_count > rows - row_begin)
-        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: rows [{}, {}) are outside tensor \"{}\" ({} rows)", dir_.string(),
+        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: rows [{}, {}) are outside tensor \"{}\" ({} rows)", platform::utf8_text(dir_),
              row_begin, row_begin + row_count, w.info.name, rows);
     if (out.size() != row_count * cols)
         fail(WASTE_ERR_INVALID_ARGUMENT, "{}: tensor \"{}\": {} rows of {} need a buffer of {} floats, got {}",
-             dir_.string(), w.info.name, row_count, cols, row_count * cols, out.size());
+             platform::utf8_text(dir_), w.info.name, row_count, cols, row_count * cols, out.size());
     if (w.info.numel == 0 || row_count == 0) return;
     if (w.info.encoding == WeightEncoding::plain)
         read_plain_elements(w, row_begin * cols, row_count * cols, out.data());
@@ -555,7 +558,7 @@ void Checkpoint::read_f32_rows(std::string_view name, uint64_t row_begin, uint64
 void Checkpoint::read_f32(std::string_view name, std::span<float> out) const {
     const TensorInfo& i = info(name);
     if (out.size() != i.numel)
-        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: tensor \"{}\" {} needs a buffer of {} floats, got {}", dir_.string(), i.name,
+        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: tensor \"{}\" {} needs a buffer of {} floats, got {}", platform::utf8_text(dir_), i.name,
              shape_text(i.shape), i.numel, out.size());
     read_f32_rows(name, 0, i.rows(), out);
 }

@@ -12,6 +12,7 @@
 #include "convert/checkpoint_source.h"
 #include "convert/converter.h"
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 
 namespace waste::convert {
 namespace {
@@ -116,13 +117,13 @@ std::unique_ptr<WeightSource> checkpoint_source(const Checkpoint& checkpoint) {
 }
 
 nlohmann::ordered_json read_release_config(const std::string& source_dir) {
-    const std::filesystem::path config_path = std::filesystem::path(source_dir) / "config.json";
+    const std::filesystem::path config_path = platform::utf8_path(source_dir) / "config.json";
     // Key order kept: the manifest holds config.json verbatim.
     std::ifstream in(config_path);
-    if (!in) fail(WASTE_ERR_IO, "cannot open {}", config_path.string());
+    if (!in) fail(WASTE_ERR_IO, "cannot open {}", platform::utf8_text(config_path));
     nlohmann::ordered_json config = nlohmann::ordered_json::parse(in, nullptr, false);
     if (config.is_discarded() || !config.is_object())
-        fail(WASTE_ERR_FORMAT, "{}: not a JSON object", config_path.string());
+        fail(WASTE_ERR_FORMAT, "{}: not a JSON object", platform::utf8_text(config_path));
     return config;
 }
 
@@ -131,7 +132,7 @@ nlohmann::json convert_checkpoint(const std::string& source_dir, const std::stri
     const nlohmann::ordered_json config = read_release_config(source_dir);
     // Shards a previous run of this conversion reclaimed are opened from the
     // headers it recorded; any other missing shard is still refused.
-    const Checkpoint checkpoint = Checkpoint::open(source_dir, recorded_reclaimed_shards(out_dir));
+    const Checkpoint checkpoint = Checkpoint::open(platform::utf8_path(source_dir), recorded_reclaimed_shards(out_dir));
     const CheckpointSource source(checkpoint);
     return convert_source(source, config, source_dir, out_dir, options);
 }

@@ -26,6 +26,7 @@
 #include "platform/output_file.h"
 #include "platform/direct_file.h"
 #include "platform/thread_pool.h"
+#include "platform/utf8_path.h"
 #include "synth/synth_random.h"
 
 namespace waste::convert {
@@ -46,7 +47,7 @@ constexpr size_t part_buffer_bytes = size_t{4} << 20;
 // time (buffered: the bytes were just written and are likely still cached).
 class ReadBack {
 public:
-    explicit ReadBack(const fs::path& path) : file_(path.string(), false) {}
+    explicit ReadBack(const fs::path& path) : file_(platform::utf8_text(path), false) {}
     void read(uint64_t offset, void* out, size_t bytes) const {
         file_.read_at(offset, {static_cast<uint8_t*>(out), bytes});
     }
@@ -104,7 +105,7 @@ public:
     bool load() {
         std::error_code error;
         if (!fs::exists(path_, error)) return false;
-        const json parsed = json::parse(platform::read_small_file(path_.string(), uint64_t{256} << 20), nullptr, false);
+        const json parsed = json::parse(platform::read_small_file(platform::utf8_text(path_), uint64_t{256} << 20), nullptr, false);
         if (parsed.is_discarded() || !parsed.is_object() || parsed.value("version", 0) != ledger_version ||
             parsed.value("fingerprint", std::string()) != fingerprint_)
             return false;
@@ -149,16 +150,16 @@ public:
 
 private:
     void save() {
-        platform::write_small_file(path_.string(), data_.dump(1) + "\n");
-        platform::sync_directory(path_.parent_path().string());
+        platform::write_small_file(platform::utf8_text(path_), data_.dump(1) + "\n");
+        platform::sync_directory(platform::utf8_text(path_.parent_path()));
     }
     fs::path path_;
     std::string fingerprint_;
     json data_;
 };
 
-std::string reclaimed_header_name(const std::string& shard) { return "reclaimed-" + shard + ".header"; }
-std::string reclaimed_kept_name(const std::string& shard) { return "reclaimed-" + shard + ".kept.json"; }
+fs::path reclaimed_header_name(const std::string& shard) { return platform::utf8_path("reclaimed-" + shard + ".header"); }
+fs::path reclaimed_kept_name(const std::string& shard) { return platform::utf8_path("reclaimed-" + shard + ".kept.json"); }
 
 // A reclaimed shard's tensors of at most this many bytes keep their values
 // (an INT4 weight's `_shape` is 8 or 16 bytes; indexing reads it).
@@ -187,27 +188,27 @@ bool from_hex(const std::string& hex, std::string* bytes) {
 // `_shape` is read whenever the checkpoint is indexed. No other value is
 // needed again.
 void record_shard_header(const fs::path& shard_path, const fs::path& work, const std::string& shard) {
-    const platform::DirectFile file(shard_path.string(), false);
+    const platform::DirectFile file(platform::utf8_text(shard_path), false);
     const uint64_t size = file.size();
     unsigned char length_bytes[8];
-    if (size < 8) fail(WASTE_ERR_IO, "reclaim: {}: cannot read its header length", shard_path.string());
+    if (size < 8) fail(WASTE_ERR_IO, "reclaim: {}: cannot read its header length", platform::utf8_text(shard_path));
     file.read_at(0, length_bytes);
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
     if (length > max_header_bytes || length > size - 8)
-        fail(WASTE_ERR_FORMAT, "reclaim: {}: header length {} is out of bounds", shard_path.string(), length);
+        fail(WASTE_ERR_FORMAT, "reclaim: {}: header length {} is out of bounds", platform::utf8_text(shard_path), length);
     std::string header(static_cast<size_t>(length), '\0');
     file.read_at(8, {reinterpret_cast<uint8_t*>(header.data()), header.size()});
     json kept = json::object();
-    const SafetensorsHeader parsed = parse_safetensors_header(header, size, shard_path.string());
+    const SafetensorsHeader parsed = parse_safetensors_header(header, size, platform::utf8_text(shard_path));
     for (const TensorEntry& t : parsed.tensors) {
         if (t.bytes == 0 || t.bytes > kept_tensor_bytes) continue;
         std::string bytes(static_cast<size_t>(t.bytes), '\0');
         file.read_at(t.begin, {reinterpret_cast<uint8_t*>(bytes.data()), bytes.size()});
         kept[t.name] = to_hex(bytes);
     }
-    platform::write_small_file((work / reclaimed_kept_name(shard)).string(), kept.dump() + "\n");
-    platform::write_small_file((work / reclaimed_header_name(shard)).string(), std::to_string(size) + "\n" + header);
+    platform::write_small_file(platform::utf8_text(work / reclaimed_kept_name(shard)), kept.dump() + "\n");
+    platform::write_small_file(platform::utf8_text(work / reclaimed_header_name(shard)), std::to_string(size) + "\n" + header);
 }
 
 bool is_container_file(const std::string& name) {
@@ -226,11 +227,11 @@ void clear_container(const fs::path& out, bool keep_banks) {
     std::error_code error;
     if (fs::exists(out / "manifest.json", error)) {
         fs::remove(out / "manifest.json", error);
-        if (error) fail(WASTE_ERR_IO, "cannot remove {}: {}", (out / "manifest.json").string(), error.message());
-        platform::sync_directory(out.string());
+        if (error) fail(WASTE_ERR_IO, "cannot remove {}: {}", platform::utf8_text(out / "manifest.json"), error.message());
+        platform::sync_directory(platform::utf8_text(out));
     }
     for (const fs::directory_entry& entry : fs::directory_iterator(out, error)) {
-        std::string name = entry.path().filename().string();
+        std::string name = platform::utf8_text(entry.path().filename());
         const bool tmp = name.ends_with(".tmp");
         if (tmp) name.resize(name.size() - 4);
         if (!is_container_file(name)) continue;
@@ -247,7 +248,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
     file_options.buffer_bytes = part_buffer_bytes;
     file_options.buffers = 2;
     file_options.want_direct = false;
-    platform::OutputFile part(part_path.string(), file_options);
+    platform::OutputFile part(platform::utf8_text(part_path), file_options);
     json entries = json::array();
     std::vector<float> values;
     for (const TrunkItem& item : unit.trunk) {
@@ -311,9 +312,9 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
         }
         if (crc != entry["crc32"].get<uint32_t>())
             fail(WASTE_ERR_IO, "{}: tensor {} read back differently from what was written (CRC-32 {:08x}, wrote {:08x})",
-                 part_path.string(), entry["name"].get<std::string>(), crc, entry["crc32"].get<uint32_t>());
+                 platform::utf8_text(part_path), entry["name"].get<std::string>(), crc, entry["crc32"].get<uint32_t>());
     }
-    return json{{"part", part_path.filename().string()}, {"bytes", part.size()}, {"trunk", std::move(entries)}};
+    return json{{"part", platform::utf8_text(part_path.filename())}, {"bytes", part.size()}, {"trunk", std::move(entries)}};
 }
 
 // The matrices of expert e: gate, up, down as [rows][cols] f32.
@@ -448,14 +449,14 @@ struct Job {
                 records.append(reinterpret_cast<const char*>(c.data()), c.size() * 2);
             }
         const std::string books_part = fmt::format("codebooks-L{}.part", layer);
-        platform::write_small_file((work / books_part).string(), records);
+        platform::write_small_file(platform::utf8_text(work / books_part), records);
         advance(records.size());
 
         // The bank, one expert in memory at a time.
         const std::string bank_name = fmt::format("experts-L{}.bin", layer);
         platform::OutputFileOptions file_options;
         file_options.buffer_bytes = std::max<size_t>(size_t{4} << 20, (layout.record_bytes + 4095) / 4096 * 4096);
-        platform::OutputFile bank((out / bank_name).string(), file_options);
+        platform::OutputFile bank(platform::utf8_text(out / bank_name), file_options);
         platform::AlignedBuffer record(layout.record_bytes);
         ExpertWeights w;
         std::array<MatrixError, 3> errors;
@@ -550,42 +551,42 @@ std::vector<std::string> reclaimable_shards(const WeightSource& source, const Co
 
 CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir) {
     CheckpointOpenOptions options;
-    const fs::path work = fs::path(out_dir) / work_dir_name, ledger_path = work / "ledger.json";
+    const fs::path work = platform::utf8_path(out_dir) / work_dir_name, ledger_path = work / "ledger.json";
     std::error_code error;
     if (!fs::exists(ledger_path, error)) return options;
-    const json ledger = json::parse(platform::read_small_file(ledger_path.string(), uint64_t{256} << 20), nullptr, false);
+    const json ledger = json::parse(platform::read_small_file(platform::utf8_text(ledger_path), uint64_t{256} << 20), nullptr, false);
     // Not a ledger of ours: convert_source starts clean and reclaims nothing from it.
     if (ledger.is_discarded() || !ledger.is_object() || !ledger.contains("reclaimed") || !ledger["reclaimed"].is_array())
         return options;
     for (const json& entry : ledger["reclaimed"]) {
         const std::string shard = entry.is_string() ? entry.get<std::string>() : std::string();
         if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-            fail(WASTE_ERR_FORMAT, "{}: \"reclaimed\" holds {}, not a shard file name", ledger_path.string(),
+            fail(WASTE_ERR_FORMAT, "{}: \"reclaimed\" holds {}, not a shard file name", platform::utf8_text(ledger_path),
                  entry.dump().substr(0, 80));
         const fs::path header_path = work / reclaimed_header_name(shard);
         if (!fs::exists(header_path, error))
             fail(WASTE_ERR_IO, "{}: shard {} is recorded as reclaimed but its saved header {} is missing",
-                 ledger_path.string(), shard, header_path.string());
-        const std::string text = platform::read_small_file(header_path.string(), max_header_bytes + 32);
+                 platform::utf8_text(ledger_path), shard, platform::utf8_text(header_path));
+        const std::string text = platform::read_small_file(platform::utf8_text(header_path), max_header_bytes + 32);
         const size_t newline = text.find('\n');
         ReclaimedShard recorded;
         const std::string size_text = text.substr(0, newline);
         if (newline == std::string::npos || size_text.empty() || size_text.size() > 19 ||
             size_text.find_first_not_of("0123456789") != std::string::npos)
-            fail(WASTE_ERR_FORMAT, "{}: not a recorded shard header (no file size line)", header_path.string());
+            fail(WASTE_ERR_FORMAT, "{}: not a recorded shard header (no file size line)", platform::utf8_text(header_path));
         recorded.file_bytes = std::stoull(size_text);
         recorded.header_json = text.substr(newline + 1);
         // the kept tiny tensors (absent in a work folder of an older engine)
         const fs::path kept_path = work / reclaimed_kept_name(shard);
         if (fs::exists(kept_path, error)) {
-            const json kept = json::parse(platform::read_small_file(kept_path.string(), uint64_t{16} << 20), nullptr, false);
+            const json kept = json::parse(platform::read_small_file(platform::utf8_text(kept_path), uint64_t{16} << 20), nullptr, false);
             if (kept.is_discarded() || !kept.is_object())
-                fail(WASTE_ERR_FORMAT, "{}: not a JSON object of kept tensors", kept_path.string());
+                fail(WASTE_ERR_FORMAT, "{}: not a JSON object of kept tensors", platform::utf8_text(kept_path));
             for (const auto& [name, hex] : kept.items()) {
                 std::string bytes;
                 if (!hex.is_string() || hex.get_ref<const std::string&>().size() > 2 * kept_tensor_bytes ||
                     !from_hex(hex.get<std::string>(), &bytes))
-                    fail(WASTE_ERR_FORMAT, "{}: tensor \"{}\" is not up to {} bytes of lowercase hex", kept_path.string(),
+                    fail(WASTE_ERR_FORMAT, "{}: tensor \"{}\" is not up to {} bytes of lowercase hex", platform::utf8_text(kept_path),
                          name, kept_tensor_bytes);
                 recorded.kept.emplace(name, std::move(bytes));
             }
@@ -663,10 +664,10 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     if (vision.present) fingerprint["vision"] = vision.vision_json.dump();  // likewise only with a tower
     const std::string fingerprint_text = fmt::format("{:016x}", fnv1a(fingerprint.dump()));
 
-    const fs::path out(out_dir), work = fs::path(out_dir) / work_dir_name;
+    const fs::path out = platform::utf8_path(out_dir), work = out / work_dir_name;
     std::error_code error;
     fs::create_directories(work, error);
-    if (error) fail(WASTE_ERR_IO, "cannot create {}: {}", work.string(), error.message());
+    if (error) fail(WASTE_ERR_IO, "cannot create {}: {}", platform::utf8_text(work), error.message());
     Ledger ledger(work, fingerprint_text);
     bool resuming = ledger.load();
     if (resuming && ledger.complete()) {
@@ -694,14 +695,14 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                          "convert: tensor {} (unit \"{}\") is still to be converted, but its shard {} was reclaimed "
                          "(deleted) by an earlier run whose ledger {} does not list that unit as done; restore the "
                          "shard or convert into a fresh directory",
-                         *name, u.id, shard, (work / "ledger.json").string());
+                         *name, u.id, shard, platform::utf8_text(work / "ledger.json"));
     }
     if (!resuming) {
         // Another conversion's (or no) ledger: start clean.
         clear_container(out, /*keep_banks=*/false);
         for (const fs::directory_entry& entry : fs::directory_iterator(work, error)) fs::remove(entry.path(), error);
         ledger.reset();
-        platform::write_small_file((work / "ledger.json").string(), ledger.data().dump(1) + "\n");
+        platform::write_small_file(platform::utf8_text(work / "ledger.json"), ledger.data().dump(1) + "\n");
     } else {
         clear_container(out, /*keep_banks=*/true);  // un-commit; finished banks stay
     }
@@ -741,8 +742,8 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
             entry["experts"] = experts;
             layers.push_back(experts);
         }
-        platform::sync_directory(out.string());
-        platform::sync_directory(work.string());
+        platform::sync_directory(platform::utf8_text(out));
+        platform::sync_directory(platform::utf8_text(work));
         ledger.add_unit(unit.id, entry);
         json event = {{"unit", unit.id}, {"layer", unit.layer}, {"resumed", false},
                       {"seconds", std::chrono::duration<double>(Clock::now() - unit_started).count()},
@@ -756,14 +757,14 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         if (options.reclaim != Reclaim::off) {
             for (const std::string& shard : reclaimable_shards(source, plan, ledger)) {
                 if (!reclaim_reported.insert(shard).second) continue;
-                const fs::path path = fs::path(source_dir) / shard;
+                const fs::path path = platform::utf8_path(source_dir) / platform::utf8_path(shard);
                 if (options.reclaim == Reclaim::on) {
                     record_shard_header(path, work, shard);  // fsynced (tmp + rename) before the ledger names it
-                    platform::sync_directory(work.string());
+                    platform::sync_directory(platform::utf8_text(work));
                     ledger.add_reclaimed(shard);  // recorded before the delete
                     source.release_shard(shard);
                     fs::remove(path, error);
-                    if (error) fail(WASTE_ERR_IO, "reclaim: cannot delete {}: {}", path.string(), error.message());
+                    if (error) fail(WASTE_ERR_IO, "reclaim: cannot delete {}: {}", platform::utf8_text(path), error.message());
                 }
                 if (options.event)
                     options.event(json{{"reclaim", shard}, {"deleted", options.reclaim == Reclaim::on}});
@@ -776,12 +777,12 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     {
         platform::OutputFileOptions file_options;
         file_options.want_direct = false;
-        platform::OutputFile trunk_file((out / "trunk.bin").string(), file_options);
+        platform::OutputFile trunk_file(platform::utf8_text(out / "trunk.bin"), file_options);
         std::vector<uint8_t> buffer;
         for (size_t index = 0; index < plan.units.size(); ++index) {
             const json& part = ledger.unit(plan.units[index].id).at("trunk_part");
             const uint64_t base = trunk_file.size(), bytes = part.at("bytes").get<uint64_t>();
-            const fs::path path = work / part.at("part").get<std::string>();
+            const fs::path path = work / platform::utf8_path(part.at("part").get<std::string>());
             const ReadBack back(path);
             for (uint64_t done = 0; done < bytes;) {
                 const uint64_t n = std::min<uint64_t>(bytes - done, trunk_block_bytes);
@@ -814,23 +815,23 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         for (int layer = 0; layer < model.layers; ++layer) {
             if (!model.is_moe_layer(layer)) continue;
             const json& experts = ledger.unit(fmt::format("layer {}", layer)).at("experts");
-            books += platform::read_small_file((work / experts.at("codebooks").get<std::string>()).string(), uint64_t{1} << 30);
+            books += platform::read_small_file(platform::utf8_text(work / platform::utf8_path(experts.at("codebooks").get<std::string>())), uint64_t{1} << 30);
             bank_index[std::to_string(layer)] = ordered_json{{"file", experts.at("bank")},
                                                              {"experts", model.experts},
                                                              {"bytes", layout.record_bytes * model.experts},
                                                              {"codebook_base", experts["codebook_base"]}};
         }
-        platform::write_small_file((out / "codebooks.bin").string(), books);
+        platform::write_small_file(platform::utf8_text(out / "codebooks.bin"), books);
         codebook_records = static_cast<uint32_t>(books.size() / quant.codebook_record_bytes());
     }
-    if (tokenizer.rank_file) platform::write_small_file((out / "tokenizer.model").string(), *tokenizer.rank_file);
+    if (tokenizer.rank_file) platform::write_small_file(platform::utf8_text(out / "tokenizer.model"), *tokenizer.rank_file);
     if (tokenizer.tokenizer_json)
-        platform::write_small_file((out / "tokenizer.json").string(), *tokenizer.tokenizer_json);
-    if (tokenizer.specials_json) platform::write_small_file((out / "specials.json").string(), *tokenizer.specials_json);
-    if (tokenizer.chat_json) platform::write_small_file((out / "chat.json").string(), *tokenizer.chat_json);
-    if (tokenizer.chat_template) platform::write_small_file((out / "chat_template.jinja").string(), *tokenizer.chat_template);
-    if (tokenizer.chat_tokens_json) platform::write_small_file((out / "chat_tokens.json").string(), *tokenizer.chat_tokens_json);
-    if (vision.present) platform::write_small_file((out / "vision.json").string(), vision.vision_json.dump(1) + "\n");
+        platform::write_small_file(platform::utf8_text(out / "tokenizer.json"), *tokenizer.tokenizer_json);
+    if (tokenizer.specials_json) platform::write_small_file(platform::utf8_text(out / "specials.json"), *tokenizer.specials_json);
+    if (tokenizer.chat_json) platform::write_small_file(platform::utf8_text(out / "chat.json"), *tokenizer.chat_json);
+    if (tokenizer.chat_template) platform::write_small_file(platform::utf8_text(out / "chat_template.jinja"), *tokenizer.chat_template);
+    if (tokenizer.chat_tokens_json) platform::write_small_file(platform::utf8_text(out / "chat_tokens.json"), *tokenizer.chat_tokens_json);
+    if (vision.present) platform::write_small_file(platform::utf8_text(out / "vision.json"), vision.vision_json.dump(1) + "\n");
 
     ordered_json manifest;
     manifest["format_version"] = 0;
@@ -848,9 +849,9 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     } catch (const Error& e) {
         fail(WASTE_ERR_INTERNAL, "convert: the container would not be readable: {}", e.what());
     }
-    platform::sync_directory(out.string());
-    platform::write_small_file((out / "manifest.json").string(), text);
-    platform::sync_directory(out.string());
+    platform::sync_directory(platform::utf8_text(out));
+    platform::write_small_file(platform::utf8_text(out / "manifest.json"), text);
+    platform::sync_directory(platform::utf8_text(out));
 
     double error_sum = 0, seconds_per_expert_sum = 0;
     for (const json& l : layers) {

@@ -10,6 +10,7 @@
 
 #include "platform/direct_file.h"
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 
 namespace waste::convert {
 namespace {
@@ -195,7 +196,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
     SafetensorsFile file;
     file.path_ = path;
     file.handle_ = std::make_unique<Handle>();
-    const std::string what = path.string();
+    const std::string what = platform::utf8_text(path);
     const platform::DirectFile source(what, false);  // closed on return: reads reopen it (opened())
     const uint64_t size = source.size();
     if (size < 8) fail_format("{}: {} bytes is too short for a safetensors header length", what, size);
@@ -220,15 +221,15 @@ SafetensorsFile SafetensorsFile::reclaimed(const std::filesystem::path& path, st
     file.path_ = path;
     file.handle_ = std::make_unique<Handle>();
     if (header_json.size() > max_header_bytes || file_bytes < 8)
-        fail_format("{}: recorded header of {} bytes for a {} byte file is not a safetensors header", path.string(),
+        fail_format("{}: recorded header of {} bytes for a {} byte file is not a safetensors header", platform::utf8_text(path),
                     header_json.size(), file_bytes);
-    file.header_ = parse_safetensors_header(header_json, file_bytes, path.string() + " (reclaimed, recorded header)");
+    file.header_ = parse_safetensors_header(header_json, file_bytes, platform::utf8_text(path) + " (reclaimed, recorded header)");
     file.file_bytes_ = file_bytes;
     file.reclaimed_ = true;
     for (const auto& [name, bytes] : kept) {
         const TensorEntry* entry = file.header_.find(name);
         if (!entry || entry->bytes != bytes.size())
-            fail_format("{}: kept bytes of tensor \"{}\" ({} bytes) do not match its recorded header", path.string(), name,
+            fail_format("{}: kept bytes of tensor \"{}\" ({} bytes) do not match its recorded header", platform::utf8_text(path), name,
                         bytes.size());
     }
     file.kept_ = kept;
@@ -237,11 +238,11 @@ SafetensorsFile SafetensorsFile::reclaimed(const std::filesystem::path& path, st
 
 const platform::DirectFile& SafetensorsFile::opened() const {
     std::lock_guard<std::mutex> lock(handle_->mutex);
-    if (reclaimed_) fail(WASTE_ERR_IO, "{}: was reclaimed (deleted by convert --reclaim on); its tensors cannot be read", path_.string());
+    if (reclaimed_) fail(WASTE_ERR_IO, "{}: was reclaimed (deleted by convert --reclaim on); its tensors cannot be read", platform::utf8_text(path_));
     if (!handle_->file) {
-        platform::DirectFile file(path_.string(), false);
+        platform::DirectFile file(platform::utf8_text(path_), false);
         if (file.size() != file_bytes_)
-            fail(WASTE_ERR_IO, "{}: changed size since it was opened ({} -> {} bytes)", path_.string(), file_bytes_, file.size());
+            fail(WASTE_ERR_IO, "{}: changed size since it was opened ({} -> {} bytes)", platform::utf8_text(path_), file_bytes_, file.size());
         handle_->file.emplace(std::move(file));
     }
     return *handle_->file;
@@ -254,14 +255,14 @@ void SafetensorsFile::release() const {
 
 void SafetensorsFile::read(const TensorEntry& tensor, uint64_t offset, void* dst, uint64_t bytes) const {
     if (offset > tensor.bytes || bytes > tensor.bytes - offset)
-        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: read of {} bytes at {} is outside tensor \"{}\" ({} bytes)", path_.string(),
+        fail(WASTE_ERR_INVALID_ARGUMENT, "{}: read of {} bytes at {} is outside tensor \"{}\" ({} bytes)", platform::utf8_text(path_),
              bytes, offset, tensor.name, tensor.bytes);
     if (bytes == 0) return;
     if (reclaimed_) {
         const auto kept = kept_.find(tensor.name);
         if (kept == kept_.end())
             fail(WASTE_ERR_IO, "{}: tensor \"{}\" cannot be read: the shard was reclaimed (deleted by convert --reclaim on)",
-                 path_.string(), tensor.name);
+                 platform::utf8_text(path_), tensor.name);
         std::memcpy(dst, kept->second.data() + offset, bytes);
         return;
     }

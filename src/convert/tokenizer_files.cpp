@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 #include "text/hf_tokenizer_json.h"
 
 namespace waste::convert {
@@ -22,12 +23,12 @@ std::optional<std::string> read_optional(const fs::path& path) {
     if (!fs::is_regular_file(path, error)) return std::nullopt;
     const uint64_t size = fs::file_size(path, error);
     if (error || size > max_tokenizer_file_bytes)
-        fail(WASTE_ERR_FORMAT, "{}: {} bytes, more than a tokenizer file may hold ({})", path.string(), size,
+        fail(WASTE_ERR_FORMAT, "{}: {} bytes, more than a tokenizer file may hold ({})", platform::utf8_text(path), size,
              max_tokenizer_file_bytes);
     std::ifstream in(path, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
-    if (!in && !in.eof()) fail(WASTE_ERR_IO, "cannot read {}", path.string());
+    if (!in && !in.eof()) fail(WASTE_ERR_IO, "cannot read {}", platform::utf8_text(path));
     return text.str();
 }
 
@@ -82,7 +83,7 @@ nlohmann::json read_tokenizer_config(const fs::path& dir) {
     if (!text) return nlohmann::json::object();
     nlohmann::json config = nlohmann::json::parse(*text, nullptr, false);
     if (config.is_discarded() || !config.is_object())
-        fail(WASTE_ERR_FORMAT, "{}: not a JSON object", (dir / "tokenizer_config.json").string());
+        fail(WASTE_ERR_FORMAT, "{}: not a JSON object", platform::utf8_text(dir / "tokenizer_config.json"));
     return config;
 }
 
@@ -113,13 +114,13 @@ void read_chat_template(const fs::path& dir, TokenizerFiles& files) {
 
 TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab) {
     TokenizerFiles files;
-    const fs::path dir(source_dir);
+    const fs::path dir = platform::utf8_path(source_dir);
     files.rank_file = read_optional(dir / "tiktoken.model");
     files.chat_source = "none";
     if (!files.rank_file) {
         files.tokenizer_json = read_optional(dir / "tokenizer.json");
         if (files.tokenizer_json) {
-            const std::string what = (dir / "tokenizer.json").string();
+            const std::string what = platform::utf8_text(dir / "tokenizer.json");
             const auto tokenizer = text::parse_tokenizer_json(*files.tokenizer_json, what);
             if (tokenizer->vocab_size() > vocab)
                 fail(WASTE_ERR_FORMAT, "{}: id {} is not below config.vocab_size {}", what,
@@ -128,7 +129,7 @@ TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab
         }
         return files;
     }
-    const std::string rank_what = (dir / "tiktoken.model").string();
+    const std::string rank_what = platform::utf8_text(dir / "tiktoken.model");
     files.ranks = check_rank_file(*files.rank_file, rank_what);
     if (files.ranks > vocab)
         fail(WASTE_ERR_FORMAT, "{}: {} ranks, more than config.vocab_size {}", rank_what, files.ranks, vocab);
@@ -161,7 +162,7 @@ TokenizerFiles read_tokenizer_files(const std::string& source_dir, int64_t vocab
     if (auto chat = read_optional(dir / "chat.json")) {
         const nlohmann::json parsed = nlohmann::json::parse(*chat, nullptr, false);
         if (parsed.is_discarded() || !parsed.is_object())
-            fail(WASTE_ERR_FORMAT, "{}: not a JSON object", (dir / "chat.json").string());
+            fail(WASTE_ERR_FORMAT, "{}: not a JSON object", platform::utf8_text(dir / "chat.json"));
         files.chat_json = std::move(chat);
         files.chat_source = "release";
     } else if (has_all(specials, {"<|open|>", "<|sep|>", "<|end_of_msg|>"})) {

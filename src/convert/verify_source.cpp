@@ -16,6 +16,7 @@
 #include "platform/aligned_buffer.h"
 #include "platform/direct_file.h"
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 
 namespace waste::convert {
 namespace {
@@ -50,7 +51,7 @@ json verify_against_source(const std::string& model_dir, const std::string& sour
     container_options.want_direct_io = false;
     const std::unique_ptr<format::Container> container = format::Container::open(model_dir, container_options);
     const format::Manifest& manifest = container->manifest();
-    const Checkpoint checkpoint = Checkpoint::open(source_dir);
+    const Checkpoint checkpoint = Checkpoint::open(platform::utf8_path(source_dir));
     const std::unique_ptr<WeightSource> source = checkpoint_source(checkpoint);
     const ConvertPlan plan = plan_kimi_conversion(manifest.config_json, *source);
 
@@ -69,7 +70,7 @@ json verify_against_source(const std::string& model_dir, const std::string& sour
     };
 
     // Trunk tensors, one at a time, a block of rows at a time.
-    const std::string trunk_path = (std::filesystem::path(model_dir) / "trunk.bin").string();
+    const std::string trunk_path = platform::utf8_text(platform::utf8_path(model_dir) / "trunk.bin");
     std::vector<float> want, got;
     for (const format::TrunkTensor& t : manifest.trunk) {
         if (!source->has(t.name)) {

@@ -9,6 +9,7 @@
 #include "format/vision_config.h"
 #include "platform/error.h"
 #include "platform/direct_file.h"
+#include "platform/utf8_path.h"
 
 namespace waste::convert {
 namespace {
@@ -33,31 +34,31 @@ int64_t config_int(const ordered_json& config, const char* key, int64_t fallback
 // The release's preprocessor_config.json keys that vision.json carries: from
 // its `media_proc_cfg` (K3), or the file's top level.
 void add_preprocessor(ordered_json& vision, const std::string& source_dir, std::vector<std::string>& warnings) {
-    const fs::path path = fs::path(source_dir) / "preprocessor_config.json";
+    const fs::path path = platform::utf8_path(source_dir) / "preprocessor_config.json";
     std::error_code error;
     if (source_dir.empty() || !fs::is_regular_file(path, error)) {
         vision["image_mean"] = {0.5, 0.5, 0.5};
         vision["image_std"] = {0.5, 0.5, 0.5};
         warnings.push_back(fmt::format("{} is missing: vision.json gets image_mean [0.5, 0.5, 0.5] and image_std [0.5, 0.5, 0.5] "
                                        "(K3's own values)",
-                                       path.string()));
+                                       platform::utf8_text(path)));
         return;
     }
-    const ordered_json file = ordered_json::parse(platform::read_small_file(path.string(), max_preprocessor_bytes), nullptr, false);
-    if (file.is_discarded() || !file.is_object()) fail(WASTE_ERR_FORMAT, "{}: not a JSON object", path.string());
+    const ordered_json file = ordered_json::parse(platform::read_small_file(platform::utf8_text(path), max_preprocessor_bytes), nullptr, false);
+    if (file.is_discarded() || !file.is_object()) fail(WASTE_ERR_FORMAT, "{}: not a JSON object", platform::utf8_text(path));
     const ordered_json& cfg = file.contains("media_proc_cfg") && file["media_proc_cfg"].is_object() ? file["media_proc_cfg"] : file;
     for (const char* key : {"patch_size", "in_patch_limit", "patch_limit_on_one_side"})
         if (cfg.contains(key)) vision[key] = cfg[key];
     for (const char* key : {"image_mean", "image_std"}) {
         if (!cfg.contains(key)) {
             vision[key] = {0.5, 0.5, 0.5};
-            warnings.push_back(fmt::format("{} has no {}: vision.json gets [0.5, 0.5, 0.5]", path.string(), key));
+            warnings.push_back(fmt::format("{} has no {}: vision.json gets [0.5, 0.5, 0.5]", platform::utf8_text(path), key));
             continue;
         }
         const ordered_json& v = cfg[key];
         bool ok = v.is_array() && v.size() == 3;
         for (size_t i = 0; ok && i < 3; ++i) ok = v[i].is_number();
-        if (!ok) fail(WASTE_ERR_FORMAT, "{}: {} is {}, expected 3 numbers (R, G, B)", path.string(), key, v.dump());
+        if (!ok) fail(WASTE_ERR_FORMAT, "{}: {} is {}, expected 3 numbers (R, G, B)", platform::utf8_text(path), key, v.dump());
         vision[key] = v;
     }
 }

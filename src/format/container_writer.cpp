@@ -8,6 +8,7 @@
 #include "platform/crc32.h"
 #include "platform/error.h"
 #include "platform/output_file.h"
+#include "platform/utf8_path.h"
 
 namespace waste::format {
 namespace {
@@ -42,18 +43,18 @@ bool is_container_file_name(std::string_view name) {
 // crash part-way leaves no manifest pointing at a mix of old and new files.
 void clear_container_files(const std::string& directory) {
     std::error_code error;
-    const fs::path manifest = fs::path(directory) / "manifest.json";
+    const fs::path dir = platform::utf8_path(directory), manifest = dir / "manifest.json";
     if (fs::exists(manifest, error)) {
         if (!fs::remove(manifest, error))
-            fail(WASTE_ERR_IO, "cannot remove the old {}: {}", manifest.string(), error.message());
+            fail(WASTE_ERR_IO, "cannot remove the old {}: {}", platform::utf8_text(manifest), error.message());
         platform::sync_directory(directory);
     }
-    for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
-        std::string name = entry.path().filename().string();
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+        std::string name = platform::utf8_text(entry.path().filename());
         const std::string base = ends_with(name, ".tmp") ? name.substr(0, name.size() - 4) : name;
         if (!is_container_file_name(base) || !entry.is_regular_file(error)) continue;
         if (!fs::remove(entry.path(), error))
-            fail(WASTE_ERR_IO, "cannot remove the old {}: {}", entry.path().string(), error.message());
+            fail(WASTE_ERR_IO, "cannot remove the old {}: {}", platform::utf8_text(entry.path()), error.message());
     }
     if (error) fail(WASTE_ERR_IO, "cannot list {}: {}", directory, error.message());
 }
@@ -163,8 +164,9 @@ ContainerWriter::ContainerWriter(std::string directory, ContainerSpec spec, Cont
         layout_ = format::expert_layout(config_, *spec_.quant);
     }
     std::error_code error;
-    fs::create_directories(directory_, error);
-    if (error || !fs::is_directory(directory_))
+    const fs::path dir = platform::utf8_path(directory_);
+    fs::create_directories(dir, error);
+    if (error || !fs::is_directory(dir))
         fail(WASTE_ERR_IO, "cannot create the container directory {}: {}", directory_,
              error ? error.message() : "a file of that name exists");
     clear_container_files(directory_);

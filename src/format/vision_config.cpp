@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 #include "platform/direct_file.h"
 
 namespace waste::format {
@@ -78,9 +79,9 @@ VisionConfig parse_vision_config(const json& object, const ModelConfig& text, co
 }
 
 std::optional<VisionConfig> read_vision_config(const std::string& directory, const ModelConfig& text) {
-    const std::filesystem::path path = std::filesystem::path(directory) / "vision.json";
+    const std::string path = directory + "/vision.json";
     std::error_code error;
-    if (!std::filesystem::exists(path, error)) return std::nullopt;
+    if (!std::filesystem::exists(platform::utf8_path(path), error)) return std::nullopt;
     // A config is a few hundred bytes; 1 MiB bounds what a hostile file costs.
     const json object = json::parse(platform::read_small_file(path, 1u << 20), nullptr, /*allow_exceptions=*/false);
     if (object.is_discarded()) fail_format("vision.json: not valid JSON");

@@ -4,10 +4,9 @@
 #include <bit>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <memory>
+#include <fstream>
 #include <span>
 #include <vector>
 
@@ -15,6 +14,7 @@
 
 #include "platform/error.h"
 #include "platform/output_file.h"
+#include "platform/utf8_path.h"
 
 namespace waste::model {
 namespace {
@@ -42,10 +42,6 @@ std::array<uint32_t, 2> gqa_fields(const format::ModelConfig& c) {
     return {static_cast<uint32_t>(c.kv_heads), static_cast<uint32_t>(c.head_dim)};
 }
 
-struct FileCloser {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
 }  // namespace
 
 void save_session_state(const format::ModelConfig& c, const SessionState& s, const std::string& path) {
@@ -72,23 +68,23 @@ void save_session_state(const format::ModelConfig& c, const SessionState& s, con
         write(span.data, sizeof(float) * span.floats);
     });
     out.commit();
-    const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
-    platform::sync_directory(parent.string());
+    const std::filesystem::path parent = std::filesystem::absolute(platform::utf8_path(path)).parent_path();
+    platform::sync_directory(platform::utf8_text(parent));
 }
 
 void load_session_state(const format::ModelConfig& c, const std::string& path, SessionState& s) {
     s.reset();
     try {
-        std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+        std::ifstream file(platform::utf8_path(path), std::ios::binary);
         if (!file) fail(WASTE_ERR_IO, "state file {}: cannot open: {}", path, std::strerror(errno));
         std::error_code size_error;
-        const uint64_t file_bytes = std::filesystem::file_size(path, size_error);
+        const uint64_t file_bytes = std::filesystem::file_size(platform::utf8_path(path), size_error);
         if (size_error) fail(WASTE_ERR_IO, "state file {}: cannot stat: {}", path, size_error.message());
         if (file_bytes < session_file_header_bytes)
             fail(WASTE_ERR_CORRUPT, "state file {}: {} bytes, shorter than the {}-byte header", path, file_bytes,
                  session_file_header_bytes);
         uint8_t header[session_file_header_bytes];
-        if (std::fread(header, 1, sizeof header, file.get()) != sizeof header)
+        if (!file.read(reinterpret_cast<char*>(header), sizeof header))
             fail(WASTE_ERR_IO, "state file {}: cannot read the header", path);
         uint32_t magic = 0, version = 0;
         std::memcpy(&magic, header, 4);
@@ -140,14 +136,14 @@ void load_session_state(const format::ModelConfig& c, const std::string& path, S
                                           : std::string(state_field_name(span.field));
             if (span.field == StateField::latent || span.field == StateField::kv) {
                 int32_t n_kv = 0;
-                if (std::fread(&n_kv, sizeof n_kv, 1, file.get()) != 1)
+                if (!file.read(reinterpret_cast<char*>(&n_kv), sizeof n_kv))
                     fail(WASTE_ERR_IO, "state file {}: short read at n_kv of layer {}", path, span.layer);
                 if (n_kv != position)
                     fail(WASTE_ERR_CORRUPT, "state file {}: layer {} ({}) has n_kv {}, must equal pos {}", path, span.layer,
                          span.field == StateField::kv ? "GQA" : "MLA", n_kv, position);
                 s.layers[span.layer].n_kv = static_cast<uint32_t>(n_kv);
             }
-            if (std::fread(span.data, sizeof(float), span.floats, file.get()) != span.floats)
+            if (!file.read(reinterpret_cast<char*>(span.data), static_cast<std::streamsize>(sizeof(float) * span.floats)))
                 fail(WASTE_ERR_IO, "state file {}: short read in {}", path, where);
             for (size_t i = 0; i < span.floats; ++i)
                 if (!std::isfinite(span.data[i]))

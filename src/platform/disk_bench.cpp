@@ -11,6 +11,7 @@
 #include "platform/direct_file.h"
 #include "platform/error.h"
 #include "platform/output_file.h"
+#include "platform/utf8_path.h"
 
 namespace waste::platform {
 
@@ -35,7 +36,7 @@ DiskBenchResult run_disk_bench(const DiskBenchOptions& o) {
         std::string path;
         ~Remove() {
             std::error_code ignored;
-            std::filesystem::remove(path, ignored);
+            std::filesystem::remove(utf8_path(path), ignored);
         }
     } remove_file{path};
     const uint64_t chunk = uint64_t{8} << 20;

@@ -22,8 +22,9 @@ namespace {
 #endif
 #endif
 // The clones are x86 ISAs; elsewhere (AArch64: Advanced SIMD is baseline)
-// the loop is compiled once, vectorised for the target.
-#if !defined(__x86_64__)
+// the loop is compiled once, vectorised for the target. Clones are ELF ifuncs:
+// Windows executables have none, so there too.
+#if !defined(__x86_64__) || defined(_WIN32)
 #define WASTE_NO_TARGET_CLONES 1
 #endif
 

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <numeric>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 #include "runtime/cache_random.h"
 
 namespace waste::runtime {
@@ -115,17 +115,18 @@ RoutingTrace parse_routing_trace(std::string_view text, uint32_t experts, const 
 }
 
 RoutingTrace read_routing_trace(const std::string& path, uint32_t experts, const TraceLimits& limits) {
-    std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+    std::ifstream file(platform::utf8_path(path), std::ios::binary);
     if (!file) fail(WASTE_ERR_IO, "trace {}: cannot open ({})", path, std::strerror(errno));
     std::string text;
     char buffer[1 << 16];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+    while (file) {
+        file.read(buffer, sizeof buffer);
+        const auto got = static_cast<size_t>(file.gcount());
         if (text.size() + got > limits.max_file_bytes)
             fail(WASTE_ERR_IO, "trace {}: larger than the limit of {} bytes", path, limits.max_file_bytes);
         text.append(buffer, got);
     }
-    if (std::ferror(file.get())) fail(WASTE_ERR_IO, "trace {}: read error", path);
+    if (file.bad()) fail(WASTE_ERR_IO, "trace {}: read error", path);
     try {
         return parse_routing_trace(text, experts, limits);
     } catch (const Error& e) {

@@ -7,6 +7,7 @@
 #include "platform/direct_file.h"
 #include "platform/error.h"
 #include "platform/output_file.h"
+#include "platform/utf8_path.h"
 
 namespace waste::runtime {
 namespace {
@@ -24,13 +25,13 @@ uint32_t read_u32(const std::string& bytes, size_t at) {
 }  // namespace
 
 std::string default_usage_path(const format::Container& container) {
-    return (std::filesystem::path(container.directory()) / "usage.waste").string();
+    return platform::utf8_text(platform::utf8_path(container.directory()) / "usage.waste");
 }
 
 UsageFile read_usage_file(const std::string& path, const format::ModelConfig& c) {
     UsageFile out;
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) {
+    if (!std::filesystem::exists(platform::utf8_path(path), ec)) {
         out.note = "none at " + path;
         return out;
     }

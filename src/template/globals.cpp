@@ -2,6 +2,7 @@
 #include "template/globals.h"
 
 #include <ctime>
+#include <string_view>
 
 #include "platform/error.h"
 #include "template/python_text.h"
@@ -88,7 +89,23 @@ Value strftime_now_function(Evaluator& evaluator, CallArgs& args) {
     if (format.size() > 256) fail(WASTE_ERR_INVALID_ARGUMENT, "strftime_now(): a format of {} bytes is more than 256", format.size());
     const std::time_t now = evaluator.options().now.value_or(std::time(nullptr));
     std::tm parts{};
+#if defined(_WIN32)
+    gmtime_s(&parts, &now);
+    // The Windows C runtime ends the process on a conversion it does not
+    // know (its invalid-parameter handler), so only C's own reach it there;
+    // glibc's extensions (%-d, %P, ...) are refused by name instead.
+    for (size_t i = 0; i < format.size(); ++i) {
+        if (format[i] != '%') continue;
+        size_t at = i + 1;
+        if (at < format.size() && (format[at] == 'E' || format[at] == 'O')) ++at;
+        static constexpr std::string_view standard = "aAbBcCdDeFgGhHIjmMnprRStTuUVwWxXyYzZ%";
+        if (at >= format.size() || standard.find(format[at]) == std::string_view::npos)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "strftime_now(): format '{}' has a conversion C does not define at byte {}", format, i);
+        i = at;
+    }
+#else
     gmtime_r(&now, &parts);
+#endif
     char buffer[1024];
     const size_t length = std::strftime(buffer, sizeof buffer, format.c_str(), &parts);
     if (length == 0 && !format.empty()) fail(WASTE_ERR_INVALID_ARGUMENT, "strftime_now(): format '{}' gave nothing", format);

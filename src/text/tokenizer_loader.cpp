@@ -3,19 +3,16 @@
 #include "text/tokenizer_loader.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "platform/error.h"
+#include "platform/utf8_path.h"
 #include "text/hf_tokenizer_json.h"
 
 namespace waste::text {
 namespace {
-
-struct FileCloser {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-};
 
 int32_t find_special(const std::vector<SpecialToken>& specials, std::string_view text) {
     for (const auto& special : specials)
@@ -26,17 +23,18 @@ int32_t find_special(const std::vector<SpecialToken>& specials, std::string_view
 }  // namespace
 
 std::string read_bounded_file(const std::string& path, uint64_t max_bytes) {
-    std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+    std::ifstream file(platform::utf8_path(path), std::ios::binary);
     if (!file) fail(WASTE_ERR_IO, "{}: cannot open: {}", path, std::strerror(errno));
     std::string bytes;
     char buffer[1 << 16];
-    size_t got;
-    while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+    while (file) {
+        file.read(buffer, sizeof buffer);
+        const auto got = static_cast<size_t>(file.gcount());
         if (bytes.size() + got > max_bytes)
             fail(WASTE_ERR_FORMAT, "{}: larger than the {} bytes allowed", path, max_bytes);
         bytes.append(buffer, got);
     }
-    if (std::ferror(file.get())) fail(WASTE_ERR_IO, "{}: read failed: {}", path, std::strerror(errno));
+    if (file.bad()) fail(WASTE_ERR_IO, "{}: read failed: {}", path, std::strerror(errno));
     return bytes;
 }
 
@@ -48,7 +46,7 @@ uint64_t container_tokenizer_file_bytes(const format::Container& container) {
     // The file load_container_tokenizer reads: tokenizer.json (each byte one
     // character of the byte-level alphabet, at least one byte of UTF-8),
     // else tokenizer.model (base64 of each token's bytes).
-    const std::filesystem::path directory(container.directory());
+    const std::filesystem::path directory = platform::utf8_path(container.directory());
     std::error_code error;
     for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
         const auto bytes = std::filesystem::file_size(directory / name, error);
@@ -60,30 +58,28 @@ uint64_t container_tokenizer_file_bytes(const format::Container& container) {
 std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Container& container,
                                                           std::optional<PatternKind> pattern) {
     namespace fs = std::filesystem;
-    const fs::path directory(container.directory());
-    const fs::path rank_path = directory / "tokenizer.model";
+    const fs::path directory = platform::utf8_path(container.directory());
+    const fs::path rank_path = directory / "tokenizer.model", specials_path = directory / "specials.json";
+    const std::string rank_name = platform::utf8_text(rank_path), specials_name = platform::utf8_text(specials_path);
     std::error_code error;
     if (const fs::path json_path = directory / "tokenizer.json"; fs::exists(json_path, error))
-        return load_container_tokenizer_json(container, json_path.string(), pattern);
+        return load_container_tokenizer_json(container, platform::utf8_text(json_path), pattern);
     if (!fs::exists(rank_path, error))
         fail(WASTE_ERR_UNSUPPORTED,
              "{}: the container has no tokenizer.model or tokenizer.json, so it cannot turn text into tokens",
              container.directory());
-    RankTable ranks = RankTable::parse(read_bounded_file(rank_path.string(), max_rank_file_bytes), rank_path.string());
+    RankTable ranks = RankTable::parse(read_bounded_file(rank_name, max_rank_file_bytes), rank_name);
     std::vector<SpecialToken> specials;
-    const fs::path specials_path = directory / "specials.json";
     if (fs::exists(specials_path, error))
-        specials = parse_specials_json(read_bounded_file(specials_path.string(), max_specials_file_bytes),
-                                       specials_path.string());
+        specials = parse_specials_json(read_bounded_file(specials_name, max_specials_file_bytes), specials_name);
 
     const auto& config = container.config();
     if (config.vocab > 0) {
         if (ranks.size() > static_cast<uint32_t>(config.vocab))
-            fail_format("{}: rank {} is not below config.vocab_size {}", rank_path.string(), ranks.size() - 1,
-                        config.vocab);
+            fail_format("{}: rank {} is not below config.vocab_size {}", rank_name, ranks.size() - 1, config.vocab);
         for (const auto& special : specials)
             if (special.id >= config.vocab)
-                fail_format("{}: special \"{}\" has id {}, not below config.vocab_size {}", specials_path.string(),
+                fail_format("{}: special \"{}\" has id {}, not below config.vocab_size {}", specials_name,
                             escape_bytes(special.text), special.id, config.vocab);
     }
     const int64_t bos = config.bos >= 0 ? config.bos : static_cast<int64_t>(ranks.size());
