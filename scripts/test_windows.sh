@@ -17,8 +17,10 @@
 #    windows-cross): the kernels (the dispatch chose the host's x86 variant),
 #    the forward pass against the upstream fixtures (fixture_logits_test),
 #    streaming through the Windows read path (overlapped ReadFile, unbuffered
-#    where the volume allows; streaming_test) and OutputFile's Windows side
-#    (output_file_test).
+#    where the volume allows; streaming_test), OutputFile's Windows side
+#    (output_file_test) and the file layer itself: offsets past 4 GiB,
+#    non-ASCII UTF-8 names, files changed under an open handle
+#    (native_file_test).
 # 4. The PyTorch reference on the host against the Windows CLI under Wine
 #    (python/tests/test_engine_vs_reference.py) and the CLI end to end with
 #    its exit codes (python/tests/test_cli.py), with WASTE_CLI set to it.

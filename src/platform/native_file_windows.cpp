@@ -60,8 +60,18 @@ HANDLE thread_event() {
 OpenedFile open_for_reading(const std::string& path, bool want_direct) {
     OpenedFile opened;
     HANDLE handle = INVALID_HANDLE_VALUE;
-    if (!want_direct) opened.direct_reason = "buffered by request";
-    else handle = open_handle(path, FILE_FLAG_NO_BUFFERING);
+    if (!want_direct) {
+        opened.direct_reason = "buffered by request";
+    } else {
+        handle = open_handle(path, FILE_FLAG_NO_BUFFERING);
+        if (handle == INVALID_HANDLE_VALUE) {
+            // A missing file fails the plain open below too, with its reason;
+            // otherwise what follows is a buffered open, not a probe of direct reads.
+            opened.direct_reason = fmt::format("the open with FILE_FLAG_NO_BUFFERING failed ({})",
+                                               windows_error_text(::GetLastError()));
+            want_direct = false;
+        }
+    }
     if (handle == INVALID_HANDLE_VALUE) handle = open_handle(path, 0);
     if (handle == INVALID_HANDLE_VALUE) fail_windows("cannot open", path, ::GetLastError());
     BY_HANDLE_FILE_INFORMATION info{};
