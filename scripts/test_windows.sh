@@ -53,6 +53,17 @@ for executable in build/windows/waste.exe build/windows/kernels_test.exe; do
   fi
 done
 
+# The library's DLL exports the whole C API (every WASTE_API function of
+# include/waste/waste.h) and nothing else of ours.
+declared=$(grep -oE 'WASTE_API [^(]*\bwaste_[a-z0-9_]+\(' include/waste/waste.h | grep -oE 'waste_[a-z0-9_]+\($' | tr -d '(' | sort -u)
+exported=$(x86_64-w64-mingw32-objdump -p build/windows/libwaste.dll |
+  sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk 'NR > 1 && NF { print $NF }' | sort -u)
+if [ -z "$declared" ] || [ "$declared" != "$exported" ]; then
+  echo "test_windows: libwaste.dll's exports differ from waste.h's WASTE_API functions:" >&2
+  diff <(echo "$declared") <(echo "$exported") >&2 || true
+  exit 1
+fi
+
 # One Wine server for the whole run (-p: it stays while idle), so that each
 # test executable does not start its own; stopped at the end.
 export WINEDEBUG=-all
