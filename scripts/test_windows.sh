@@ -39,6 +39,24 @@ export WASTE_REQUIRE_ORACLES=1
 
 ./scripts/install_missing.sh test_windows g++-mingw-w64-x86-64 wine64
 
+# A Wine prefix of the stage's own, and one Wine server for the whole stage
+# (-p: it stays while idle), started here with no output attached. The first
+# Wine program in a prefix starts its services (services.exe, winedevice.exe,
+# ...), which live as long as the server and inherit that program's stdout
+# and stderr: had a test started them, ctest (or python's subprocess) would
+# wait for that test's pipe until the server left — in a fresh prefix the
+# first test took 320 s. Booted here, they hold /dev/null.
+export WINEDEBUG=-all
+export WINEPREFIX="$root/build/wine-prefix"
+wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
+wine_server=$(command -v wineserver || echo /usr/lib/wine/wineserver)
+"$wine_server" -k 2>/dev/null || true            # a server a killed run left (the prefix is the stage's own)
+"$wine" cmd /c exit </dev/null >/dev/null 2>&1  # creates the prefix when missing
+"$wine_server" -w                                # its server leaves (it was not persistent)...
+"$wine_server" -p                                # ...for one that stays
+trap '"$wine_server" -k 2>/dev/null || true' EXIT
+"$wine" cmd /c exit </dev/null >/dev/null 2>&1  # the services, holding /dev/null
+
 ./scripts/windows_deps.sh
 
 cmake --preset windows-cross >/dev/null
@@ -63,13 +81,6 @@ if [ -z "$declared" ] || [ "$declared" != "$exported" ]; then
   diff <(echo "$declared") <(echo "$exported") >&2 || true
   exit 1
 fi
-
-# One Wine server for the whole run (-p: it stays while idle), so that each
-# test executable does not start its own; stopped at the end.
-export WINEDEBUG=-all
-wine_server=$(command -v wineserver || echo /usr/lib/wine/wineserver)
-"$wine_server" -p || true  # 2: one is running already, which serves as well
-trap '"$wine_server" -k 2>/dev/null || true' EXIT
 
 ctest --preset windows-cross -j "$jobs"
 
