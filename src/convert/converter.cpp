@@ -1,6 +1,5 @@
 #include "convert/converter.h"
 
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,19 +41,6 @@ constexpr const char* work_dir_name = ".waste-convert";
 constexpr uint64_t trunk_block_bytes = uint64_t{8} << 20;  // f32 rows read and quantised at a time
 constexpr uint32_t trunk_group = 128;                        // Q*G group of a default conversion (container-v0 §3)
 constexpr size_t part_buffer_bytes = size_t{4} << 20;
-
-// Reads back what was written, to verify it: parts, banks' records one at a
-// time (buffered: the bytes were just written and are likely still cached).
-class ReadBack {
-public:
-    explicit ReadBack(const fs::path& path) : file_(platform::utf8_text(path), false) {}
-    void read(uint64_t offset, void* out, size_t bytes) const {
-        file_.read_at(offset, {static_cast<uint8_t*>(out), bytes});
-    }
-
-private:
-    platform::DirectFile file_;
-};
 
 format::ExpertQuant resolve_quant(const ConvertOptions& o) {
     std::string name = o.quant;
@@ -298,7 +284,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
     }
     part.commit();
     // Verify: the bytes on disk are the bytes encoded.
-    const ReadBack back(part_path);
+    const platform::DirectFile back(platform::utf8_text(part_path), false);  // buffered: just written, likely cached
     std::vector<uint8_t> buffer;
     for (const json& entry : entries) {
         const uint64_t bytes = entry["bytes"].get<uint64_t>();
@@ -306,7 +292,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
         for (uint64_t done = 0; done < bytes;) {
             const uint64_t n = std::min<uint64_t>(bytes - done, trunk_block_bytes);
             buffer.resize(n);
-            back.read(entry["off"].get<uint64_t>() + done, buffer.data(), n);
+            back.read_at(entry["off"].get<uint64_t>() + done, buffer);
             crc = platform::crc32(buffer.data(), n, crc);
             done += n;
         }
@@ -485,7 +471,7 @@ struct Job {
         bank.commit();
         // Verify what is on disk: every record's checks and CRC.
         {
-            const ReadBack back(out / bank_name);
+            const platform::DirectFile back(platform::utf8_text(out / bank_name), false);
             format::ExpertBank b;
             b.layer = layer;
             b.file = bank_name;
@@ -495,7 +481,7 @@ struct Job {
             b.bytes = layout.record_bytes * static_cast<uint64_t>(experts);
             const uint64_t books_needed = base + 3ull * quant.stages;
             for (int e = 0; e < experts; ++e) {
-                back.read(static_cast<uint64_t>(e) * layout.record_bytes, record.data(), layout.record_bytes);
+                back.read_at(static_cast<uint64_t>(e) * layout.record_bytes, record.span());
                 format::check_expert_record(record.span(), layer, e, b, quant, layout, books_needed);
                 format::verify_expert_checksum(record.span(), layer, e, layout);
             }
@@ -783,11 +769,11 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
             const json& part = ledger.unit(plan.units[index].id).at("trunk_part");
             const uint64_t base = trunk_file.size(), bytes = part.at("bytes").get<uint64_t>();
             const fs::path path = work / platform::utf8_path(part.at("part").get<std::string>());
-            const ReadBack back(path);
+            const platform::DirectFile back(platform::utf8_text(path), false);
             for (uint64_t done = 0; done < bytes;) {
                 const uint64_t n = std::min<uint64_t>(bytes - done, trunk_block_bytes);
                 buffer.resize(n);
-                back.read(done, buffer.data(), n);
+                back.read_at(done, buffer);
                 trunk_file.write(buffer);
                 done += n;
             }
