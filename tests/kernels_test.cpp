@@ -47,6 +47,7 @@
 #include "kernels/trunk_matmul.h"
 #include "kernels/trunk_matvec.h"
 #include "kernels/vq_lut.h"
+#include "kernels/vq_int8_build.h"
 #include "kernels/vq_matmul.h"
 #include "platform/thread_pool.h"
 #include "trunk_tensors.h"
@@ -169,6 +170,9 @@ inline __m512 _mm512_cvtph_ps(__m256i a) {
 #include "kernels/isa_avx512.inc"
 namespace vbmi {
 #include "kernels/isa_avx512_vbmi.inc"
+}
+namespace vnni {
+#include "kernels/isa_avx512_vnni.inc"
 }
 #undef WASTE_KEEP
 
@@ -719,6 +723,29 @@ const std::vector<VqCase> int8_cases = {
     {"VQ3R-wide", 40, 3, 256, 8, false, 600},  // 10 row blocks: the walks of 4 blocks at once and their remainder
 };
 
+// An int8 table writer (quantise_vq_table_int8 or build_vq_table_int8, one
+// variant) against the reference's bytes and block scales: the whole table,
+// then from the second block on, as a thread's part (first_position: where
+// the part starts in the table).
+using Int8TableWriter = std::function<void(const VqTableShape&, size_t first_position, int8_t* q, float* block_scales)>;
+void expect_reference_int8_table(const VqTableShape& shape, const std::vector<int8_t>& ref,
+                                 const std::vector<float>& ref_scales, const Int8TableWriter& write) {
+    const size_t per_position = static_cast<size_t>(shape.stages) * shape.entries;
+    std::vector<int8_t> q(shape.floats(), 99);
+    std::vector<float> scales(vq_int8_blocks(shape), -1.0f);
+    write(shape, 0, q.data(), scales.data());
+    ASSERT_EQ(0, std::memcmp(q.data(), ref.data(), q.size()));
+    ASSERT_EQ(0, std::memcmp(scales.data(), ref_scales.data(), 4 * scales.size()));
+    if (shape.positions <= vq_int8_block) return;
+    VqTableShape part = shape;
+    part.positions = shape.positions - vq_int8_block;
+    std::vector<int8_t> q2(part.floats(), 99);
+    std::vector<float> scales2(vq_int8_blocks(part), -1.0f);
+    write(part, vq_int8_block, q2.data(), scales2.data());
+    ASSERT_EQ(0, std::memcmp(q2.data(), ref.data() + vq_int8_block * per_position, q2.size()));
+    ASSERT_EQ(0, std::memcmp(scales2.data(), ref_scales.data() + 1, 4 * scales2.size()));
+}
+
 // The int8 table itself: every ISA quantises to the scalar reference's
 // bytes and block scales, including NaN and infinite entries, an all-zero
 // block and a part of a table that starts at a block boundary.
@@ -740,29 +767,16 @@ TEST(Kernels, VqInt8QuantizeMatchesScalarBits) {
         for (Isa isa : {Isa::avx2, Isa::avx512}) {
             if (!isa_runs(isa)) continue;
             SCOPED_TRACE(std::string(isa_name(isa)) + " " + c.name);
-            std::vector<int8_t> q(shape.floats(), 99);
-            std::vector<float> scales(vq_int8_blocks(shape), -1.0f);
-            quantize_vq_table_int8(isa, shape, table.data(), q.data(), scales.data());
-            ASSERT_EQ(0, std::memcmp(q.data(), ref.data(), q.size()));
-            ASSERT_EQ(0, std::memcmp(scales.data(), ref_scales.data(), 4 * scales.size()));
-            if (c.positions > vq_int8_block) {  // from the second block on, as a thread's part
-                VqTableShape part = shape;
-                part.positions = c.positions - vq_int8_block;
-                std::vector<int8_t> q2(part.floats(), 99);
-                std::vector<float> scales2(vq_int8_blocks(part), -1.0f);
-                quantize_vq_table_int8(isa, part, table.data() + vq_int8_block * per_position, q2.data(), scales2.data());
-                ASSERT_EQ(0, std::memcmp(q2.data(), ref.data() + vq_int8_block * per_position, q2.size()));
-                ASSERT_EQ(0, std::memcmp(scales2.data(), ref_scales.data() + 1, 4 * scales2.size()));
-            }
+            expect_reference_int8_table(shape, ref, ref_scales, [&](const VqTableShape& s, size_t first, int8_t* q, float* bs) {
+                quantize_vq_table_int8(isa, s, table.data() + first * per_position, q, bs);
+            });
         }
 #if defined(WASTE_TEST_EMULATED_AVX512)
         {  // the AVX-512 body over SIMDe, on a machine without AVX-512
             SCOPED_TRACE(std::string("avx512-emulated ") + c.name);
-            std::vector<int8_t> q(shape.floats(), 99);
-            std::vector<float> scales(vq_int8_blocks(shape), -1.0f);
-            emu::quantize_int8(shape, table.data(), q.data(), scales.data());
-            ASSERT_EQ(0, std::memcmp(q.data(), ref.data(), q.size()));
-            ASSERT_EQ(0, std::memcmp(scales.data(), ref_scales.data(), 4 * scales.size()));
+            expect_reference_int8_table(shape, ref, ref_scales, [&](const VqTableShape& s, size_t first, int8_t* q, float* bs) {
+                emu::quantize_int8(s, table.data() + first * per_position, q, bs);
+            });
         }
 #endif
     }
@@ -801,6 +815,77 @@ TEST(Kernels, VqInt8MatchesScalarBits) {
     }
 }
 
+// The int8 tables built in integers (build_vq_table_int8): every ISA gives
+// the scalar reference's bytes and block scales, for 8-dim vectors and for
+// others (5, 12: padded dwords), whole tables and parts from a block
+// boundary; a NaN or infinite input position makes its block NaN with zero
+// bytes, an all-zero block has scale 0. And the reference itself is the
+// table it stands for: q · block_scale within 2% of the block's max |T| of
+// the f32 table (the three int8 roundings add at most about
+// 0.4% + 0.4% + 0.4% · vec_dim·max|x||c| / max|T|; 2% fails on any wrong
+// scale, sign or index, which are off by the table's whole size).
+TEST(Kernels, VqInt8BuildMatchesScalarBitsAndTheTable) {
+    std::mt19937 rng(29);
+    std::vector<VqCase> cases = int8_cases;
+    cases.push_back({"D5", 70, 3, 256, 5, false, 64});
+    cases.push_back({"D12", 40, 2, 100, 12, false, 64});
+    for (const VqCase& c : cases) {
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const size_t book_floats = static_cast<size_t>(c.entries) * c.vec_dim;
+        const std::vector<float> books = random_floats(c.stages * book_floats, rng, 0.05f);
+        std::vector<VqInt8Book> books8;
+        for (int s = 0; s < c.stages; ++s)
+            books8.push_back(quantize_vq_codebook_int8(c.entries, c.vec_dim, books.data() + s * book_floats));
+        std::vector<float> x = random_floats(static_cast<size_t>(c.positions) * c.vec_dim, rng);
+        const bool special = c.positions > 64;
+        if (special) {
+            x[33 * c.vec_dim + 1] = NAN;                                   // block 1: NaN
+            std::fill(x.begin() + 64 * c.vec_dim, x.end(), 0.0f);          // block 2: all zero
+        }
+        const size_t stride = vq_int8_input_stride(shape);
+        std::vector<uint8_t> xu(c.positions * stride);
+        std::vector<float> xs(c.positions);
+        quantize_vq_input_int8(shape, x.data(), xu.data(), xs.data());
+        std::vector<int8_t> ref(shape.floats(), 99);
+        std::vector<float> ref_scales(vq_int8_blocks(shape), -1.0f);
+        build_vq_table_int8(Isa::scalar, shape, books8.data(), xu.data(), xs.data(), ref.data(), ref_scales.data());
+        if (special) {
+            ASSERT_TRUE(std::isnan(ref_scales[1])) << c.name;
+            ASSERT_EQ(ref_scales[2], 0.0f) << c.name;
+            const size_t per_block = vq_int8_block * static_cast<size_t>(c.stages) * c.entries;
+            for (size_t i = per_block; i < ref.size(); ++i) ASSERT_EQ(ref[i], 0) << c.name << " entry " << i;
+        }
+        // against the f32 table, in the finite blocks
+        std::vector<float> table(shape.floats());
+        build_vq_table(Isa::scalar, shape, books.data(), x.data(), table.data());
+        const size_t per_position = static_cast<size_t>(c.stages) * c.entries;
+        for (size_t b = 0; b < ref_scales.size(); ++b) {
+            if (!std::isfinite(ref_scales[b]) || ref_scales[b] == 0) continue;
+            const size_t begin = b * vq_int8_block * per_position;
+            const size_t end = std::min<size_t>(c.positions, (b + 1) * vq_int8_block) * per_position;
+            float max_t = 0, max_err = 0;
+            for (size_t i = begin; i < end; ++i) max_t = std::max(max_t, std::fabs(table[i]));
+            for (size_t i = begin; i < end; ++i) max_err = std::max(max_err, std::fabs(ref[i] * ref_scales[b] - table[i]));
+            EXPECT_LT(max_err, 0.02f * max_t) << c.name << " block " << b;
+        }
+        std::vector<std::pair<std::string, Int8TableWriter>> variants;
+        for (Isa isa : {Isa::avx2, Isa::avx512})
+            if (isa_runs(isa))
+                variants.emplace_back(isa_name(isa), [&, isa](const VqTableShape& s, size_t first, int8_t* q, float* bs) {
+                    build_vq_table_int8(isa, s, books8.data(), xu.data() + first * stride, xs.data() + first, q, bs);
+                });
+#if defined(WASTE_TEST_EMULATED_AVX512)
+        variants.emplace_back("avx512-vnni-emulated", [&](const VqTableShape& s, size_t first, int8_t* q, float* bs) {
+            ASSERT_TRUE(emu::vnni::build_int8(s, books8.data(), xu.data() + first * stride, xs.data() + first, q, bs));
+        });
+#endif
+        for (const auto& [name, build] : variants) {
+            SCOPED_TRACE(name + " " + c.name);
+            expect_reference_int8_table(shape, ref, ref_scales, build);
+        }
+    }
+}
+
 // The approximation's error per matvec vs the exact f32 path, on tables built
 // from Gaussian inputs and codebooks (a trained model's tables may differ):
 // relative L2 error ||y8 - y|| / ||y|| over the rows. Reported, and bounded
@@ -830,8 +915,22 @@ TEST(Kernels, VqInt8Error) {
             den += exact[r] * static_cast<double>(exact[r]);
         }
         const double rel = std::sqrt(num / den);
-        std::printf("VQINT8ERROR %s relative_l2=%.2e\n", c.name, rel);
+        // the tables decode builds in integers (build_vq_table_int8)
+        std::vector<VqInt8Book> books8;
+        for (int s = 0; s < c.stages; ++s)
+            books8.push_back(quantize_vq_codebook_int8(c.entries, 8, books.data() + static_cast<size_t>(s) * c.entries * 8));
+        std::vector<uint8_t> xu(c.positions * vq_int8_input_stride(shape));
+        std::vector<float> xs(c.positions);
+        quantize_vq_input_int8(shape, x.data(), xu.data(), xs.data());
+        build_vq_table_int8(Isa::scalar, shape, books8.data(), xu.data(), xs.data(), q.data(), block_scales.data());
+        apply_vq_table_int8(Isa::scalar, shape, c.packed6, indices.data(), scales.data(), q.data(), block_scales.data(),
+                            approx.data(), 0, c.rows);
+        double num_int = 0;
+        for (size_t r = 0; r < c.rows; ++r) num_int += (approx[r] - exact[r]) * static_cast<double>(approx[r] - exact[r]);
+        const double rel_int = std::sqrt(num_int / den);
+        std::printf("VQINT8ERROR %s relative_l2=%.2e integer_built=%.2e\n", c.name, rel, rel_int);
         EXPECT_LT(rel, 2e-2) << c.name;
+        EXPECT_LT(rel_int, 2e-2) << c.name;
     }
 }
 
@@ -890,6 +989,20 @@ void bench_expert(const char* shape_name, size_t inter, size_t lat, int stages, 
             apply_vq_table_int8(isa, in_shape, packed6, gate_idx.data(), gate_sc.data(), in_q.data(), in_bs.data(), g.data(),
                                 0, inter);
         }, reps);
+        std::vector<VqInt8Book> books8;
+        for (int s = 0; s < stages; ++s)
+            books8.push_back(quantize_vq_codebook_int8(entries, dim, books.data() + static_cast<size_t>(s) * entries * dim));
+        std::vector<uint8_t> in_xu(in_shape.positions * vq_int8_input_stride(in_shape));
+        std::vector<uint8_t> down_xu(down_shape.positions * vq_int8_input_stride(down_shape));
+        std::vector<float> in_xs(in_shape.positions), down_xs(down_shape.positions);
+        const double int8_build_in = median_ns([&] {
+            quantize_vq_input_int8(in_shape, x.data(), in_xu.data(), in_xs.data());
+            build_vq_table_int8(isa, in_shape, books8.data(), in_xu.data(), in_xs.data(), in_q.data(), in_bs.data());
+        }, reps);
+        const double int8_build_down = median_ns([&] {
+            quantize_vq_input_int8(down_shape, h.data(), down_xu.data(), down_xs.data());
+            build_vq_table_int8(isa, down_shape, books8.data(), down_xu.data(), down_xs.data(), down_q.data(), down_bs.data());
+        }, reps);
         const double int8_down = median_ns([&] {
             apply_vq_table_int8(isa, down_shape, packed6, down_idx.data(), down_sc.data(), down_q.data(), down_bs.data(),
                                 out.data(), 0, lat);
@@ -900,10 +1013,10 @@ void bench_expert(const char* shape_name, size_t inter, size_t lat, int stages, 
         std::printf("KERNELSPEED vq shape=%s fmt=%s entries=%d isa=%s build_in_ns=%.0f apply_in_ns=%.0f "
                     "apply_in_lookups_per_ns=%.3f build_down_ns=%.0f apply_down_ns=%.0f apply_down_lookups_per_ns=%.3f "
                     "expert_ns=%.0f int8_apply_in_lookups_per_ns=%.3f int8_apply_down_lookups_per_ns=%.3f "
-                    "int8_quantize_down_ns=%.0f int8_expert_ns=%.0f\n",
+                    "int8_quantize_down_ns=%.0f int8_build_in_ns=%.0f int8_build_down_ns=%.0f int8_expert_ns=%.0f\n",
                     shape_name, fmt, entries, isa_name(isa), build_in, apply_in, lookups_in / apply_in, build_down,
                     apply_down, lookups_down / apply_down, expert, lookups_in / int8_in, lookups_down / int8_down,
-                    quantize_down, 2 * int8_in + build_down + quantize_down + int8_down);
+                    quantize_down, int8_build_in, int8_build_down, 2 * int8_in + int8_build_down + int8_down);
     }
 }
 

@@ -50,6 +50,10 @@ bool apply_vq_table_x86(Isa isa, const VqTableShape& shape, bool packed6, const 
 // The int8 approximate mode's table (AVX2 body, also for AVX-512 CPUs);
 // false for Isa::scalar.
 bool quantize_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const float* table, int8_t* q, float* block_scales);
+// The int8 mode's table in integers: AVX-512 VNNI when isa is avx512 and the
+// CPU has it, else the AVX2 body; false for Isa::scalar.
+bool build_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const VqInt8Book* books, const uint8_t* xu,
+                             const float* scales, int8_t* q, float* block_scales);
 // The int8 approximate mode: the AVX-512 VBMI byte-permute path when isa is
 // avx512 and vq_int8_fast_path(), else the AVX2 body (scalar loads over the
 // int8 table); false for Isa::scalar or a case it has no kernel for.

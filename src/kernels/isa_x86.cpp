@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "format/f16.h"
+#include "kernels/vq_int8_build.h"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
@@ -672,6 +673,85 @@ void quantize_table_int8(const VqTableShape& shape, const float* table, int8_t* 
     }
 }
 
+// The int8 mode's table in integers (vq_lut.h, build_vq_table_int8), 8
+// entries (half of a 16-entry group) a vector. Without VNNI, the signed
+// product trick: |xq| (unsigned) times cq with xq's sign applied (vpsignb),
+// pairs summed in int16 by vpmaddubsw (≤ 2·127·127, no saturation: cq is
+// never −128), then in int32 by vpmaddwd — the exact integer T.
+inline __m256i int8_entries(const VqInt8Book& book, const __m256i* xs, const __m256i* xa, size_t group, size_t half,
+                            size_t dwords) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc = _mm256_setzero_si256();
+    const int8_t* c = book.values.data() + group * dwords * 64 + 32 * half;
+    for (size_t d = 0; d < dwords; ++d) {
+        const __m256i cd = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 64 * d));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(xa[d], _mm256_sign_epi8(cd, xs[d])), ones));
+    }
+    return acc;
+}
+
+inline int32_t reduce_max_epi32(__m256i v) {
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0xB1));
+    return _mm_cvtsi128_si32(m);
+}
+
+bool build_table_int8(const VqTableShape& shape, const VqInt8Book* books, const uint8_t* xu, const float* scales, int8_t* q,
+                      float* block_scales) {
+    if (static_cast<size_t>(shape.stages) > vq_int8_max_stages || shape.vec_dim <= 0 || shape.vec_dim > 64) return false;
+    const size_t stages = shape.stages, entries = shape.entries;
+    const size_t stride = (static_cast<size_t>(shape.vec_dim) + 3) / 4 * 4, dwords = stride / 4;
+    const size_t halves = (entries + 7) / 8;
+    __m256i xs[16], xa[16];
+    const auto load_position = [&](size_t v) {
+        for (size_t d = 0; d < dwords; ++d) {
+            int32_t word;
+            std::memcpy(&word, xu + v * stride + 4 * d, 4);
+            xs[d] = _mm256_xor_si256(_mm256_set1_epi32(word), _mm256_set1_epi8(static_cast<char>(0x80)));  // xq
+            xa[d] = _mm256_abs_epi8(xs[d]);
+        }
+    };
+    build_int8_table_blocks(
+        shape, books, scales, q, block_scales,
+        [&](size_t v0, size_t v1, int32_t* amax) {
+            for (size_t v = v0; v < v1; ++v) {
+                load_position(v);
+                for (size_t s = 0; s < stages; ++s) {
+                    __m256i m = _mm256_setzero_si256();
+                    for (size_t h = 0; h < halves; ++h)
+                        m = _mm256_max_epi32(m, _mm256_abs_epi32(int8_entries(books[s], xs, xa, h / 2, h % 2, dwords)));
+                    amax[(v - v0) * stages + s] = reduce_max_epi32(m);
+                }
+            }
+        },
+        [&](size_t v0, size_t v1, const float* factors) {
+            const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+            for (size_t v = v0; v < v1; ++v) {
+                load_position(v);
+                for (size_t s = 0; s < stages; ++s) {
+                    const __m256 f = _mm256_set1_ps(factors[(v - v0) * stages + s]);
+                    int8_t* row = q + (v * stages + s) * entries;
+                    for (size_t h = 0; h < halves; ++h) {
+                        __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(int8_entries(books[s], xs, xa, h / 2, h % 2, dwords)), f);
+                        WASTE_KEEP(scaled);
+                        const __m256i r = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(scaled), lo), hi);
+                        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+                        const __m128i bytes = _mm_packs_epi16(w16, w16);
+                        if (8 * h + 8 <= entries) {
+                            _mm_storel_epi64(reinterpret_cast<__m128i*>(row + 8 * h), bytes);
+                        } else {
+                            alignas(16) int8_t tail[16];
+                            _mm_store_si128(reinterpret_cast<__m128i*>(tail), bytes);
+                            std::memcpy(row + 8 * h, tail, entries - 8 * h);
+                        }
+                    }
+                }
+            }
+        });
+    return true;
+}
+
 bool apply_table_int8(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                       const int8_t* q, const float* block_scales, float* y, size_t row_begin, size_t row_end) {
     if (row_begin >= row_end) return true;
@@ -802,6 +882,19 @@ namespace avx512::vbmi {
 
 #pragma GCC pop_options
 
+// The int8 mode's integer table build needs VNNI (Cascade Lake, Ice Lake,
+// Zen 4 and later); called only when the CPU reports it.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+
+namespace avx512::vnni {
+#define WASTE_KEEP(v) __asm__("" : "+v"(v))
+#include "kernels/isa_avx512_vnni.inc"
+#undef WASTE_KEEP
+}  // namespace avx512::vnni
+
+#pragma GCC pop_options
+
 }  // namespace
 
 bool matvec_rows_x86(Isa isa, const format::LoadedTensor& w, const float* x, float* y, size_t row_begin,
@@ -888,6 +981,17 @@ bool quantize_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const float*
     if (isa == Isa::avx512) avx512::quantize_int8(shape, table, q, block_scales);
     else avx2::quantize_table_int8(shape, table, q, block_scales);
     return true;
+}
+
+bool build_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const VqInt8Book* books, const uint8_t* xu,
+                             const float* scales, int8_t* q, float* block_scales) {
+    static const bool vnni = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512vnni");
+    }();
+    if (isa == Isa::avx512 && vnni && avx512::vnni::build_int8(shape, books, xu, scales, q, block_scales)) return true;
+    if (isa == Isa::scalar || isa == Isa::neon) return false;
+    return avx2::build_table_int8(shape, books, xu, scales, q, block_scales);
 }
 
 bool apply_vq_table_int8_x86(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "format/manifest.h"
 #include "kernels/isa.h"
@@ -87,6 +88,44 @@ void quantize_vq_table_int8(Isa isa, const VqTableShape& shape, const float* tab
 inline void quantize_vq_table_int8(const VqTableShape& shape, const float* table, int8_t* q, float* block_scales) {
     quantize_vq_table_int8(active_isa(), shape, table, q, block_scales);
 }
+// The int8 mode's tables built in integers (decode's path; the two calls
+// above stay the reference for a table given in f32). The codebooks are
+// quantised once per model, the input once per table, and every entry is an
+// exact integer dot product, so a table costs two VNNI instructions per 16
+// entries (8-dim vectors) instead of 16 f32 operations, and the f32 table is
+// never written:
+//
+//   cq_s = round(C_s · 127 / max|C_s|)              per stage codebook, scale c_s = max|C_s| / 127
+//   xq_v = round(x_v · 127 / max|x_v|)              per position (vec_dim values), scale x_v = max|x_v| / 127
+//   T[v][s][e] = Σ_j xq_v[j] · cq_s[e][j]           exact in int32
+//   g[v][s] = x_v · c_s;  A[v][s] = float(max_e |T[v][s][e]|) · g[v][s]
+//   per block of vq_int8_block positions: M = max A, block_scale = M / 127,
+//   q = clamp(round(float(T) · (g[v][s] · (127 / M))), ±127)
+//
+// (rounding: to nearest even; every product above one f32 rounding, in that
+// order), so q · block_scale ≈ T·g ≈ the f32 table: the error adds the
+// codebooks' and the input's int8 steps to the table's (docs/QUALITY.md).
+// A position or codebook with a NaN or an infinity makes its block's scale
+// NaN (q = 0 there), so the rows come out NaN as the exact path's would; an
+// all-zero block has scale 0. Every ISA variant gives the scalar reference's
+// bits. vec_dim ≤ 64.
+struct VqInt8Book {
+    float scale = 0;               // c_s (NaN when the codebook is not finite)
+    std::vector<int8_t> values;    // [groups of 16 entries][vec_dim/4 rounded up][16][4]: cq, zero padded
+    std::vector<int32_t> offsets;  // [groups · 16]: −128 · Σ_j cq[e][j] (the VNNI form's unsigned input)
+};
+VqInt8Book quantize_vq_codebook_int8(int entries, int vec_dim, const float* book);
+// The input's positions ([positions][vec_dim] f32) as xq + 128, each
+// position's vec_dim rounded up to a multiple of 4 (padding: 128, i.e. 0):
+// xu [positions][that], scales [positions].
+size_t vq_int8_input_stride(const VqTableShape& shape);
+void quantize_vq_input_int8(const VqTableShape& shape, const float* x, uint8_t* xu, float* scales);
+// books: the shape.stages codebooks of the matrix kind. q, block_scales as
+// quantize_vq_table_int8 writes them; a part of a table starting at a
+// multiple of vq_int8_block positions is built alike (xu, scales offset).
+void build_vq_table_int8(Isa isa, const VqTableShape& shape, const VqInt8Book* books, const uint8_t* xu,
+                         const float* scales, int8_t* q, float* block_scales);
+
 // Like apply_vq_table, over the quantised table.
 void apply_vq_table_int8(Isa isa, const VqTableShape& shape, bool packed6, const uint8_t* indices,
                          const uint8_t* scales_f16, const int8_t* q, const float* block_scales, float* y,

@@ -87,7 +87,11 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     // the approximate int8 mode (kernels/vq_lut.h): each thread quantises the
     // positions it built, split at int8 block boundaries
     const bool int8 = use_tables && ctx.lut == kernels::VqLutMode::int8;
-    WASTE_CHECK(!int8 || ws.gate_q.size() == ws.gate_table.size());
+    WASTE_CHECK(!int8 || (ws.gate_q.size() == ws.gate_table.size() && ctx.int8_books));
+    // the int8 mode's codebooks in integers: gate, up, down from the bank's first record
+    const kernels::VqInt8Book* books8 = int8 ? ctx.int8_books + container.bank(layer).codebook_base : nullptr;
+    const size_t stages = static_cast<size_t>(quant.stages);
+    const size_t in_stride = kernels::vq_int8_input_stride(in_shape);
     std::optional<ProfileScope> build_scope(std::in_place, ctx.profile, ProfileCategory::lut_build);
     if (use_tables)
         ctx.pool.parallel_for(positions, [&](size_t begin, size_t end) {
@@ -95,15 +99,19 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
             part.positions = static_cast<int>(end - begin);
             const float* input = xe + begin * quant.vec_dim;
             const size_t offset = begin * position_floats;
+            if (int8) {  // the tables straight from the quantised input, in integers
+                const size_t block = begin / kernels::vq_int8_block;
+                uint8_t* xu = ws.in_xu.data() + begin * in_stride;
+                float* xs = ws.in_xs.data() + begin;
+                kernels::quantize_vq_input_int8(part, input, xu, xs);
+                kernels::build_vq_table_int8(kernels::active_isa(), part, books8, xu, xs, ws.gate_q.data() + offset,
+                                             ws.gate_q_scales.data() + block);
+                kernels::build_vq_table_int8(kernels::active_isa(), part, books8 + stages, xu, xs, ws.up_q.data() + offset,
+                                             ws.up_q_scales.data() + block);
+                return;
+            }
             kernels::build_vq_table(part, gate_books, input, ws.gate_table.data() + offset);
             kernels::build_vq_table(part, up_books, input, ws.up_table.data() + offset);
-            if (int8) {
-                const size_t block = begin / kernels::vq_int8_block;
-                kernels::quantize_vq_table_int8(part, ws.gate_table.data() + offset, ws.gate_q.data() + offset,
-                                                ws.gate_q_scales.data() + block);
-                kernels::quantize_vq_table_int8(part, ws.up_table.data() + offset, ws.up_q.data() + offset,
-                                                ws.up_q_scales.data() + block);
-            }
         }, int8 ? kernels::vq_int8_block : 1);
 
     build_scope.reset();
@@ -204,8 +212,10 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                                                          ws.up_q.data(), ws.up_q_scales.data(), u, 0, inter);
                             add_expert_input_biases(expert_books, a.expert, inter, 1, g, u);
                             kernels::glu(isa, ctx.act, g, u, inter);
-                            kernels::build_vq_table(down_shape, down_books, g, down_table);
-                            kernels::quantize_vq_table_int8(down_shape, down_table, down_q, down_q_scales);
+                            uint8_t* xu = ws.thread_down_xu[slice].data();
+                            float* xs = ws.thread_down_xs[slice].data();
+                            kernels::quantize_vq_input_int8(down_shape, g, xu, xs);
+                            kernels::build_vq_table_int8(isa, down_shape, books8 + 2 * stages, xu, xs, down_q, down_q_scales);
                             kernels::apply_vq_table_int8(isa, down_shape, packed6, record + layout.down_off, scales + 4 * inter,
                                                          down_q, down_q_scales, result, 0, lat);
                             add_expert_output_bias(expert_books, a.expert, lat, 1, result);

@@ -80,9 +80,13 @@ void Workspace::enable_int8_tables(const format::Container& container) {
     up_q.assign(in.floats(), 0);
     gate_q_scales.assign(kernels::vq_int8_blocks(in), 0.0f);
     up_q_scales.assign(kernels::vq_int8_blocks(in), 0.0f);
+    in_xu.assign(in.positions * kernels::vq_int8_input_stride(in), 0);
+    in_xs.assign(in.positions, 0.0f);
     for (size_t t = 0; t < thread_down_table.size(); ++t) {
         thread_down_q.emplace_back(down.floats(), 0);
         thread_down_q_scales.emplace_back(kernels::vq_int8_blocks(down), 0.0f);
+        thread_down_xu.emplace_back(down.positions * kernels::vq_int8_input_stride(down), 0);
+        thread_down_xs.emplace_back(down.positions, 0.0f);
     }
     int8_expert = std::make_unique<DecodedExpert>(lat, inter);
     const size_t tokens = max_chunk_tokens;

@@ -85,6 +85,11 @@ struct Workspace {
     std::vector<float> gate_q_scales, up_q_scales;             // [blocks of vq_int8_block positions]
     std::vector<std::vector<int8_t>> thread_down_q;            // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_down_q_scales;      // [threads][blocks]
+    // their quantised inputs (kernels/vq_lut.h, quantize_vq_input_int8)
+    std::vector<uint8_t> in_xu;                                // [positions(lat)][stride]
+    std::vector<float> in_xs;                                  // [positions(lat)]
+    std::vector<std::vector<uint8_t>> thread_down_xu;          // [threads][positions(I)][stride]
+    std::vector<std::vector<float>> thread_down_xs;            // [threads][positions(I)]
     // ... and its prefill (kernels/int8_matmul.h): one expert decoded for a
     // chunk when the engine's store does not hold it, and per compute thread
     // (held experts run whole on one thread each) one expert's inputs,
@@ -143,6 +148,9 @@ struct ForwardContext {
     // The int8 mode's decoded experts shared by the engine's sessions (null:
     // each chunk decodes into ws.int8_expert).
     DecodedExperts* decoded = nullptr;
+    // The int8 mode's codebooks in integers, one per codebook record
+    // (model::int8_codebooks; null: none, decode then fails in the int8 mode).
+    const kernels::VqInt8Book* int8_books = nullptr;
     EmbeddingSplice* splice = nullptr;  // queued image rows, when any
 };
 

@@ -26,6 +26,25 @@ ExpertBooks layer_expert_books(const format::Container& container, int layer) {
     return out;
 }
 
+std::vector<kernels::VqInt8Book> int8_codebooks(const format::Container& container) {
+    const format::ExpertQuant& quant = container.manifest().quant;
+    const size_t book_floats = static_cast<size_t>(quant.entries) * quant.vec_dim;
+    const std::span<const float> all = container.codebooks();
+    std::vector<kernels::VqInt8Book> out;
+    out.reserve(all.size() / book_floats);
+    for (size_t r = 0; r + book_floats <= all.size(); r += book_floats)
+        out.push_back(kernels::quantize_vq_codebook_int8(quant.entries, quant.vec_dim, all.data() + r));
+    return out;
+}
+
+uint64_t int8_codebooks_bytes(const format::Container& container) {
+    const format::ExpertQuant& quant = container.manifest().quant;
+    const uint64_t book_floats = static_cast<uint64_t>(quant.entries) * quant.vec_dim;
+    if (book_floats == 0) return 0;
+    const uint64_t groups = (quant.entries + 15) / 16, dwords = (quant.vec_dim + 3) / 4;
+    return container.codebooks().size() / book_floats * (sizeof(kernels::VqInt8Book) + groups * dwords * 64 + groups * 16 * 4);
+}
+
 void add_expert_input_biases(const ExpertBooks& books, int expert, size_t inter, size_t n, float* g, float* u) {
     if (!books.gate_bias) return;
     const float* gb = books.gate_bias + static_cast<size_t>(expert) * inter;

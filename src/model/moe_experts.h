@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "model/forward.h"
 
@@ -35,6 +36,13 @@ struct ExpertBooks {
 
 // Layer `layer`'s codebooks and shapes (its bank's, container-v0 §5); no biases.
 ExpertBooks layer_expert_books(const format::Container& container, int layer);
+
+// Every codebook record of the container quantised for the int8 mode's
+// integer tables (kernels/vq_lut.h, build_vq_table_int8), in record order:
+// a layer's gate, up and down books start at its bank's codebook_base.
+std::vector<kernels::VqInt8Book> int8_codebooks(const format::Container& container);
+// Their bytes, for the memory plan.
+uint64_t int8_codebooks_bytes(const format::Container& container);
 
 // Adds expert e's gate and up biases to g, u ([n][inter]) and its down bias to
 // out ([n][lat]) when the layer has them (gpt-oss). Used by both the decode

@@ -98,7 +98,9 @@ Engine::Engine(const format::Container& container, const MemoryPlan& plan, const
       cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy,
              options.io, plan.io_depth),
       usage_(container.has_experts() ? static_cast<size_t>(container.config().layers) * container.config().experts : 0, 0),
-      lut_(options.lut), decoded_(options.lut == kernels::VqLutMode::int8 ? plan.decoded_bytes : 0) {}
+      lut_(options.lut), decoded_(options.lut == kernels::VqLutMode::int8 ? plan.decoded_bytes : 0) {
+    if (lut_ == kernels::VqLutMode::int8 && container.has_experts()) int8_books_ = model::int8_codebooks(container);
+}
 
 uint64_t Engine::warm_cache() {
     std::vector<CacheKey> order;
@@ -158,7 +160,10 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
                                                          : 0.0f},
                               want_routes ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
     ctx.lut = engine_.lut_mode();
-    if (ctx.lut == kernels::VqLutMode::int8) ctx.decoded = &engine_.decoded();
+    if (ctx.lut == kernels::VqLutMode::int8) {
+        ctx.decoded = &engine_.decoded();
+        ctx.int8_books = engine_.int8_books().data();
+    }
     // Queued image rows are spliced at pad positions; the queue is cleared
     // after an evaluation that used a row, finished or failed.
     ctx.splice = images_ ? images_->begin_eval() : nullptr;

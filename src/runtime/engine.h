@@ -67,6 +67,9 @@ public:
     kernels::VqLutMode lut_mode() const { return lut_; }
     // The int8 mode's decoded experts (model/decoded_experts.h), sized by the plan.
     model::DecodedExperts& decoded() { return decoded_; }
+    // The int8 mode's codebooks in integers, one per codebook record of the
+    // container (kernels/vq_lut.h, build_vq_table_int8); empty otherwise.
+    const std::vector<kernels::VqInt8Book>& int8_books() const { return int8_books_; }
 
 private:
     const format::Container& container_;
@@ -76,6 +79,7 @@ private:
     std::vector<uint64_t> usage_;
     kernels::VqLutMode lut_ = kernels::VqLutMode::exact;
     model::DecodedExperts decoded_;
+    std::vector<kernels::VqInt8Book> int8_books_;
 };
 
 class Session {

@@ -6,6 +6,7 @@
 #include "image/image.h"
 #include "kernels/int8_matmul.h"
 #include "model/decoded_experts.h"
+#include "model/moe_experts.h"
 #include "model/forward.h"
 #include "model/vision_tower.h"
 #include "runtime/image_queue.h"
@@ -87,6 +88,8 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
             const uint64_t positions = 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) +
                                        threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
             bytes += positions * (per_position / 4 + 4);
+            // ... and their quantised inputs: the bytes of each position and its scale
+            bytes += positions * ((quant.vec_dim + 3) / 4 * 4 + 4);
             // its prefill: one expert decoded to int8 rows; per compute
             // thread one expert's f32 inputs, gate, up and outputs over the
             // chunk, its int8 inputs and activations and their group scales
@@ -165,6 +168,7 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     plan.io_bytes += static_cast<uint64_t>(model::session_file_write_buffers) * model::session_file_write_buffer_bytes +
                      compute_thread_stack_bytes;
     plan.runtime_bytes = process_allowance_bytes + container.codebooks().size() * sizeof(float);
+    if (request.int8_tables) plan.runtime_bytes += model::int8_codebooks_bytes(container);  // the engine's, in integers
     plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.io_bytes + plan.runtime_bytes +
                        plan.snapshot_bytes + plan.grammar_bytes + plan.vision_bytes + plan.min_cache_bytes;
 
