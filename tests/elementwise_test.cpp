@@ -61,6 +61,8 @@ struct Variant {
     std::function<void(const GluActivation&, float*, const float*, size_t)> glu;
     std::function<void(float*, const float*, size_t)> mul_sigmoid;
     std::function<float(const float*, const float*, size_t)> dot;
+    std::function<void(float, const float*, float*, size_t)> axpy;
+    std::function<void(const float*, const float*, size_t, size_t, size_t, float*)> dots;
 };
 
 std::vector<Variant> variants() {
@@ -71,10 +73,14 @@ std::vector<Variant> variants() {
                            [isa](const float* x, const float* w, float eps, size_t n, float* o) { rmsnorm(isa, x, w, eps, n, o); },
                            [isa](const GluActivation& a, float* g, const float* u, size_t n) { glu(isa, a, g, u, n); },
                            [isa](float* x, const float* g, size_t n) { mul_sigmoid(isa, x, g, n); },
-                           [isa](const float* a, const float* b, size_t n) { return dot(isa, a, b, n); }});
+                           [isa](const float* a, const float* b, size_t n) { return dot(isa, a, b, n); },
+                           [isa](float a, const float* x, float* y, size_t n) { axpy(isa, a, x, y, n); },
+                           [isa](const float* a, const float* b, size_t stride, size_t rows, size_t n, float* o) {
+                               dots(isa, a, b, stride, rows, n, o);
+                           }});
 #if defined(WASTE_TEST_EMULATED_NEON)
     out.push_back({"neon-emulated", neon_emu::rmsnorm_simd, neon_emu::glu_simd, neon_emu::mul_sigmoid_simd,
-                   neon_emu::dot_simd});
+                   neon_emu::dot_simd, neon_emu::axpy_simd, neon_emu::dots_simd});
 #endif
     return out;
 }
@@ -176,6 +182,12 @@ void check_glu(const GluActivation& act, double tolerance, const char* label) {
 
 TEST(Elementwise, SiluGluWithinTolerance) { check_glu(GluActivation{}, 8.0, "silu"); }
 TEST(Elementwise, SituGluWithinTolerance) { check_glu(GluActivation{true, 4.0f, 25.0f}, 16.0, "situ"); }
+TEST(Elementwise, ClampedSwigluWithinTolerance) {  // gpt-oss: the clamps bind on most of the inputs' range
+    GluActivation act;
+    act.clamp_limit = 7.0f;
+    act.alpha = 1.702f;
+    check_glu(act, 8.0, "clamped swiglu");
+}
 TEST(Elementwise, SituNoLinearTanhWithinTolerance) { check_glu(GluActivation{true, 4.0f, 0.0f}, 16.0, "situ(lambda=0)"); }
 
 TEST(Elementwise, RmsnormWithinTolerance) {
@@ -300,6 +312,68 @@ TEST(Elementwise, DotWithinTolerance) {
     for (const Variant& v : variants()) EXPECT_TRUE(std::isnan(v.dot(a.data(), b.data(), a.size()))) << v.name;
     b[20] = INFINITY;
     for (const Variant& v : variants()) EXPECT_EQ(v.dot(a.data(), b.data(), a.size()), INFINITY) << v.name;
+}
+
+// dots: every row's sum bit for bit the variant's own dot of that row (the
+// rows interleave, their operations do not change), over row counts around
+// the 4-row pass and lengths around the vector widths.
+TEST(Elementwise, DotsAreEachRowsDot) {
+    std::mt19937 rng(23);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (size_t n : {size_t{1}, size_t{15}, size_t{32}, size_t{33}, size_t{160}})
+        for (size_t rows : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{9}}) {
+            const size_t stride = n + 3;
+            std::vector<float> a(n), b(rows * stride + 1);
+            for (float& v : a) v = normal(rng);
+            for (float& v : b) v = normal(rng);
+            for (const Variant& v : variants()) {
+                std::vector<float> out(rows + 1, -7.0f);
+                v.dots(a.data(), b.data(), stride, rows, n, out.data());
+                for (size_t r = 0; r < rows; ++r) {
+                    const float one = v.dot(a.data(), b.data() + r * stride, n);
+                    EXPECT_EQ(0, std::memcmp(&out[r], &one, 4)) << v.name << " n=" << n << " row " << r;
+                }
+                EXPECT_EQ(out[rows], -7.0f) << v.name << " wrote past the rows";
+            }
+        }
+}
+
+// axpy: each element of every variant within u·(|got| + |ref| + |a·x|) of
+// the reference's y + round(a·x) (u = 2⁻²⁴: the fused result and the
+// reference are each within half an ulp of the exact y + a·x, the reference
+// after one more rounding of a·x); lengths around the vector widths, only
+// the first n elements written, a NaN carried through.
+TEST(Elementwise, AxpyWithinTolerance) {
+    std::mt19937 rng(19);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const double u = std::ldexp(1.0, -24);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17}, size_t{64}, size_t{130}}) {
+        std::vector<float> x(n + 1), y(n + 1);
+        for (size_t i = 0; i <= n; ++i) {
+            x[i] = normal(rng);
+            y[i] = i % 3 ? normal(rng) : -0.7f * x[i];  // sums that nearly cancel
+        }
+        const float a = 0.7f;
+        std::vector<float> ref = y;
+        axpy(Isa::scalar, a, x.data(), ref.data(), n);
+        for (const Variant& v : variants()) {
+            std::vector<float> got = y;
+            v.axpy(a, x.data(), got.data(), n);
+            for (size_t i = 0; i < n; ++i) {
+                const double bound = u * (std::fabs(got[i]) + std::fabs(ref[i]) + std::fabs(static_cast<double>(a) * x[i]));
+                EXPECT_LE(std::fabs(static_cast<double>(got[i]) - ref[i]), bound + 1e-38) << v.name << " n=" << n << " i=" << i;
+            }
+            EXPECT_EQ(got[n], y[n]) << v.name << " wrote past n=" << n;
+        }
+    }
+    std::vector<float> x(37, 1.0f), y(37, 2.0f);
+    x[20] = NAN;
+    for (const Variant& v : variants()) {
+        std::vector<float> got = y;
+        v.axpy(3.0f, x.data(), got.data(), x.size());
+        EXPECT_TRUE(std::isnan(got[20])) << v.name;
+        EXPECT_EQ(got[19], 5.0f) << v.name;
+    }
 }
 
 }  // namespace

@@ -16,10 +16,6 @@ void rmsnorm(Isa isa, const float* x, const float* w, float eps, size_t n, float
 }
 
 void glu(Isa isa, const GluActivation& act, float* g, const float* u, size_t n) {
-    if (act.clamp_limit > 0) {  // gpt-oss's clamped SwiGLU: scalar
-        for (size_t i = 0; i < n; ++i) g[i] = act(g[i], u[i]);
-        return;
-    }
     if (x86(isa) && glu_x86(isa, act, g, u, n)) return;
     if (neon(isa) && glu_neon(act, g, u, n)) return;
     for (size_t i = 0; i < n; ++i) g[i] = act(g[i], u[i]);
@@ -39,17 +35,33 @@ float dot(Isa isa, const float* a, const float* b, size_t n) {
     return out;
 }
 
+void dots(Isa isa, const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out) {
+    if (x86(isa) && dots_x86(isa, a, b, stride, rows, n, out)) return;
+    if (neon(isa) && dots_neon(a, b, stride, rows, n, out)) return;
+    for (size_t r = 0; r < rows; ++r) out[r] = dot(isa, a, b + r * stride, n);
+}
+
+void axpy(Isa isa, float a, const float* x, float* y, size_t n) {
+    if (x86(isa) && axpy_x86(isa, a, x, y, n)) return;
+    if (neon(isa) && axpy_neon(a, x, y, n)) return;
+    for (size_t i = 0; i < n; ++i) y[i] += rounded(a * x[i]);
+}
+
 #if !WASTE_X86_SIMD
 bool rmsnorm_x86(Isa, const float*, const float*, float, size_t, float*) { return false; }
 bool glu_x86(Isa, const GluActivation&, float*, const float*, size_t) { return false; }
 bool mul_sigmoid_x86(Isa, float*, const float*, size_t) { return false; }
 bool dot_x86(Isa, const float*, const float*, size_t, float*) { return false; }
+bool axpy_x86(Isa, float, const float*, float*, size_t) { return false; }
+bool dots_x86(Isa, const float*, const float*, size_t, size_t, size_t, float*) { return false; }
 #endif
 #if !WASTE_NEON_SIMD
 bool rmsnorm_neon(const float*, const float*, float, size_t, float*) { return false; }
 bool glu_neon(const GluActivation&, float*, const float*, size_t) { return false; }
 bool mul_sigmoid_neon(float*, const float*, size_t) { return false; }
 bool dot_neon(const float*, const float*, size_t, float*) { return false; }
+bool axpy_neon(float, const float*, float*, size_t) { return false; }
+bool dots_neon(const float*, const float*, size_t, size_t, size_t, float*) { return false; }
 #endif
 
 }  // namespace waste::kernels

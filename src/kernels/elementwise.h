@@ -44,6 +44,13 @@ void mul_sigmoid(Isa isa, float* x, const float* gate, size_t n);
 // (γ_n ≈ n·2⁻²⁴) of the reference's sequential sum, the two orders' error
 // bounds added; the order depends only on n.
 float dot(Isa isa, const float* a, const float* b, size_t n);
+// out[r] = dot(isa, a, b + r·stride, n) for r < rows, bit for bit (MLA's
+// scores over its cache and its W_UV rows): the rows' sums interleave.
+void dots(Isa isa, const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out);
+// y[i] += a·x[i] for i < n (attention's weighted sums of cached rows, MLA's
+// W_UKᵀ q). The SIMD variants fuse the multiply-add: each element within
+// half an ulp of |a·x[i]| of the reference's two roundings.
+void axpy(Isa isa, float a, const float* x, float* y, size_t n);
 
 // The variants' entry points (elementwise_x86.cpp, elementwise_neon.cpp);
 // false when they have no kernel for the case.
@@ -51,9 +58,13 @@ bool rmsnorm_x86(Isa isa, const float* x, const float* w, float eps, size_t n, f
 bool glu_x86(Isa isa, const GluActivation& act, float* g, const float* u, size_t n);
 bool mul_sigmoid_x86(Isa isa, float* x, const float* gate, size_t n);
 bool dot_x86(Isa isa, const float* a, const float* b, size_t n, float* out);
+bool axpy_x86(Isa isa, float a, const float* x, float* y, size_t n);
+bool dots_x86(Isa isa, const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out);
 bool rmsnorm_neon(const float* x, const float* w, float eps, size_t n, float* out);
 bool glu_neon(const GluActivation& act, float* g, const float* u, size_t n);
 bool mul_sigmoid_neon(float* x, const float* gate, size_t n);
 bool dot_neon(const float* a, const float* b, size_t n, float* out);
+bool axpy_neon(float a, const float* x, float* y, size_t n);
+bool dots_neon(const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out);
 
 }  // namespace waste::kernels

@@ -38,6 +38,16 @@ bool dot_neon(const float* a, const float* b, size_t n, float* out) {
     return true;
 }
 
+bool dots_neon(const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out) {
+    neon_elementwise::dots_simd(a, b, stride, rows, n, out);
+    return true;
+}
+
+bool axpy_neon(float a, const float* x, float* y, size_t n) {
+    neon_elementwise::axpy_simd(a, x, y, n);
+    return true;
+}
+
 }  // namespace waste::kernels
 
 #endif  // WASTE_NEON_SIMD

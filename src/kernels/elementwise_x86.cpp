@@ -150,6 +150,20 @@ bool dot_x86(Isa isa, const float* a, const float* b, size_t n, float* out) {
     return true;
 }
 
+bool dots_x86(Isa isa, const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out) {
+    if (isa == Isa::avx512) avx512::dots_simd(a, b, stride, rows, n, out);
+    else if (isa == Isa::avx2) avx2::dots_simd(a, b, stride, rows, n, out);
+    else return false;
+    return true;
+}
+
+bool axpy_x86(Isa isa, float a, const float* x, float* y, size_t n) {
+    if (isa == Isa::avx512) avx512::axpy_simd(a, x, y, n);
+    else if (isa == Isa::avx2) avx2::axpy_simd(a, x, y, n);
+    else return false;
+    return true;
+}
+
 }  // namespace waste::kernels
 
 #endif  // WASTE_X86_SIMD

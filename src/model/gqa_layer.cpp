@@ -97,11 +97,7 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
                 const float inv = static_cast<float>(1.0 / total);
                 float* oh = head_out + t * ld + h * d;
                 std::fill(oh, oh + d, 0.0f);
-                for (size_t p = from; p < n; ++p) {
-                    const float weight = scores[p] * inv;
-                    const float* value = cache + slot(p) * row + kv_width + g * d;
-                    for (size_t i = 0; i < d; ++i) oh[i] += weight * value[i];
-                }
+                for (size_t p = from; p < n; ++p) kernels::axpy(isa, scores[p] * inv, cache + slot(p) * row + kv_width + g * d, oh, d);
             }
         }
     });

@@ -50,7 +50,8 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
     float* head_out = ws.head_out.data();  // [T][heads][vd]
     ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
         std::vector<float> uk(nope * rank), uv(vd * rank);  // W_UK[h] [nope][rank], W_UV[h] [vd][rank]
-        std::vector<float> latent_q(rank), context(rank), scores(position + tokens);
+        // [q̃ | q_pe], laid out as a cache row [c | k_pe]: one dot a position
+        std::vector<float> query(row), context(rank), scores(position + tokens);
         for (size_t h = begin; h < end; ++h) {
             // the head's rows of kv_b, dequantised with the SIMD row decoder
             // (the same values as kv_b->row(): a scalar loop here was most of
@@ -60,19 +61,14 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
             for (size_t t = 0; t < tokens; ++t) {
                 const float* q_nope = q + t * ld + h * qk;
                 const float* q_pe = q_nope + nope;
-                std::fill(latent_q.begin(), latent_q.end(), 0.0f);  // q̃ = W_UKᵀ q_nope
-                for (size_t i = 0; i < nope; ++i) {
-                    const float coeff = q_nope[i];
-                    const float* r = uk.data() + i * rank;
-                    for (size_t j = 0; j < rank; ++j) latent_q[j] += coeff * r[j];
-                }
+                std::fill(query.begin(), query.begin() + rank, 0.0f);  // q̃ = W_UKᵀ q_nope
+                for (size_t i = 0; i < nope; ++i) kernels::axpy(isa, q_nope[i], uk.data() + i * rank, query.data(), rank);
+                std::copy(q_pe, q_pe + rope, query.begin() + rank);
                 const size_t n = position + t + 1;
+                kernels::dots(isa, query.data(), s.latent.data(), row, n, row, scores.data());
                 float max_score = -INFINITY;
                 for (size_t p = 0; p < n; ++p) {
-                    const float* cached = s.latent.data() + p * row;
-                    const float dot = kernels::dot(isa, latent_q.data(), cached, rank) +
-                                      (rope ? kernels::dot(isa, q_pe, cached + rank, rope) : 0.0f);
-                    scores[p] = dot * scale;
+                    scores[p] *= scale;
                     max_score = std::max(max_score, scores[p]);
                 }
                 double total = 0;
@@ -82,13 +78,9 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                 }
                 const float inv = static_cast<float>(1.0 / total);
                 std::fill(context.begin(), context.end(), 0.0f);
-                for (size_t p = 0; p < n; ++p) {
-                    const float weight = scores[p] * inv;
-                    const float* cached = s.latent.data() + p * row;
-                    for (size_t j = 0; j < rank; ++j) context[j] += weight * cached[j];
-                }
+                for (size_t p = 0; p < n; ++p) kernels::axpy(isa, scores[p] * inv, s.latent.data() + p * row, context.data(), rank);
                 float* oh = head_out + t * ld + h * vd;  // o_h = W_UV · context
-                for (size_t i = 0; i < vd; ++i) oh[i] = kernels::dot(isa, uv.data() + i * rank, context.data(), rank);
+                kernels::dots(isa, context.data(), uv.data(), rank, vd, rank, oh);
             }
         }
     });
