@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "format/f16.h"
+#include "kernels/int8_matmul.h"
 #include "kernels/vq_int8_build.h"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
@@ -701,7 +702,7 @@ bool build_table_int8(const VqTableShape& shape, const VqInt8Book* books, const 
                       float* block_scales) {
     if (static_cast<size_t>(shape.stages) > vq_int8_max_stages || shape.vec_dim <= 0 || shape.vec_dim > 64) return false;
     const size_t stages = shape.stages, entries = shape.entries;
-    const size_t stride = (static_cast<size_t>(shape.vec_dim) + 3) / 4 * 4, dwords = stride / 4;
+    const size_t stride = vq_int8_input_stride(shape), dwords = stride / 4;
     const size_t halves = (entries + 7) / 8;
     __m256i xs[16], xa[16];
     const auto load_position = [&](size_t v) {
@@ -985,11 +986,7 @@ bool quantize_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const float*
 
 bool build_vq_table_int8_x86(Isa isa, const VqTableShape& shape, const VqInt8Book* books, const uint8_t* xu,
                              const float* scales, int8_t* q, float* block_scales) {
-    static const bool vnni = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512vnni");
-    }();
-    if (isa == Isa::avx512 && vnni && avx512::vnni::build_int8(shape, books, xu, scales, q, block_scales)) return true;
+    if (isa == Isa::avx512 && int8_vnni_path() && avx512::vnni::build_int8(shape, books, xu, scales, q, block_scales)) return true;
     if (isa == Isa::scalar || isa == Isa::neon) return false;
     return avx2::build_table_int8(shape, books, xu, scales, q, block_scales);
 }
