@@ -277,11 +277,13 @@ struct TrunkCase {
     size_t rows, cols, tokens;
 };
 
+// Shapes with a partial last group, rows of fewer groups than 16 that do or
+// do not divide it, and rows of more (2112 columns: 9 to 33 groups).
 std::vector<TrunkCase> trunk_cases() {
     std::vector<TrunkCase> cases;
     for (format::TrunkFormat fmt : {format::TrunkFormat::q8g, format::TrunkFormat::q4g})
         for (uint32_t group : {64u, 128u, 256u})
-            for (auto [rows, cols] : {std::pair<size_t, size_t>{37, 72}, {64, 320}, {21, 1024}, {8, 200}, {3, 128}})
+            for (auto [rows, cols] : {std::pair<size_t, size_t>{37, 72}, {64, 320}, {21, 1024}, {8, 200}, {3, 128}, {6, 2112}})
                 for (size_t tokens : {size_t{1}, size_t{3}, size_t{4}, size_t{9}}) cases.push_back({fmt, group, rows, cols, tokens});
     return cases;
 }

@@ -38,6 +38,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "format/f16.h"
@@ -1107,6 +1108,85 @@ TEST(KernelSpeed, DISABLED_Trunk) {
     for (TrunkFormat fmt : {TrunkFormat::q4g, TrunkFormat::q8g}) {
         bench_trunk_int8(fmt, 1024, 1024);
         bench_trunk_int8(fmt, 32768, 1024);
+    }
+}
+
+// Decode's one-thread kernels as decode meets them: their bytes streamed from
+// DRAM, many copies walked in turn (hundreds of MB, far past the last-level
+// cache), beside a plain read of the same copies — the kernels above reuse one
+// matrix that, at these sizes, stays in L2 or L3. Reported, never asserted.
+template <typename Kernel>
+void bench_streamed(const char* what, const std::vector<const uint8_t*>& copies, size_t bytes, Kernel kernel) {
+    std::vector<double> kernel_ns, read_ns;
+    for (int rep = 0; rep < 7; ++rep) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (const uint8_t* c : copies) kernel(c);
+        kernel_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+        t0 = std::chrono::steady_clock::now();
+        uint64_t sum = 0;
+        for (const uint8_t* c : copies)
+            for (size_t o = 0; o + 8 <= bytes; o += 64) {  // a word of every line
+                uint64_t v;
+                std::memcpy(&v, c + o, 8);
+                sum += v;
+            }
+        read_ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+        volatile uint64_t keep = sum;
+        (void)keep;
+    }
+    std::sort(kernel_ns.begin(), kernel_ns.end());
+    std::sort(read_ns.begin(), read_ns.end());
+    const double total = static_cast<double>(bytes) * copies.size();
+    std::printf("KERNELSPEED streamed %s copies=%zu MB=%.0f kernel_GBps=%.2f plain_read_GBps=%.2f\n", what, copies.size(),
+                total / 1e6, total / kernel_ns[3], total / read_ns[3]);
+}
+
+TEST(KernelSpeed, DISABLED_Streamed) {
+    std::mt19937 rng(3);
+    const Isa isa = active_isa();
+    {  // the int8 apply over mid's gate matrices (VQ3R, 512 rows x 1024 columns): lookups/ns = GB/s of index bytes
+        const VqCase c{"in", 128, 3, 256, 8, false, 512};
+        const VqTableShape shape{c.positions, c.stages, c.entries, c.vec_dim};
+        const std::vector<uint8_t> indices = random_indices(c, rng);
+        const std::vector<uint8_t> scales = random_scales(c.rows, rng);
+        const std::vector<float> table = random_floats(shape.floats(), rng);
+        std::vector<int8_t> q(shape.floats());
+        std::vector<float> block_scales(vq_int8_blocks(shape)), y(c.rows);
+        quantize_vq_table_int8(shape, table.data(), q.data(), block_scales.data());
+        const size_t slot = (indices.size() + 4095) / 4096 * 4096 + 3 * 4096;  // records a little apart, as cache slots are
+        std::vector<uint8_t> pool((size_t{384} << 20) / slot * slot);
+        std::vector<const uint8_t*> copies;
+        for (size_t at = 0; at + slot <= pool.size(); at += slot) {
+            std::memcpy(pool.data() + at, indices.data(), indices.size());
+            copies.push_back(pool.data() + at);
+        }
+        std::shuffle(copies.begin(), copies.end(), rng);
+        bench_streamed("int8_apply_mid_gate", copies, indices.size(), [&](const uint8_t* idx) {
+            apply_vq_table_int8(isa, shape, false, idx, scales.data(), q.data(), block_scales.data(), y.data(), 0, c.rows);
+        });
+    }
+    // the int8 trunk product, one token: mid's LM head (Q8G) and a projection (Q4G)
+    for (auto [fmt, rows, count] : {std::tuple{TrunkFormat::q8g, size_t{32768}, size_t{8}}, {TrunkFormat::q4g, size_t{1024}, size_t{400}}}) {
+        const size_t cols = 1024;
+        const Trunk one = make_trunk(fmt, 128, rows, cols, rng);
+        const std::vector<Trunk> all(count, one);
+        std::vector<format::LoadedTensor> tensors;
+        std::vector<const uint8_t*> copies;
+        for (const Trunk& t : all) {
+            tensors.push_back(t.tensor());
+            copies.push_back(t.bytes.data());
+        }
+        const std::vector<float> x = random_floats(cols, rng);
+        std::vector<float> y(rows);
+        TrunkInt8Input in;
+        in.reserve(1, cols);
+        quantize_trunk_input(isa, one.info, x.data(), cols, 1, in);
+        size_t next = 0;
+        const std::string what = std::string("trunk_int8_") + format::trunk_format_name(fmt) + "_" + std::to_string(rows) + "x1024";
+        bench_streamed(what.c_str(), copies, one.bytes.size(), [&](const uint8_t*) {
+            trunk_int8_rows(isa, tensors[next], in, y.data(), rows, 0, rows);
+            next = (next + 1) % tensors.size();
+        });
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "format/f16.h"
 #include "kernels/int8_matmul.h"
@@ -130,10 +131,99 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
         for (int j = 0; j < 4; ++j) y[(t0 + j) * ldy + r0 + k] = out[4 * k + j];
 }
 
-// One token: 4 rows × 4 consecutive groups (lane 4k + i: row k, group
+// One Q8G token (decode's LM head). Rows are stored back to back, so the
+// (row, group) pairs lie in storage order, G bytes each: they are walked as
+// one forward stream, n ≤ 16 pairs at a time, each pair's G columns summed
+// into a vector of its own and the 16 reduced together, the weights
+// prefetched ahead into L2 and, near, into L1. On the Zen 5, one thread,
+// streamed from DRAM: the 4 × 4 tile below (4 rows at once) read a
+// 32768 × 1024 Q8G matrix at ~19 GB/s, this walk at ~25 (a plain read: ~35).
+// Q4G keeps the tile: its nibble unpack makes a pair's work dearer, and
+// there this walk was no faster streamed and half as fast in cache.
+//
+// run_products: lane j is pair p0 + j's product s · Σ q·xq, as the
+// reference rounds it; x_scale and x_sum hold the lanes' token scale and
+// Σ xq; g0 is pair p0's group.
+constexpr size_t far_ahead = 16384, near_ahead = 512;  // bytes on in the stream: into L2, into L1
+
+inline __m512 run_products(const format::LoadedTensor& w, const TrunkInt8Input& in, const int8_t* xq, size_t p0, size_t n,
+                           size_t g0, __m512 x_scale, __m512i x_sum) {
+    const size_t G = in.group, groups = in.groups;
+    const uint8_t* base = w.payload.data() + p0 * G;
+    __m512i dot[16];
+    for (int i = 0; i < 16; ++i) dot[i] = _mm512_setzero_si512();
+    size_t g = g0;
+    // pair J into dot[J] (J a constant, so the 16 sums stay in registers)
+    auto pair = [&]<int J>() __attribute__((always_inline)) {
+        if (static_cast<size_t>(J) >= n) return;
+        const uint8_t* at = base + J * G;
+        const int8_t* x = xq + g * G;
+        for (size_t c = 0; c < G; c += chunk) {
+            _mm_prefetch(reinterpret_cast<const char*>(at + c + far_ahead), _MM_HINT_T1);
+            _mm_prefetch(reinterpret_cast<const char*>(at + c + near_ahead), _MM_HINT_T0);
+            dot[J] = _mm512_dpbusd_epi32(dot[J], weight_codes<false>(at, c), _mm512_loadu_si512(x + c));
+        }
+        if (++g == groups) g = 0;
+    };
+    [&]<int... J>(std::integer_sequence<int, J...>) __attribute__((always_inline)) {
+        (pair.template operator()<J>(), ...);  // J = 0, 1, ..., 15 in order
+    }(std::make_integer_sequence<int, 16>{});
+    const __mmask16 present = static_cast<__mmask16>((1u << n) - 1);
+    const __m512i exact = _mm512_sub_epi32(int8_reduce16(dot), _mm512_slli_epi32(x_sum, 7));  // - b · Σ xq
+    __m512 s = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(present, w.scales.data() + p0 * 2)), x_scale);
+    __asm__("" : "+v"(s));  // rounded, never fused
+    __m512 product = _mm512_mul_ps(s, _mm512_cvtepi32_ps(exact));
+    __asm__("" : "+v"(product));
+    return product;
+}
+
+// Rows of ≤ 16 groups go 16 / groups whole rows a run (every run starts at
+// group 0, so the lanes' token scales are set once); longer rows go 16
+// groups a run. Each row's products are added in group order.
+void token_rows(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t token, size_t row_begin, size_t row_end,
+                float* y, size_t ldy) {
+    const size_t groups = in.groups;
+    const int8_t* xq = in.q.data() + token * in.ld;
+    const float* xs = in.scale.data() + token * groups;
+    const int32_t* xsum = in.sum.data() + token * groups;
+    alignas(64) float out[16];
+    if (groups <= 16) {
+        const size_t per_run = 16 / groups;
+        alignas(64) float lane_scale[16] = {};
+        alignas(64) int32_t lane_sum[16] = {};
+        for (size_t j = 0; j < per_run * groups; ++j) {
+            lane_scale[j] = xs[j % groups];
+            lane_sum[j] = xsum[j % groups];
+        }
+        const __m512 x_scale = _mm512_load_ps(lane_scale);
+        const __m512i x_sum = _mm512_load_si512(lane_sum);
+        for (size_t r = row_begin; r < row_end; r += per_run) {
+            const size_t rows_here = std::min(per_run, row_end - r);
+            _mm512_store_ps(out, run_products(w, in, xq, r * groups, rows_here * groups, 0, x_scale, x_sum));
+            for (size_t k = 0; k < rows_here; ++k) {
+                float acc = 0;
+                for (size_t i = 0; i < groups; ++i) acc += out[k * groups + i];
+                y[token * ldy + r + k] = acc;
+            }
+        }
+        return;
+    }
+    for (size_t r = row_begin; r < row_end; ++r) {
+        float acc = 0;
+        for (size_t g0 = 0; g0 < groups; g0 += 16) {
+            const size_t n = std::min<size_t>(16, groups - g0);
+            const __mmask16 present = static_cast<__mmask16>((1u << n) - 1);
+            _mm512_store_ps(out, run_products(w, in, xq, r * groups + g0, n, g0, _mm512_maskz_loadu_ps(present, xs + g0),
+                                              _mm512_maskz_loadu_epi32(present, xsum + g0)));
+            for (size_t j = 0; j < n; ++j) acc += out[j];
+        }
+        y[token * ldy + r] = acc;
+    }
+}
+
+// One Q4G token: 4 rows × 4 consecutive groups (lane 4k + i: row k, group
 // g0 + i), so each row is read as one run of 4 groups; the products are
 // added to each row's sum group by group, in order, as the reference does.
-template <bool Q4>
 void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t token, size_t r0, float* y, size_t ldy) {
     const format::TrunkTensor& t = *w.info;
     const size_t G = in.group, stride = t.row_stride;
@@ -156,13 +246,13 @@ void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
                 // the rows ~32 KB on (rows are back to back), to L2: a decode
                 // step streams the matrix once, and the hardware's
                 // prefetchers alone left it at ~7 GB/s of ~27
-                const uint8_t* ahead = base + prefetch_rows * stride + (Q4 ? c / 2 : c);
+                const uint8_t* ahead = base + prefetch_rows * stride + c / 2;
                 for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(ahead + k * stride), _MM_HINT_T1);
                 const __m512i x = _mm512_loadu_si512(xq + c);
-                dot[I] = _mm512_dpbusd_epi32(dot[I], weight_codes<Q4>(base, c), x);
-                dot[4 + I] = _mm512_dpbusd_epi32(dot[4 + I], weight_codes<Q4>(base + stride, c), x);
-                dot[8 + I] = _mm512_dpbusd_epi32(dot[8 + I], weight_codes<Q4>(base + 2 * stride, c), x);
-                dot[12 + I] = _mm512_dpbusd_epi32(dot[12 + I], weight_codes<Q4>(base + 3 * stride, c), x);
+                dot[I] = _mm512_dpbusd_epi32(dot[I], weight_codes<true>(base, c), x);
+                dot[4 + I] = _mm512_dpbusd_epi32(dot[4 + I], weight_codes<true>(base + stride, c), x);
+                dot[8 + I] = _mm512_dpbusd_epi32(dot[8 + I], weight_codes<true>(base + 2 * stride, c), x);
+                dot[12 + I] = _mm512_dpbusd_epi32(dot[12 + I], weight_codes<true>(base + 3 * stride, c), x);
             }
         };
         pass.template operator()<0>();
@@ -177,7 +267,7 @@ void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
         __m128i h[4];
         for (int k = 0; k < 4; ++k) h[k] = _mm_maskz_loadu_epi16(present, row_scales + (k * t.groups_per_row + g0) * 2);
         const __m256i halves = _mm256_set_m128i(_mm_unpacklo_epi64(h[2], h[3]), _mm_unpacklo_epi64(h[0], h[1]));
-        const __m512i exact = _mm512_sub_epi32(int8_reduce16(dot), _mm512_slli_epi32(sums, Q4 ? 3 : 7));  // - b · Σ xq
+        const __m512i exact = _mm512_sub_epi32(int8_reduce16(dot), _mm512_slli_epi32(sums, 3));  // - b · Σ xq
         __m512 s = _mm512_mul_ps(_mm512_cvtph_ps(halves), token_scale);
         __asm__("" : "+v"(s));  // rounded, never fused
         __m512 product = _mm512_mul_ps(s, _mm512_cvtepi32_ps(exact));
@@ -194,16 +284,19 @@ void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
 }
 
 // Row tiles of 4: blocks of 4 tokens as one 4 × 4 tile (each row's codes
-// loaded once for four tokens), the tokens left one at a time. Rows past the
-// last whole tile take the scalar reference.
+// loaded once for four tokens), the tokens left one at a time (Q8G: over
+// all the whole tiles' rows at once). Rows past the last whole tile take the
+// scalar reference.
 template <bool Q4>
 size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin, size_t row_end) {
     size_t r = row_begin;
     for (; r + 4 <= row_end; r += 4) {
-        size_t k = 0;
-        for (; k + 4 <= in.tokens; k += 4) tile<Q4>(w, in, k, r, y, ldy);
-        for (; k < in.tokens; ++k) token_tile<Q4>(w, in, k, r, y, ldy);
+        for (size_t k = 0; k + 4 <= in.tokens; k += 4) tile<Q4>(w, in, k, r, y, ldy);
+        if constexpr (Q4)
+            for (size_t k = in.tokens / 4 * 4; k < in.tokens; ++k) token_tile(w, in, k, r, y, ldy);
     }
+    if constexpr (!Q4)
+        for (size_t k = in.tokens / 4 * 4; k < in.tokens; ++k) token_rows(w, in, k, row_begin, r, y, ldy);
     return r;
 }
 
