@@ -1166,8 +1166,9 @@ TEST(KernelSpeed, DISABLED_Streamed) {
         });
     }
     // the int8 trunk product, one token: mid's LM head (Q8G) and a projection (Q4G)
-    for (auto [fmt, rows, count] : {std::tuple{TrunkFormat::q8g, size_t{32768}, size_t{8}}, {TrunkFormat::q4g, size_t{1024}, size_t{400}}}) {
-        const size_t cols = 1024;
+    for (auto [fmt, row_count, count] :
+         {std::tuple{TrunkFormat::q8g, size_t{32768}, size_t{8}}, {TrunkFormat::q4g, size_t{1024}, size_t{400}}}) {
+        const size_t rows = row_count, cols = 1024;  // a plain variable: clang 14's lambdas cannot capture a binding
         const Trunk one = make_trunk(fmt, 128, rows, cols, rng);
         const std::vector<Trunk> all(count, one);
         std::vector<format::LoadedTensor> tensors;
