@@ -358,25 +358,29 @@ TEST(TrunkInt8, Q4GsOrderHoldsTheSameQuantisedInputs) {
     std::mt19937 rng(23);
     const size_t cols = 320, tokens = 2;
     const std::vector<float> x = random_tokens(tokens, cols, rng);
-    const Trunk q8 = make_trunk(format::TrunkFormat::q8g, 64, 4, cols, rng);
-    const Trunk q4 = make_trunk(format::TrunkFormat::q4g, 64, 4, cols, rng);
-    TrunkInt8Input natural, nibbles;
-    natural.reserve(tokens, cols);
-    nibbles.reserve(tokens, cols);
-    quantize_trunk_input(active_isa(), q8.info, x.data(), cols, tokens, natural);
-    quantize_trunk_input(active_isa(), q4.info, x.data(), cols, tokens, nibbles);
-    EXPECT_FALSE(natural.nibble_order);
-    EXPECT_TRUE(nibbles.nibble_order);
-    EXPECT_EQ(natural.scale, nibbles.scale);
-    EXPECT_EQ(natural.sum, nibbles.sum);
-    for (size_t t = 0; t < tokens; ++t)
-        for (size_t c = 0; c < cols; ++c) {
-            const size_t base = c / 64 * 64, k = c % 64, at = base + (k % 2 == 0 ? k / 2 : 32 + k / 2);
-            ASSERT_EQ(natural.q[t * natural.ld + c], nibbles.q[t * nibbles.ld + at]) << "token " << t << " column " << c;
-            // and the quantised value is x's to within half a step
-            const float step = natural.scale[t * natural.groups + c / 64];
-            ASSERT_LE(std::fabs(natural.q[t * natural.ld + c] * step - x[t * cols + c]), 0.501f * step);
-        }
+    // groups of whole 128s take 128-column spans, others 64
+    for (auto [group, span] : {std::pair<uint32_t, size_t>{64, 64}, {128, 128}, {192, 64}, {256, 128}}) {
+        const Trunk q8 = make_trunk(format::TrunkFormat::q8g, group, 4, cols, rng);
+        const Trunk q4 = make_trunk(format::TrunkFormat::q4g, group, 4, cols, rng);
+        TrunkInt8Input natural, nibbles;
+        natural.reserve(tokens, cols);
+        nibbles.reserve(tokens, cols);
+        quantize_trunk_input(active_isa(), q8.info, x.data(), cols, tokens, natural);
+        quantize_trunk_input(active_isa(), q4.info, x.data(), cols, tokens, nibbles);
+        EXPECT_EQ(natural.nibble_span, 0u);
+        EXPECT_EQ(nibbles.nibble_span, span) << "group " << group;
+        EXPECT_EQ(natural.scale, nibbles.scale);
+        EXPECT_EQ(natural.sum, nibbles.sum);
+        for (size_t t = 0; t < tokens; ++t)
+            for (size_t c = 0; c < cols; ++c) {
+                // a span's even columns, then its odd ones
+                const size_t base = c / span * span, k = c % span, at = base + (k % 2 == 0 ? k / 2 : span / 2 + k / 2);
+                ASSERT_EQ(natural.q[t * natural.ld + c], nibbles.q[t * nibbles.ld + at]) << "group " << group << " token " << t << " column " << c;
+                // and the quantised value is x's to within half a step
+                const float step = natural.scale[t * natural.groups + c / group];
+                ASSERT_LE(std::fabs(natural.q[t * natural.ld + c] * step - x[t * cols + c]), 0.501f * step);
+            }
+    }
 }
 
 TEST(TrunkInt8, StaysWithinTheRoundingBoundOfTheExactProduct) {

@@ -29,8 +29,13 @@ constexpr size_t chunk = 64;          // columns per vector; Q4G's order repeats
 constexpr size_t max_group = 4096;    // 4096 · 255 · 127 < 2^31
 constexpr size_t row_grain = 16;      // rows a thread's slice is a multiple of (whole 4-row tiles)
 
-// Where natural column c of a 64-column chunk is stored in Q4G's order.
-inline size_t nibble_position(size_t c) { return c % 2 == 0 ? c / 2 : chunk / 2 + c / 2; }
+// Q4G's input span for a group of G columns (trunk_int8.h): 128 columns
+// when the group holds whole 128s, else 64.
+inline size_t nibble_span(size_t G) { return G % 128 == 0 ? 128 : chunk; }
+
+// Where natural column c is stored in Q4G's order of that span: its span's
+// evens, then its odds.
+inline size_t nibble_position(size_t c, size_t span) { return c / span * span + c % 2 * (span / 2) + c % span / 2; }
 
 // The weight q[r][c] as stored (Q8G: the int8; Q4G: nibble - 8).
 inline int weight_at(const format::TrunkTensor& t, const uint8_t* row, size_t c) {
@@ -51,7 +56,7 @@ void rows_scalar(const format::LoadedTensor& w, const TrunkInt8Input& in, float*
             for (size_t g = 0; g < in.groups; ++g) {
                 int32_t dot = 0;
                 for (size_t c = g * G; c < (g + 1) * G; ++c) {
-                    const size_t at = in.nibble_order ? c / chunk * chunk + nibble_position(c % chunk) : c;
+                    const size_t at = in.nibble_span ? nibble_position(c, in.nibble_span) : c;
                     dot += weight_at(t, row, c) * x[at];
                 }
                 const float s = rounded(format::f16_at(scales, g) * in.scale[k * in.groups + g]);
@@ -82,11 +87,22 @@ inline __m512i weight_codes(const uint8_t* row, size_t c) {
     }
 }
 
+// A 128-column span of Q4G weights (its 64 bytes from column c): the codes
+// of its even columns (the low nibbles) and of its odd ones (the high).
+inline void nibble_halves(const uint8_t* row, size_t c, __m512i& low, __m512i& high) {
+    const __m512i bytes = _mm512_loadu_si512(row + c / 2);
+    const __m512i mask = _mm512_set1_epi8(0x0F);
+    low = _mm512_and_si512(bytes, mask);
+    high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), mask);
+}
+
+// Wide: Q4G in 128-column spans (nibble_halves), 128 columns a step.
 // 4 rows × 4 tokens (16 accumulators, lane 4k + j: row k, token j). Per
 // group: the 16 sums reduced to one vector, the b · Σ xq correction, then
 // the reference's f32 steps lane by lane.
-template <bool Q4>
+template <bool Q4, bool Wide>
 void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, size_t r0, float* y, size_t ldy) {
+    constexpr size_t step = Wide ? 2 * chunk : chunk;
     const format::TrunkTensor& t = *w.info;
     const size_t G = in.group, stride = t.row_stride, groups = in.groups;
     const uint8_t* base = w.payload.data() + r0 * stride;
@@ -98,12 +114,26 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
     for (size_t g = 0; g < groups; ++g) {
         __m512i dot[16];
         for (int i = 0; i < 16; ++i) dot[i] = _mm512_setzero_si512();
-        for (size_t c = g * G; c < (g + 1) * G; c += chunk) {
+        for (size_t c = g * G; c < (g + 1) * G; c += step) {
             // the first token block streams the rows (later ones find them
             // in L1): the rows two tiles on, into L2, as int8_matmul does
             if (t0 == 0)
                 for (int k = 0; k < 4; ++k)
                     _mm_prefetch(reinterpret_cast<const char*>(base + (8 + k) * stride + (Q4 ? c / 2 : c)), _MM_HINT_T1);
+            if constexpr (Wide) {
+                __m512i even[4], odd[4];
+                for (int j = 0; j < 4; ++j) {
+                    even[j] = _mm512_loadu_si512(in.q.data() + (t0 + j) * in.ld + c);
+                    odd[j] = _mm512_loadu_si512(in.q.data() + (t0 + j) * in.ld + c + chunk);
+                }
+                for (int k = 0; k < 4; ++k) {
+                    __m512i low, high;
+                    nibble_halves(base + k * stride, c, low, high);
+                    for (int j = 0; j < 4; ++j)
+                        dot[4 * k + j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot[4 * k + j], low, even[j]), high, odd[j]);
+                }
+                continue;
+            }
             __m512i x[4];
             for (int j = 0; j < 4; ++j) x[j] = _mm512_loadu_si512(in.q.data() + (t0 + j) * in.ld + c);
             for (int k = 0; k < 4; ++k) {
@@ -145,11 +175,16 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
 // reference rounds it; x_scale and x_sum hold the lanes' token scale and
 // Σ xq; g0 is pair p0's group.
 constexpr size_t far_ahead = 16384, near_ahead = 512;  // bytes on in the stream: into L2, into L1
+// The f16 scales are a stream of their own (2 bytes a pair, after the
+// weights), too thin for the hardware's prefetchers to follow: waiting on
+// them was ~17% of this walk's time. Fetched into L1 this many bytes on.
+constexpr size_t scales_ahead = 1024;
 
 inline __m512 run_products(const format::LoadedTensor& w, const TrunkInt8Input& in, const int8_t* xq, size_t p0, size_t n,
                            size_t g0, __m512 x_scale, __m512i x_sum) {
     const size_t G = in.group, groups = in.groups;
     const uint8_t* base = w.payload.data() + p0 * G;
+    _mm_prefetch(reinterpret_cast<const char*>(w.scales.data() + p0 * 2 + scales_ahead), _MM_HINT_T0);
     __m512i dot[16];
     for (int i = 0; i < 16; ++i) dot[i] = _mm512_setzero_si512();
     size_t g = g0;
@@ -221,18 +256,31 @@ void token_rows(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
     }
 }
 
+// How many rows on a one-token tile prefetches its rows: ~32 KB.
+inline size_t rows_ahead(size_t stride) { return std::max<size_t>(8, 32768 / stride); }
+
+// The f16 scales of rows [begin, end), into L1 (see scales_ahead).
+inline void prefetch_scales(const format::LoadedTensor& w, size_t begin, size_t end) {
+    const size_t row_bytes = w.info->groups_per_row * 2;
+    const uint8_t* first = w.scales.data() + begin * row_bytes;
+    for (size_t at = 0; at < (end - begin) * row_bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(first + at), _MM_HINT_T0);
+}
+
 // One Q4G token: 4 rows × 4 consecutive groups (lane 4k + i: row k, group
 // g0 + i), so each row is read as one run of 4 groups; the products are
 // added to each row's sum group by group, in order, as the reference does.
+template <bool Wide>
 void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t token, size_t r0, float* y, size_t ldy) {
+    constexpr size_t step = Wide ? 2 * chunk : chunk;
     const format::TrunkTensor& t = *w.info;
     const size_t G = in.group, stride = t.row_stride;
     const uint8_t* base = w.payload.data() + r0 * stride;
-    const size_t prefetch_rows = std::max<size_t>(8, 32768 / stride);
+    const size_t prefetch_rows = rows_ahead(stride);
     const int8_t* xq = in.q.data() + token * in.ld;
     const float* xs = in.scale.data() + token * in.groups;
     const int32_t* xsum = in.sum.data() + token * in.groups;
     const uint8_t* row_scales = w.scales.data() + r0 * t.groups_per_row * 2;
+    prefetch_scales(w, r0 + prefetch_rows, r0 + prefetch_rows + 4);  // see scales_ahead
     __m128 acc = _mm_setzero_ps();  // lane k: row r0 + k
     for (size_t g0 = 0; g0 < in.groups; g0 += 4) {
         const size_t n = std::min<size_t>(4, in.groups - g0);
@@ -242,12 +290,22 @@ void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
         // sums stay in registers
         auto pass = [&]<int I>() {
             if (static_cast<size_t>(I) >= n) return;
-            for (size_t c = (g0 + I) * G; c < (g0 + I + 1) * G; c += chunk) {
+            for (size_t c = (g0 + I) * G; c < (g0 + I + 1) * G; c += step) {
                 // the rows ~32 KB on (rows are back to back), to L2: a decode
                 // step streams the matrix once, and the hardware's
                 // prefetchers alone left it at ~7 GB/s of ~27
                 const uint8_t* ahead = base + prefetch_rows * stride + c / 2;
                 for (int k = 0; k < 4; ++k) _mm_prefetch(reinterpret_cast<const char*>(ahead + k * stride), _MM_HINT_T1);
+                if constexpr (Wide) {
+                    const __m512i even = _mm512_loadu_si512(xq + c), odd = _mm512_loadu_si512(xq + c + chunk);
+                    __m512i low[4], high[4];
+                    for (int k = 0; k < 4; ++k) nibble_halves(base + k * stride, c, low[k], high[k]);
+                    dot[I] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot[I], low[0], even), high[0], odd);
+                    dot[4 + I] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot[4 + I], low[1], even), high[1], odd);
+                    dot[8 + I] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot[8 + I], low[2], even), high[2], odd);
+                    dot[12 + I] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(dot[12 + I], low[3], even), high[3], odd);
+                    continue;
+                }
                 const __m512i x = _mm512_loadu_si512(xq + c);
                 dot[I] = _mm512_dpbusd_epi32(dot[I], weight_codes<true>(base, c), x);
                 dot[4 + I] = _mm512_dpbusd_epi32(dot[4 + I], weight_codes<true>(base + stride, c), x);
@@ -287,13 +345,18 @@ void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
 // loaded once for four tokens), the tokens left one at a time (Q8G: over
 // all the whole tiles' rows at once). Rows past the last whole tile take the
 // scalar reference.
-template <bool Q4>
+template <bool Q4, bool Wide = false>
 size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin, size_t row_end) {
     size_t r = row_begin;
+    // a decode step's tiles fetch the scales rows_ahead rows on (token_tile);
+    // the first tiles' own are fetched here, where the slice starts (this
+    // took ~7% off the engine's Q4G projections)
+    if constexpr (Q4)
+        if (in.tokens % 4 != 0) prefetch_scales(w, row_begin, std::min(row_end, row_begin + rows_ahead(w.info->row_stride)));
     for (; r + 4 <= row_end; r += 4) {
-        for (size_t k = 0; k + 4 <= in.tokens; k += 4) tile<Q4>(w, in, k, r, y, ldy);
+        for (size_t k = 0; k + 4 <= in.tokens; k += 4) tile<Q4, Wide>(w, in, k, r, y, ldy);
         if constexpr (Q4)
-            for (size_t k = in.tokens / 4 * 4; k < in.tokens; ++k) token_tile(w, in, k, r, y, ldy);
+            for (size_t k = in.tokens / 4 * 4; k < in.tokens; ++k) token_tile<Wide>(w, in, k, r, y, ldy);
     }
     if constexpr (!Q4)
         for (size_t k = in.tokens / 4 * 4; k < in.tokens; ++k) token_rows(w, in, k, row_begin, r, y, ldy);
@@ -312,14 +375,15 @@ size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, s
 namespace avx2 {
 
 // 32 signed weights q from stored column c of a row, in the inputs' order:
-// Q8G's bytes; for Q4G, the inputs' order repeats every 64 columns (evens,
-// then odds), so the 32 at c are the low nibbles (c % 64 == 0) or the high
-// ones of that 64-column chunk's 32 bytes, minus 8.
-template <bool Q4>
+// Q8G's bytes; for Q4G, the inputs' order repeats every Span columns
+// (evens, then odds), so the 32 at c are the low nibbles (the span's first
+// half) or the high ones of 32 of the span's bytes, minus 8.
+template <bool Q4, size_t Span>
 inline __m256i weights(const uint8_t* row, size_t c) {
     if constexpr (Q4) {
-        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c / 64 * 32));
-        const __m256i nibbles = c % 64 == 0 ? bytes : _mm256_srli_epi16(bytes, 4);
+        const size_t half = Span / 2, at = c % Span;
+        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c / Span * half + at % half));
+        const __m256i nibbles = at < half ? bytes : _mm256_srli_epi16(bytes, 4);
         return _mm256_sub_epi8(_mm256_and_si256(nibbles, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
     } else {
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c));
@@ -335,7 +399,7 @@ inline __m128i reduce4(const __m256i a[4]) {
 
 // 4 rows × TB tokens (TB = 1 or 2): lane k·TB + j of the group's sums is row
 // k, token j; then the reference's f32 steps lane by lane.
-template <bool Q4, int TB>
+template <bool Q4, int TB, size_t Span>
 void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, size_t r0, float* y, size_t ldy) {
     constexpr int R = 4, N = R * TB;
     const format::TrunkTensor& t = *w.info;
@@ -358,7 +422,7 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
                 ax[j] = _mm256_abs_epi8(x[j]);
             }
             for (int k = 0; k < R; ++k) {
-                const __m256i q = weights<Q4>(w.payload.data() + (r0 + k) * t.row_stride, c);
+                const __m256i q = weights<Q4, Span>(w.payload.data() + (r0 + k) * t.row_stride, c);
                 for (int j = 0; j < TB; ++j)
                     dot[k * TB + j] = _mm256_add_epi32(dot[k * TB + j],
                                                        _mm256_madd_epi16(_mm256_maddubs_epi16(ax[j], _mm256_sign_epi8(q, x[j])), ones));
@@ -386,13 +450,13 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
 
 // Row tiles of 4: blocks of 2 tokens, a token left alone; rows past the last
 // whole tile take the scalar reference.
-template <bool Q4>
+template <bool Q4, size_t Span = chunk>
 size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, size_t ldy, size_t row_begin, size_t row_end) {
     size_t r = row_begin;
     for (; r + 4 <= row_end; r += 4) {
         size_t k = 0;
-        for (; k + 2 <= in.tokens; k += 2) tile<Q4, 2>(w, in, k, r, y, ldy);
-        if (k < in.tokens) tile<Q4, 1>(w, in, k, r, y, ldy);
+        for (; k + 2 <= in.tokens; k += 2) tile<Q4, 2, Span>(w, in, k, r, y, ldy);
+        if (k < in.tokens) tile<Q4, 1, Span>(w, in, k, r, y, ldy);
     }
     return r;
 }
@@ -434,7 +498,7 @@ void quantize_trunk_input(Isa isa, const format::TrunkTensor& w, const float* x,
     in.group = G;
     in.groups = w.groups_per_row;
     in.ld = in.groups * G;
-    in.nibble_order = w.fmt == TrunkFormat::q4g;
+    in.nibble_span = w.fmt == TrunkFormat::q4g ? nibble_span(G) : 0;
     alignas(64) int8_t natural[max_group];
     for (size_t k = 0; k < tokens; ++k) {
         for (size_t g = 0; g < in.groups; ++g) {
@@ -443,11 +507,16 @@ void quantize_trunk_input(Isa isa, const format::TrunkTensor& w, const float* x,
             std::memset(natural + count, 0, G - count);
             in.sum[k * in.groups + g] = int8_byte_sum(isa, natural, G);
             int8_t* out = in.q.data() + k * in.ld + begin;
-            if (!in.nibble_order) {
+            if (!in.nibble_span) {
                 std::memcpy(out, natural, G);
                 continue;
             }
-            for (size_t c = 0; c < G; ++c) out[c / chunk * chunk + nibble_position(c % chunk)] = natural[c];
+            const size_t span = in.nibble_span, half = span / 2;  // nibble_position, span by span
+            for (size_t base = 0; base < G; base += span)
+                for (size_t i = 0; i < half; ++i) {
+                    out[base + i] = natural[base + 2 * i];
+                    out[base + half + i] = natural[base + 2 * i + 1];
+                }
         }
     }
 }
@@ -457,10 +526,15 @@ void trunk_int8_rows(Isa isa, const format::LoadedTensor& w, const TrunkInt8Inpu
     size_t done = row_begin;
 #if WASTE_X86_SIMD
     const bool q4 = w.info->fmt == TrunkFormat::q4g;
+    const bool wide = in.nibble_span == 2 * chunk;
     if (isa == Isa::avx512 && int8_vnni_path())
-        done = q4 ? vnni::rows<true>(w, in, y, ldy, row_begin, row_end) : vnni::rows<false>(w, in, y, ldy, row_begin, row_end);
+        done = !q4    ? vnni::rows<false>(w, in, y, ldy, row_begin, row_end)
+               : wide ? vnni::rows<true, true>(w, in, y, ldy, row_begin, row_end)
+                      : vnni::rows<true>(w, in, y, ldy, row_begin, row_end);
     else if ((isa == Isa::avx2 || isa == Isa::avx512) && isa_runs(Isa::avx2))
-        done = q4 ? avx2::rows<true>(w, in, y, ldy, row_begin, row_end) : avx2::rows<false>(w, in, y, ldy, row_begin, row_end);
+        done = !q4    ? avx2::rows<false>(w, in, y, ldy, row_begin, row_end)
+               : wide ? avx2::rows<true, 2 * chunk>(w, in, y, ldy, row_begin, row_end)
+                      : avx2::rows<true>(w, in, y, ldy, row_begin, row_end);
 #else
     (void)isa;
 #endif
