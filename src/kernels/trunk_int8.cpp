@@ -516,7 +516,10 @@ void quantize_trunk_input(Isa isa, const format::TrunkTensor& w, const float* x,
                 std::memcpy(out, natural, G);
                 continue;
             }
-            const size_t span = in.nibble_span, half = span / 2;  // nibble_position, span by span
+            // nibble_position span by span, written out: with its run-time
+            // span's divisions per column (or as a loop over a compile-time
+            // span) the engine's projections took ~5% longer
+            const size_t span = in.nibble_span, half = span / 2;
             for (size_t base = 0; base < G; base += span)
                 for (size_t i = 0; i < half; ++i) {
                     out[base + i] = natural[base + 2 * i];
