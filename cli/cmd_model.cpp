@@ -25,6 +25,11 @@ void print_info(const json& info) {
     fmt::print("experts           {} per MoE layer, top-{}, {} shared\n", info["experts"].get<int>(),
                info["top_k"].get<int>(), info["shared_experts"].get<int>());
     fmt::print("hidden / vocab    {} / {}\n", info["hidden"].get<int>(), info["vocab"].get<int>());
+    if (info.contains("eos_ids") && !info["eos_ids"].empty()) {
+        std::string ids;
+        for (const auto& id : info["eos_ids"]) ids += (ids.empty() ? "" : ", ") + std::to_string(id.get<int64_t>());
+        fmt::print("end of text       {}\n", ids);
+    }
     fmt::print("parameters        {} total, {} active per token, {} trunk\n", info["params_total"].get<uint64_t>(),
                info["params_active"].get<uint64_t>(), info["params_trunk"].get<uint64_t>());
     fmt::print("quantisation      {}\n", info["quantization"].get<std::string>());

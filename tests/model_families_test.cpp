@@ -444,6 +444,61 @@ TEST(Elementwise, ClampedSwigluOfGptOss) {
     }
 }
 
+// bos/eos/pad_token_id as the releases write them (issue 37): one id, a
+// list (GLM-4.5's config.json: three EOS ids), null or absent.
+TEST(FamilyConfig, SpecialIdsAreAnIdAListOrNone) {
+    // GLM-4.5-Air's own keys (ids scaled into the tiny vocab of 100)
+    const ModelConfig glm = format::parse_model_config(qwen3({{"eos_token_id", {93, 96, 98}}, {"pad_token_id", 93}}));
+    EXPECT_EQ(glm.eos, 93);
+    EXPECT_EQ(glm.eos_ids, (std::vector<int32_t>{93, 96, 98}));
+    EXPECT_EQ(glm.bos, -1);
+    EXPECT_TRUE(glm.is_eos(96));
+    EXPECT_FALSE(glm.is_eos(97));
+    // Qwen3's: one each
+    const ModelConfig qwen = format::parse_model_config(qwen3({{"bos_token_id", 97}, {"eos_token_id", 99}}));
+    EXPECT_EQ(qwen.bos, 97);
+    EXPECT_EQ(qwen.eos_ids, (std::vector<int32_t>{99}));
+    // null, absent, -1: none; a list's repeats kept once; a bos list's first is the BOS
+    for (const json& none : {json(nullptr), json(-1), json::array()}) {
+        const ModelConfig c = format::parse_model_config(qwen3({{"eos_token_id", none}, {"bos_token_id", none}}));
+        EXPECT_EQ(c.eos, -1) << none.dump();
+        EXPECT_TRUE(c.eos_ids.empty()) << none.dump();
+        EXPECT_EQ(c.bos, -1) << none.dump();
+    }
+    EXPECT_TRUE(format::parse_model_config(qwen3()).eos_ids.empty());
+    EXPECT_EQ(format::parse_model_config(qwen3({{"eos_token_id", {5, 6, 5}}})).eos_ids, (std::vector<int32_t>{5, 6}));
+    EXPECT_EQ(format::parse_model_config(qwen3({{"bos_token_id", {7, 8}}})).bos, 7);
+    // pad is read for its shape only: the engine never pads
+    EXPECT_EQ(refusal(qwen3({{"pad_token_id", {0, 100000}}})).first, WASTE_OK);
+    EXPECT_EQ(refusal(qwen3({{"pad_token_id", nullptr}})).first, WASTE_OK);
+    // what no release writes is refused, naming the key (and the list item)
+    const std::pair<json, const char*> bad[] = {
+        {{{"eos_token_id", "2"}}, "config.eos_token_id: expected a token id or a list of ids, got \"2\""},
+        {{{"eos_token_id", {1, "2"}}}, "config.eos_token_id[1]: expected a token id (an integer), got \"2\""},
+        {{{"eos_token_id", {1, 100}}}, "config.eos_token_id[1]: 100 is out of range [0, 99]"},
+        {{{"eos_token_id", 100}}, "config.eos_token_id: 100 is out of range [-1, 99]"},
+        {{{"eos_token_id", {-1}}}, "config.eos_token_id[0]: -1 is out of range [0, 99]"},
+        {{{"bos_token_id", json::array({json{{"id", 1}}})}}, "config.bos_token_id[0]: expected a token id"},
+        {{{"pad_token_id", "x"}}, "config.pad_token_id: expected a token id or a list of ids"},
+        {{{"eos_token_id", std::vector<int>(format::max_special_ids + 1, 1)}}, "config.eos_token_id: 257 ids (at most 256)"},
+    };
+    for (const auto& [patch, message] : bad) {
+        SCOPED_TRACE(patch.dump());
+        const auto [status, what] = refusal(qwen3(patch));
+        EXPECT_EQ(status, WASTE_ERR_FORMAT);
+        EXPECT_NE(what.find(message), std::string::npos) << what;
+    }
+    // generation_config.json's ids are added after the config's, each once
+    ModelConfig c = format::parse_model_config(qwen3({{"eos_token_id", 99}}));
+    const json generation = {{"bos_token_id", 97}, {"eos_token_id", {99, 97}}, {"pad_token_id", 97}, {"do_sample", true}};
+    format::add_eos_ids(&c, format::parse_special_ids(generation, "generation_config.json", c.vocab).eos);
+    EXPECT_EQ(c.eos_ids, (std::vector<int32_t>{99, 97}));
+    EXPECT_EQ(c.eos, 99);
+    ModelConfig bare = format::parse_model_config(qwen3());
+    format::add_eos_ids(&bare, {42, 43});
+    EXPECT_EQ(bare.eos, 42);
+}
+
 TEST(FamilyConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {
     const auto [status, message] = refusal(qwen3({{"model_type", "qwen2_moe"}}));
     EXPECT_EQ(status, WASTE_ERR_UNSUPPORTED);

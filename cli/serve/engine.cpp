@@ -162,7 +162,8 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
         // A constrained reply's end tokens are allowed only where its grammar
         // may end, and include XTML's <|close|> of the answer.
         const bool constraint_ends = job.constraint && job.constraint->accept(choice.token);
-        if (constraint_ends || choice.token == engine.eos ||
+        if (constraint_ends ||
+            std::find(engine.eos_ids.begin(), engine.eos_ids.end(), choice.token) != engine.eos_ids.end() ||
             std::find(job.stop_ids.begin(), job.stop_ids.end(), choice.token) != job.stop_ids.end()) {
             model_ended = true;
             break;

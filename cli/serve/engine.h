@@ -32,7 +32,7 @@ struct Engine {
     std::vector<waste_session*> sessions;   // one per slot, owned by the command
     uint32_t context_length = 0;
     uint32_t default_max_tokens = 4096;
-    int32_t eos = -1;
+    std::vector<int32_t> eos_ids;           // every id that ends a generation (waste_tokenizer_eos_ids)
     bool direct_io = false;
     bool thinking = true;
     bool vision = false;                    // --vision: the model's tower is loaded

@@ -197,7 +197,7 @@ std::unique_ptr<ConstrainedReply> constraint_for(ServerContext& ctx, const json&
                                                  const json& rendered, const std::string& channel,
                                                  const std::vector<int32_t>& stop_ids) {
     std::vector<int32_t> end_ids = stop_ids;
-    if (ctx.engine.eos >= 0) end_ids.push_back(ctx.engine.eos);
+    end_ids.insert(end_ids.end(), ctx.engine.eos_ids.begin(), ctx.engine.eos_ids.end());
     const std::string format = rendered.value("format", "");
     const auto answer = read_response_format(request, body);
     SharedGrammar answer_grammar;

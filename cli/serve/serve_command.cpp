@@ -157,7 +157,8 @@ int serve(const ServeArgs& args) {
         ctx.engine.direct_io = ctx.engine.model_info.value("direct_io", false) == true;
         ctx.engine.model = model.get();
         ctx.engine.tokenizer = tokenizer.get();
-        ctx.engine.eos = waste_tokenizer_eos(tokenizer.get());
+        ctx.engine.eos_ids.resize(waste_tokenizer_eos_ids(tokenizer.get(), nullptr, 0));
+        waste_tokenizer_eos_ids(tokenizer.get(), ctx.engine.eos_ids.data(), ctx.engine.eos_ids.size());
         ctx.engine.vision = args.vision;
         ctx.engine.grammars = std::make_unique<waste_serve::GrammarCache>(tokenizer.get(), args.parallel);
         ctx.engine.context_length = waste_session_context_length(sessions.front().get());

@@ -628,9 +628,16 @@ WASTE_API waste_status waste_tokenizer_detokenize(const waste_tokenizer* tokeniz
  * and for a model's tokenizer every id below the model's vocabulary (the
  * reserved ones have no bytes). */
 WASTE_API uint32_t waste_tokenizer_token_count(const waste_tokenizer* tokenizer);
-/* The BOS and EOS ids, -1 when there is none. */
+/* The BOS and EOS ids, -1 when there is none. For a model's tokenizer the
+ * EOS is config.eos_token_id, or its list's first. */
 WASTE_API int32_t waste_tokenizer_bos(const waste_tokenizer* tokenizer);
 WASTE_API int32_t waste_tokenizer_eos(const waste_tokenizer* tokenizer);
+/* Every id that ends a generation as the EOS does (WASTE_STOP_EOS): the EOS
+ * first, then the others the model lists — config.eos_token_id given as a
+ * list (GLM-4.5: three ids) and generation_config.json's eos_token_id.
+ * Writes up to capacity ids to out_ids (NULL with capacity 0 to count) and
+ * returns how many there are. */
+WASTE_API size_t waste_tokenizer_eos_ids(const waste_tokenizer* tokenizer, int32_t* out_ids, size_t capacity);
 /* The id of the special token with exactly this text, -1 if none. */
 WASTE_API int32_t waste_tokenizer_special_id(const waste_tokenizer* tokenizer, const char* text);
 /* The pre-tokenizer pattern in use: "kimi", "o200k", "cl100k" or "gpt2";

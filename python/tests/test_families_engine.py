@@ -61,6 +61,7 @@ during conversion followed by a rerun gives byte-identical files.
 import json
 import os
 import random
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -207,6 +208,46 @@ class FamilyCase(unittest.TestCase):
                 self.assertEqual(tokens, want, f"{name}, {n} tokens: greedy continuation")
         print(f"\n  {name}: relative max|diff| {' '.join(f'{e:.2g}' for e in errors)}", end="")
 
+    def check_release_special_ids(self, name, family=None):
+        """The checkpoint carries the release's special-id shapes (issue 37:
+        GLM-4.5's list of three EOS ids in config.json; Qwen3's and gpt-oss's
+        lists in generation_config.json; nulls): it converts, the container
+        keeps generation_config.json verbatim, and the engine's EOS ids are
+        both files' union, config.json's first (hf_families.special_ids)."""
+        src, out, _, cfg, _, _ = self.model(name)
+        family = family or self.family
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        want = hf_families.eos_ids(family, cfg["vocab_size"])
+        self.assertEqual(info["eos_ids"], want)
+        self.assertEqual(info["bos_id"], hf_families.special_ids(family, cfg["vocab_size"])[0].get("bos_token_id", -1))
+        with open(os.path.join(src, "generation_config.json"), "rb") as a, \
+                open(os.path.join(out, "generation_config.json"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        # Greedy generation stops at the first EOS id it emits. An untrained
+        # model rarely emits one, so a copy of the container whose
+        # generation_config.json also lists the 4th greedy token must stop there.
+        ids = prompt(12, cfg["vocab_size"], seed=41)
+        greedy = [CLI, "run", None, "--ids", " ".join(map(str, ids)), "-n", "8", "--temp", "0", "--json"]
+
+        def tokens(path, *extra):
+            return json.loads(run([path if a is None else a for a in greedy] + list(extra)))["tokens"]
+
+        free = tokens(out, "--ignore-eos")
+        first = next((i for i, t in enumerate(free) if t in want), len(free) - 1)
+        self.assertEqual(tokens(out), free[:first + 1])
+        copy = out + "-eos"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(out, copy)
+        with open(os.path.join(copy, "generation_config.json")) as f:
+            generation = json.load(f)
+        listed = generation["eos_token_id"]
+        generation["eos_token_id"] = (listed if isinstance(listed, list) else [listed]) + [free[3]]
+        with open(os.path.join(copy, "generation_config.json"), "w") as f:
+            json.dump(generation, f)
+        self.assertEqual(tokens(copy), free[:min(first, free.index(free[3])) + 1])
+        self.assertEqual(json.loads(run([CLI, "info", copy, "--json"]))["eos_ids"],
+                         want + ([free[3]] if free[3] not in want else []))
+
     def check_decode_steps(self, name):
         """A 60-token prompt, then 16 fixed ids each as its own decode step: the
         logits after the prompt and after every step."""
@@ -277,6 +318,10 @@ class DeepSeekFamilyEngine(FamilyCase):
     def test_kimi_k2_logits_and_greedy(self):
         self.check_logits_and_greedy("k2")
         self.assertEqual(self.model("k2")[2]["arch"], "kimi_k2")
+
+    def test_release_special_ids(self):
+        self.check_release_special_ids("v3")
+        self.check_release_special_ids("k2", family="kimi_k2")
 
     def test_decode_step_by_step(self):
         self.check_decode_steps("v3")
@@ -407,6 +452,9 @@ class Qwen3Family(FamilyCase):
     def test_fp8_checkpoint(self):
         self.check_logits_and_greedy("q3", lengths=(20,), fmt="fp8")
 
+    def test_release_special_ids(self):
+        self.check_release_special_ids("q3")
+
     def test_info_and_convert_summary(self):
         _, out, summary, cfg, _, _ = self.model("q3")
         self.assertEqual(summary["arch"], "qwen3_moe")
@@ -519,6 +567,9 @@ class Glm4Family(FamilyCase):
         skipped = [n for n in summary["skipped"] if n.startswith("model.layers.%d." % cfg["num_hidden_layers"])]
         self.assertEqual(len(skipped), 5)
         self.assertEqual(summary["skipped_mtp_tensors"], 5)
+
+    def test_release_special_ids(self):
+        self.check_release_special_ids("glm")
 
     def test_info_and_convert_summary(self):
         _, out, summary, cfg, _, _ = self.model("glm")
@@ -650,6 +701,9 @@ class GptOssFamily(FamilyCase):
         for k in range(len(fed) + 1):
             self.assertLessEqual(errors[k], 2e-2, k)
             self.assertGreater(relative(exact[k], ref_no_bias[k]), 5e-2, k)
+
+    def test_release_special_ids(self):
+        self.check_release_special_ids("oss")
 
     def test_info_and_convert_summary(self):
         _, out, summary, cfg, _, _ = self.model("oss")

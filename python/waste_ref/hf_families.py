@@ -3,7 +3,8 @@ Kimi K2, Qwen3-MoE, GLM-4.5 (glm4_moe) and gpt-oss (its experts MXFP4
 blocks/scales, fused and gate/up interleaved, as the release), written from their references' seeded weights, and the
 same weights read back from a container.
 
-write_checkpoint(out_dir, family, cfg, seed, fmt) writes config.json and
+write_checkpoint(out_dir, family, cfg, seed, fmt) writes config.json (and
+generation_config.json, the special ids in the release's shapes: special_ids) and
 safetensors shards under the published names (per-expert keys), every linear
 weight in bf16 or DeepSeek's FP8 e4m3 with 128x128 block scales (the
 embedding, norms, router and LM head stay bf16 / f32, as in the releases).
@@ -47,8 +48,57 @@ def _kind(name):
     return "other"
 
 
+def special_ids(family, vocab):
+    """-> (config.json's special-id keys, generation_config.json) in the shapes
+    the family's release writes them (issue 37), the ids placed at the top of
+    the tiny vocabulary (each comment names the release's own ids):
+    - GLM-4.5 / -Air: eos a list of three in both files ([151329 <|endoftext|>,
+      151336 <|user|>, 151338 <|observation|>]), pad the first, no bos.
+    - Qwen3-30B-A3B: config bos 151643 <|endoftext|>, eos 151645 <|im_end|>;
+      generation_config eos [151645, 151643], pad 151643, sampling defaults.
+    - gpt-oss-20b: config eos 200002 <|return|>, pad 199999 <|endoftext|>;
+      generation_config bos 199998, eos [200002, 199999, 200012 <|call|>].
+    - Kimi K2: config bos 163584, eos 163585, pad 163839; generation_config
+      eos 163586 <|im_end|>.
+    - DeepSeek-V3: bos 0, eos 1 in both, with V3's sampling defaults.
+    The engine stops at every eos id of both files (their union, the
+    config's first)."""
+    top = vocab - 1
+    if family == "glm4_moe":
+        eos = [top - 9, top - 2, top]
+        return ({"eos_token_id": eos, "pad_token_id": eos[0]},
+                {"_from_model_config": True, "eos_token_id": eos, "pad_token_id": eos[0]})
+    if family == "qwen3_moe":
+        endoftext, im_end = top - 2, top
+        return ({"bos_token_id": endoftext, "eos_token_id": im_end},
+                {"bos_token_id": endoftext, "do_sample": True, "eos_token_id": [im_end, endoftext],
+                 "pad_token_id": endoftext, "temperature": 0.6, "top_k": 20, "top_p": 0.95})
+    if family == "gpt_oss":
+        start, endoftext, ret, call = top - 6, top - 5, top - 4, top - 2
+        return ({"eos_token_id": ret, "pad_token_id": endoftext},
+                {"bos_token_id": start, "do_sample": True, "eos_token_id": [ret, endoftext, call],
+                 "pad_token_id": endoftext})
+    if family == "kimi_k2":
+        return ({"bos_token_id": top - 4, "eos_token_id": top - 3, "pad_token_id": top}, {"eos_token_id": top - 2})
+    return ({"bos_token_id": 0, "eos_token_id": 1},
+            {"_from_model_config": True, "bos_token_id": 0, "eos_token_id": 1, "do_sample": True, "temperature": 0.6,
+             "top_p": 0.95})
+
+
+def eos_ids(family, vocab):
+    """What the engine stops at: config.json's eos ids, then generation_config.json's new ones."""
+    ids = []
+    for part in special_ids(family, vocab):
+        value = part.get("eos_token_id")
+        for i in value if isinstance(value, list) else [] if value is None else [value]:
+            if i not in ids:
+                ids.append(i)
+    return ids
+
+
 def config_json(family, cfg, fmt="bf16", mtp_layers=0):
     arch, _ = FAMILIES[family]
+    ids, _ = special_ids(family, cfg["vocab_size"])
     if family == "qwen3_moe":  # the keys Qwen3-30B-A3B's config.json carries besides the reference's
         if mtp_layers:
             raise ValueError("qwen3_moe has no multi-token-prediction layers")
@@ -62,14 +112,15 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
                  experts_per_token=cfg["num_experts_per_tok"], initial_context_length=4096, attention_dropout=0.0,
                  router_aux_loss_coef=0.9, output_router_logits=False, use_cache=True,
                  quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": [
-                     "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]})
+                     "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}, **ids)
         return c
     elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
-                 hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers, pad_token_id=None)
+                 hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers)
     else:
         c = dict(cfg, model_type=family, architectures=[arch], scoring_func="sigmoid", topk_method="noaux_tc",
                  tie_word_embeddings=False, num_nextn_predict_layers=mtp_layers)
+    c.update(ids)
     if fmt == "fp8":
         c["quantization_config"] = hf_synth.quantization_config("fp8", "fp8")
     return c
@@ -133,6 +184,8 @@ def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, sha
     full = config_json(family, cfg, fmt, mtp_layers)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(full, f, indent=1)
+    with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
+        json.dump(dict(special_ids(family, cfg["vocab_size"])[1], transformers_version="4.57.1"), f, indent=1)
     return full, sd
 
 

@@ -176,8 +176,8 @@ std::vector<int32_t> stop_ids(const waste::chat::ChatFormat& format) {
         const auto suffix = format.tokenizer->encode(format.chat_template->role("assistant").second, true);
         if (suffix.size() == 1) ids.push_back(suffix[0]);
     }
-    const int32_t eos = format.tokenizer->eos();
-    if (eos >= 0 && std::find(ids.begin(), ids.end(), eos) == ids.end()) ids.push_back(eos);
+    for (int32_t eos : format.tokenizer->eos_ids())
+        if (std::find(ids.begin(), ids.end(), eos) == ids.end()) ids.push_back(eos);
     return ids;
 }
 

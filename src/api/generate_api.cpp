@@ -137,7 +137,10 @@ waste_status waste_session_generate(waste_session* session, waste_sampler* sampl
         TextStream text(*options);
         waste::runtime::Sampler greedy(waste::runtime::SamplerOptions{});
         waste::runtime::Sampler& chooser = sampler ? *sampler->sampler : greedy;
-        const int64_t eos = (options->flags & WASTE_GENERATE_IGNORE_EOS) ? -1 : session->model->container->config().eos;
+        // Every EOS id of the model ends it (config.eos_token_id's list, generation_config.json's)
+        const std::vector<int32_t> eos_ids = (options->flags & WASTE_GENERATE_IGNORE_EOS)
+                                                 ? std::vector<int32_t>{}
+                                                 : session->model->container->config().eos_ids;
         waste::runtime::Session& s = *session->session;
 
         // A grammar masks each step's logits in a copy (the session's stay
@@ -150,7 +153,7 @@ waste_status waste_session_generate(waste_session* session, waste_sampler* sampl
             grammar_run = std::make_unique<waste::api::GrammarRun>(*options->grammar, "waste_session_generate");
             masker = grammar_run->masker.get();
             end_tokens = stop_tokens;
-            if (eos >= 0) end_tokens.push_back(static_cast<int32_t>(eos));
+            end_tokens.insert(end_tokens.end(), eos_ids.begin(), eos_ids.end());
         }
 
         session->flush_pending();
@@ -180,7 +183,7 @@ waste_status waste_session_generate(waste_session* session, waste_sampler* sampl
             session->pending.push_back(chosen.id);
             ++out_result->tokens;
             std::string_view piece;
-            if (chosen.id == eos) {
+            if (std::find(eos_ids.begin(), eos_ids.end(), chosen.id) != eos_ids.end()) {
                 out_result->stop_reason = WASTE_STOP_EOS;
                 stopped = true;
             } else if (auto hit = std::find(stop_tokens.begin(), stop_tokens.end(), chosen.id); hit != stop_tokens.end()) {

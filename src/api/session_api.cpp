@@ -112,13 +112,13 @@ waste_status waste_session_generate_greedy(waste_session* session, size_t max_to
         session->flush_pending();
         auto& s = *session->session;
         if (s.position() == 0) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_generate_greedy: evaluate a prompt first");
-        const int64_t eos = session->model->container->config().eos;
+        const auto& config = session->model->container->config();
         for (size_t i = 0; i < max_tokens; ++i) {
             const auto& logits = s.logits();
             const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
             out_tokens[(*out_count)++] = next;
             if (on_token && on_token(next, user)) break;
-            if (next == eos) break;
+            if (config.is_eos(next)) break;
             if (i + 1 < max_tokens) s.eval(&next, 1);
         }
     });

@@ -1,5 +1,6 @@
 // tokenizer_api.cpp — the tokenizer part of the C ABI (include/waste/waste.h)
 // over src/text: handles for a tokenizer and a streaming detokenizer.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -142,6 +143,12 @@ uint32_t waste_tokenizer_token_count(const waste_tokenizer* tokenizer) {
 int32_t waste_tokenizer_bos(const waste_tokenizer* tokenizer) { return tokenizer ? tokenizer->tokenizer->bos() : -1; }
 
 int32_t waste_tokenizer_eos(const waste_tokenizer* tokenizer) { return tokenizer ? tokenizer->tokenizer->eos() : -1; }
+size_t waste_tokenizer_eos_ids(const waste_tokenizer* tokenizer, int32_t* out_ids, size_t capacity) {
+    if (!tokenizer) return 0;
+    const auto& ids = tokenizer->tokenizer->eos_ids();
+    if (out_ids) std::copy_n(ids.begin(), std::min(capacity, ids.size()), out_ids);
+    return ids.size();
+}
 
 int32_t waste_tokenizer_special_id(const waste_tokenizer* tokenizer, const char* text) {
     if (!tokenizer || !text) return -1;

@@ -168,6 +168,8 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
         info["shared_experts"] = c.shared_experts;
         info["hidden"] = c.hidden;
         info["vocab"] = c.vocab;
+        info["bos_id"] = c.bos;      // -1: none
+        info["eos_ids"] = c.eos_ids; // every id that ends a generation: config.json's, then generation_config.json's
         info["params_total"] = summary.params_total;
         info["params_active"] = summary.params_active;
         info["params_trunk"] = summary.params_trunk;

@@ -423,7 +423,8 @@ std::vector<int32_t> jinja_stop_ids(const JinjaFormat& format, const text::Token
     for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|return|>", "<|call|>", "<|user|>", "<|observation|>"})
         if (format.source.find(end) != std::string::npos) add(end);
     add(format.eos_token.value_or(""));
-    if (tokenizer.eos() >= 0 && std::find(ids.begin(), ids.end(), tokenizer.eos()) == ids.end()) ids.push_back(tokenizer.eos());
+    for (int32_t eos : tokenizer.eos_ids())
+        if (std::find(ids.begin(), ids.end(), eos) == ids.end()) ids.push_back(eos);
     return ids;
 }
 

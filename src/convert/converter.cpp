@@ -73,6 +73,22 @@ ordered_json container_config(const ordered_json& release) {
     return flat;
 }
 
+// The release's generation_config.json, kept verbatim for its EOS ids
+// (Container::open adds them to the config's), after the checks the engine
+// makes: a JSON object whose special ids are ids or lists of ids below
+// vocab_size. None when the release has none.
+std::optional<std::string> read_generation_config(const std::string& source_dir, int64_t vocab) {
+    if (source_dir.empty()) return std::nullopt;
+    const fs::path path = platform::utf8_path(source_dir) / "generation_config.json";
+    std::error_code error;
+    if (!fs::exists(path, error)) return std::nullopt;
+    std::string text = platform::read_small_file(platform::utf8_text(path), format::max_generation_config_bytes);
+    const json parsed = json::parse(text, nullptr, false);
+    if (parsed.is_discarded()) fail(WASTE_ERR_FORMAT, "generation_config.json: not JSON");
+    format::parse_special_ids(parsed, "generation_config.json", vocab);
+    return text;
+}
+
 uint64_t fnv1a(std::string_view text) {
     uint64_t h = 0xcbf29ce484222325ull;
     for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
@@ -200,6 +216,7 @@ void record_shard_header(const fs::path& shard_path, const fs::path& work, const
 bool is_container_file(const std::string& name) {
     for (const char* known : {"manifest.json", "trunk.bin", "codebooks.bin", "tokenizer.model", "specials.json",
                               "tokenizer.json", "chat.json", "chat_template.jinja", "chat_tokens.json", "vision.json",
+                              "generation_config.json",
                               "usage.waste"})
         if (name == known) return true;
     if (!name.starts_with("experts-L") || !name.ends_with(".bin")) return false;
@@ -626,6 +643,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     const format::ExpertLayout layout = has_moe ? format::expert_layout(model, quant) : format::ExpertLayout{};
     const TokenizerFiles tokenizer =
         source_dir.empty() ? TokenizerFiles{} : read_tokenizer_files(source_dir, model.vocab);
+    const std::optional<std::string> generation_config = read_generation_config(source_dir, model.vocab);
 
     json fingerprint = {{"config", config.dump()},
                         {"quant", format::expert_quant_json(quant)},
@@ -647,6 +665,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     // it (every one before tokenizer.json was stored) stay what they were.
     if (tokenizer.tokenizer_json) fingerprint["tokenizer"].push_back(fnv1a(*tokenizer.tokenizer_json));
     if (tokenizer.chat_tokens_json) fingerprint["chat_tokens"] = fnv1a(*tokenizer.chat_tokens_json);  // likewise
+    if (generation_config) fingerprint["generation_config"] = fnv1a(*generation_config);  // likewise
     if (vision.present) fingerprint["vision"] = vision.vision_json.dump();  // likewise only with a tower
     const std::string fingerprint_text = fmt::format("{:016x}", fnv1a(fingerprint.dump()));
 
@@ -817,6 +836,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     if (tokenizer.chat_json) platform::write_small_file(platform::utf8_text(out / "chat.json"), *tokenizer.chat_json);
     if (tokenizer.chat_template) platform::write_small_file(platform::utf8_text(out / "chat_template.jinja"), *tokenizer.chat_template);
     if (tokenizer.chat_tokens_json) platform::write_small_file(platform::utf8_text(out / "chat_tokens.json"), *tokenizer.chat_tokens_json);
+    if (generation_config) platform::write_small_file(platform::utf8_text(out / "generation_config.json"), *generation_config);
     if (vision.present) platform::write_small_file(platform::utf8_text(out / "vision.json"), vision.vision_json.dump(1) + "\n");
 
     ordered_json manifest;

@@ -48,8 +48,19 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
     file_size_or_fail(manifest_path, "manifest");
     const std::string text = platform::read_small_file(manifest_path, max_manifest_bytes);
     c->manifest_ = parse_manifest(text);
-    const Manifest& m = c->manifest_;
     c->container_bytes_ = text.size();
+    // generation_config.json (optional, the release's verbatim): its EOS ids
+    // end a generation too (format/model_config.h).
+    const std::string generation_path = directory + "/generation_config.json";
+    if (std::filesystem::exists(platform::utf8_path(generation_path), error)) {
+        const std::string generation_text = platform::read_small_file(generation_path, max_generation_config_bytes);
+        c->container_bytes_ += generation_text.size();
+        const nlohmann::json generation = nlohmann::json::parse(generation_text, nullptr, false);
+        if (generation.is_discarded()) fail_format("generation_config.json: not JSON");
+        add_eos_ids(&c->manifest_.config,
+                    parse_special_ids(generation, "generation_config.json", c->manifest_.config.vocab).eos);
+    }
+    const Manifest& m = c->manifest_;
 
     c->trunk_file_bytes_ = file_size_or_fail(directory + "/trunk.bin", "trunk");
     c->container_bytes_ += c->trunk_file_bytes_;

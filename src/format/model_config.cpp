@@ -258,7 +258,54 @@ void parse_gpt_oss(const json& config, const std::string& where, ModelConfig* c)
         fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (gpt_oss's router has no scaling)", where, c->routed_scaling);
 }
 
+// One special-id key: absent or null (none), an id in [-1, vocab) (-1 is
+// none), or a list of ids in [0, vocab); `bounded` false checks the shape only.
+std::vector<int32_t> special_id_list(const json& object, const char* key, const std::string& where, int64_t vocab,
+                                     bool bounded) {
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return {};
+    auto id = [&](const json& value, const std::string& at, int64_t low) -> std::optional<int32_t> {
+        if (!value.is_number_integer())
+            fail_format("{}: expected a token id (an integer), got {}", at, value.dump().substr(0, 80));
+        const int64_t number = value.is_number_unsigned()
+                                   ? static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), INT64_MAX))
+                                   : value.get<int64_t>();
+        const int64_t high = bounded ? vocab - 1 : INT32_MAX;
+        if (number < (bounded ? low : INT32_MIN) || number > high)
+            fail_format("{}: {} is out of range [{}, {}]", at, number, low, high);
+        if (number < 0) return std::nullopt;
+        return static_cast<int32_t>(number);
+    };
+    const std::string at = where + "." + key;
+    std::vector<int32_t> ids;
+    if (!it->is_array()) {
+        if (!it->is_number_integer())
+            fail_format("{}: expected a token id or a list of ids, got {}", at, it->dump().substr(0, 80));
+        if (auto one = id(*it, at, -1)) ids.push_back(*one);
+        return ids;
+    }
+    if (it->size() > max_special_ids) fail_format("{}: {} ids (at most {})", at, it->size(), max_special_ids);
+    for (size_t i = 0; i < it->size(); ++i)
+        if (auto one = id((*it)[i], fmt::format("{}[{}]", at, i), 0)) ids.push_back(*one);
+    return ids;
+}
+
 }  // namespace
+
+SpecialIds parse_special_ids(const json& object, const std::string& where, int64_t vocab) {
+    if (!object.is_object()) fail_format("{}: expected a JSON object", where);
+    SpecialIds ids;
+    ids.bos = special_id_list(object, "bos_token_id", where, vocab, true);
+    ids.eos = special_id_list(object, "eos_token_id", where, vocab, true);
+    ids.pad = special_id_list(object, "pad_token_id", where, vocab, false);
+    return ids;
+}
+
+void add_eos_ids(ModelConfig* config, const std::vector<int32_t>& ids) {
+    for (int32_t id : ids)
+        if (!config->is_eos(id)) config->eos_ids.push_back(id);
+    if (config->eos < 0 && !config->eos_ids.empty()) config->eos = config->eos_ids[0];
+}
 
 const char* moe_block_prefix(Family family) { return family == Family::kimi ? "block_sparse_moe." : "mlp."; }
 
@@ -341,8 +388,9 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.tie_embeddings = read.boolean({"tie_word_embeddings"}, false);
     // -1 means "none"; any other id must name a row of the embedding, or a
     // generation would stop on (or start from) a token the model cannot emit.
-    c.bos = read.integer({"bos_token_id"}, -1, c.vocab - 1, -1);
-    c.eos = read.integer({"eos_token_id"}, -1, c.vocab - 1, -1);
+    const SpecialIds special = parse_special_ids(config, where, c.vocab);
+    if (!special.bos.empty()) c.bos = special.bos[0];
+    add_eos_ids(&c, special.eos);
     c.rms_eps = read.real({"rms_norm_eps"}, 0.0, 1.0, 1e-6);
     const std::string act = read.string("hidden_act", "silu");
     if (act == "silu" || act == "swish") c.activation = Activation::silu;

@@ -7,6 +7,7 @@
 // against the trunk index; this file only reads the config.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -67,7 +68,9 @@ struct ModelConfig {
     int latent = 0;                  // routed_expert_hidden_size, 0 = no latent MoE
     int vocab = 0;                   // vocab_size
     bool tie_embeddings = false;     // tie_word_embeddings
-    int64_t bos = -1, eos = -1;      // bos_token_id, eos_token_id (-1 = none)
+    int64_t bos = -1, eos = -1;      // bos_token_id, eos_token_id (a list's first; -1 = none)
+    std::vector<int32_t> eos_ids;    // every EOS id, each once: eos_token_id's (an id or a list), then those of the
+                                     // container's generation_config.json (Container::open adds them); eos_ids[0] == eos
     double rms_eps = 1e-6;           // rms_norm_eps
     Activation activation = Activation::silu;
     double situ_beta = 4.0;          // activation_situ_beta
@@ -117,6 +120,7 @@ struct ModelConfig {
     int kda_layer_count() const;
     int mla_layer_count() const;
     int gqa_layer_count() const;
+    bool is_eos(int64_t token) const { return std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end(); }
     bool is_sliding(int layer) const {
         return sliding_window > 0 && layer >= 0 && static_cast<size_t>(layer) < sliding_layer.size() &&
                sliding_layer[layer] != 0;
@@ -131,5 +135,22 @@ const char* moe_block_prefix(Family family);
 // Throws waste::Error(WASTE_ERR_FORMAT) naming the key and value of the first
 // rule broken. `where` prefixes messages ("manifest: config").
 ModelConfig parse_model_config(const nlohmann::json& config, const std::string& where = "config");
+
+// The special ids a config.json or generation_config.json names:
+// bos_token_id, eos_token_id and pad_token_id, each absent, null, one id or a
+// list of ids (Hugging Face allows both; GLM-4.5's config.json lists three
+// EOS ids, Qwen3's generation_config.json two). BOS and EOS ids must be below
+// vocab (a single id may be -1, "none"); pad is checked for its shape only
+// (the engine never pads). At most max_special_ids in a list.
+inline constexpr size_t max_special_ids = 256;
+inline constexpr uint64_t max_generation_config_bytes = uint64_t{1} << 20;  // the releases' are < 1 KB
+struct SpecialIds {
+    std::vector<int32_t> bos, eos, pad;
+};
+SpecialIds parse_special_ids(const nlohmann::json& object, const std::string& where, int64_t vocab);
+
+// Adds EOS ids to config.eos_ids (those not there yet, in order); the first
+// becomes config.eos when it had none.
+void add_eos_ids(ModelConfig* config, const std::vector<int32_t>& ids);
 
 }  // namespace waste::format

@@ -237,6 +237,7 @@ Plan make_plan(const SynthOptions& options) {
     if (plan.tokenizer)
         total += plan.tokenizer->rank_file.size() + plan.tokenizer->specials_json.size() + plan.tokenizer->chat_json.size();
     if (plan.preset.vision) total += plan.preset.vision->dump(2).size() + 1;
+    if (plan.preset.generation_config) total += plan.preset.generation_config->dump(1).size() + 1;
     plan.total_bytes = total;
     return plan;
 }
@@ -263,6 +264,7 @@ void write_synthetic_container(const std::string& out_dir, const SynthOptions& o
         writer.add_file("chat.json", plan.tokenizer->chat_json);
     }
     if (preset.vision) writer.add_file("vision.json", preset.vision->dump(2) + "\n");
+    if (preset.generation_config) writer.add_file("generation_config.json", preset.generation_config->dump(1) + "\n");
     for (const TensorPlan& t : plan.trunk) {
         if (t.fmt == TrunkFormat::f32) write_f32(writer, t, options.seed);
         else write_quantized(writer, t, options.seed, progress);

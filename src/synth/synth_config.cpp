@@ -420,6 +420,28 @@ void derive_layer_lists(ordered_json& config, MlaPattern pattern, int64_t layers
     config["linear_attn_config"]["full_attn_layers"] = mla;
 }
 
+
+// The special ids in the shapes the releases write them (issue 37), on the
+// synthetic specials ([BOS] = ranks, [EOS] + 1, <|end_of_msg|> + 2, <|close|>
+// + 4): GLM-4.5's config.json lists three EOS ids (its <|endoftext|>,
+// <|user|>, <|observation|>); Qwen3's generation_config.json lists two
+// (<|im_end|>, then <|endoftext|>, which is also its BOS) beside the
+// config's one, with a pad id and sampling defaults. An override of
+// eos_token_id keeps the config's and writes no generation config.
+void release_special_ids(ordered_json& config, const json& patch, int64_t ranks, ResolvedPreset* r) {
+    if (has_key(patch, "eos_token_id")) return;
+    const std::string model_type = config.value("model_type", "");
+    if (model_type == "glm4_moe") {
+        config["eos_token_id"] = {ranks + 1, ranks + 2, ranks + 4};
+        config["pad_token_id"] = ranks + 1;
+    } else if (model_type == "qwen3_moe") {
+        r->generation_config = ordered_json{{"bos_token_id", ranks},          {"do_sample", true},
+                                            {"eos_token_id", {ranks + 2, ranks}}, {"pad_token_id", ranks},
+                                            {"temperature", 0.6},            {"top_k", 20},
+                                            {"top_p", 0.95}};
+    }
+}
+
 }  // namespace
 
 const std::vector<Preset>& presets() {
@@ -535,6 +557,7 @@ ResolvedPreset resolve_preset(const SynthOptions& options) {
         // Specials follow the ranks: [BOS], [EOS], <|end_of_msg|>, ... (synth_tokenizer.h)
         if (!has_key(patch, "bos_token_id")) config["bos_token_id"] = ranks;
         if (!has_key(patch, "eos_token_id")) config["eos_token_id"] = ranks + 2;
+        release_special_ids(config, patch, ranks, &r);
         if (config.contains("_outer") && config["_outer"].is_object() &&
             !has_nested_key(patch, "_outer", "media_placeholder_token_id"))
             config["_outer"]["media_placeholder_token_id"] = ranks + 8;

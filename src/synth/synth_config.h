@@ -48,6 +48,7 @@ struct ResolvedPreset {
     int special_slots = 0;           // ids after the ranks reserved for specials
     int64_t reserved_tokens = 0;     // ids after the specials that no token has
     std::optional<nlohmann::ordered_json> vision;  // vision.json when the container has a tower
+    std::optional<nlohmann::ordered_json> generation_config;  // generation_config.json, in the release's shape
     bool k3_like = false;            // K3 conventions: A_log padded to head_dim, a vision tensor outside the prefix
     // Config flags the reader settles from the tensors; the synth decides them here.
     bool kda_full_rank_gate = false;  // linear_attn_config.use_full_rank_gate

@@ -298,8 +298,10 @@ std::shared_ptr<const Tokenizer> parse_tokenizer_json(std::string_view text, con
         fail(WASTE_ERR_FORMAT, "{}", error.what());
     }
     try {
-        return std::make_shared<const Tokenizer>(std::move(model.vocab), std::move(specials), std::move(pipeline),
-                                                 ids.bos, ids.eos, ids.model_vocab);
+        auto tokenizer = std::make_shared<Tokenizer>(std::move(model.vocab), std::move(specials), std::move(pipeline),
+                                                     ids.bos, ids.eos, ids.model_vocab);
+        tokenizer->add_eos_ids(ids.eos_ids);
+        return tokenizer;
     } catch (const Error& error) {
         fail(error.status(), "{}: {}", where, error.what());
     }

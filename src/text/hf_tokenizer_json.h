@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "text/tokenizer.h"
 
@@ -48,6 +49,7 @@ inline constexpr size_t max_vocab_entries = size_t{1} << 22;
 struct TokenizerIds {
     int32_t bos = -1;  // -1: none
     int32_t eos = -1;
+    std::vector<int32_t> eos_ids;  // every id that ends a generation (Tokenizer::eos_ids); eos added first
     int32_t model_vocab = 0;  // 0: none (tokenizer.h)
 };
 

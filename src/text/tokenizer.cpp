@@ -48,7 +48,13 @@ Tokenizer::Tokenizer(RankTable vocab, std::vector<SpecialToken> added_tokens,
     check_specials();
 }
 
+void Tokenizer::add_eos_ids(std::span<const int32_t> ids) {
+    for (int32_t id : ids)
+        if (id >= 0 && !is_eos(id)) eos_ids_.push_back(id);
+}
+
 void Tokenizer::check_specials() {
+    if (eos_ >= 0) eos_ids_ = {eos_};
     vocab_size_ = std::max(static_cast<int32_t>(ranks_.size()), model_vocab_);
     for (size_t i = 0; i < specials_.size(); ++i) {
         const SpecialToken& special = specials_[i];

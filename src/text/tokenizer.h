@@ -33,6 +33,8 @@
 // (detokenizer.h).
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -77,6 +79,12 @@ public:
     int32_t vocab_size() const { return vocab_size_; }
     int32_t bos() const { return bos_; }
     int32_t eos() const { return eos_; }
+    // Every id that ends a generation: eos() first, then the others the
+    // model's config lists (a list of eos_token_id, generation_config.json).
+    const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+    bool is_eos(int32_t id) const { return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end(); }
+    // Adds ids not listed yet (the loaders call it before sharing the tokenizer).
+    void add_eos_ids(std::span<const int32_t> ids);
     std::optional<int32_t> special_id(std::string_view text) const;
     const std::vector<SpecialToken>& specials() const { return specials_; }
     // The tiktoken pattern; meaningless for a tokenizer.json's (hf_pipeline() is set).
@@ -98,6 +106,7 @@ private:
     std::shared_ptr<const HfPipeline> hf_;         // a tokenizer.json's path; null for tiktoken's
     int32_t vocab_size_ = 0;
     int32_t bos_ = -1, eos_ = -1;
+    std::vector<int32_t> eos_ids_;  // eos_ first, when there is one
     int32_t model_vocab_ = 0;  // ids below it with no bytes are reserved, not refused
 };
 

@@ -86,9 +86,11 @@ std::shared_ptr<const Tokenizer> load_container_tokenizer(const format::Containe
     const int64_t eos = config.eos;
     if (bos > max_token_id || eos > max_token_id)
         fail_format("{}: bos_token_id {} / eos_token_id {} out of range", container.directory(), bos, eos);
-    return std::make_shared<const Tokenizer>(std::move(ranks), std::move(specials),
-                                             pattern.value_or(default_pattern(config)), static_cast<int32_t>(bos),
-                                             static_cast<int32_t>(eos), config.vocab);
+    auto tokenizer = std::make_shared<Tokenizer>(std::move(ranks), std::move(specials),
+                                                 pattern.value_or(default_pattern(config)), static_cast<int32_t>(bos),
+                                                 static_cast<int32_t>(eos), config.vocab);
+    tokenizer->add_eos_ids(config.eos_ids);
+    return tokenizer;
 }
 
 std::shared_ptr<const Tokenizer> load_container_tokenizer_json(const format::Container& container,
@@ -103,6 +105,7 @@ std::shared_ptr<const Tokenizer> load_container_tokenizer_json(const format::Con
     TokenizerIds ids;
     ids.bos = config.bos >= 0 ? static_cast<int32_t>(config.bos) : -1;
     ids.eos = config.eos >= 0 ? static_cast<int32_t>(config.eos) : -1;
+    ids.eos_ids = config.eos_ids;
     ids.model_vocab = config.vocab > 0 ? static_cast<int32_t>(std::min<int64_t>(config.vocab, max_token_id + 1)) : 0;
     auto tokenizer = parse_tokenizer_json(read_bounded_file(path, max_tokenizer_json_bytes), path, ids);
     if (config.vocab > 0 && tokenizer->vocab_size() > config.vocab)

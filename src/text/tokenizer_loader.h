@@ -15,7 +15,8 @@
 //
 // BOS and EOS (container-v0 §6): BOS is config.bos_token_id, or else the
 // number of ranks (the first id after the vocabulary); EOS is
-// config.eos_token_id, or none. Every rank and special id must be below
+// config.eos_token_id (a list's first), or none; every EOS id of the config
+// (ModelConfig::eos_ids) is in eos_ids(). Every rank and special id must be below
 // config.vocab_size: a token the model cannot embed is a broken container.
 // The ids left over below config.vocab_size (a reserved tail, or gaps) are
 // reserved: the model may generate them, and they decode to nothing.

@@ -6,6 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import OpenAI from 'openai';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startServer, startMiniAndK3, kimiMini, metrics } from './server.mjs';
 
 let servers;
@@ -138,6 +141,37 @@ test('tool_choice that demands a call through a Jinja template is a 400 naming t
   }
   const auto = await client.chat.completions.create({ model: 'x', messages: question, tools, tool_choice: 'auto', max_tokens: 4 });
   assert.equal(auto.choices.length, 1);
+});
+
+test('every EOS id the model lists ends a reply: generation_config.json\'s too (issue 37)', async () => {
+  // A copy of kimi-mini whose generation_config.json adds " and" to the EOS
+  // ids (as Qwen3's adds <|endoftext|> to config.json's <|im_end|>); +100 on
+  // " and" makes it the only token, so that copy stops at once while the
+  // original writes max_tokens of it.
+  const tokenize = async (content) => (await (await fetch(`${mini.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content }) })).json()).tokens;
+  const [and] = await tokenize(' and');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'waste-eos-'));
+  const copy = path.join(dir, 'kimi-mini-eos.waste');
+  cpSync(kimiMini, copy, { recursive: true });
+  writeFileSync(path.join(copy, 'generation_config.json'), JSON.stringify({ eos_token_id: [and], do_sample: true }));
+  const server = await startServer(copy, ['--model-id', 'eos']);
+  try {
+    const eosClient = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const body = { model: 'x', prompt: 'And God said', max_tokens: 6, temperature: 1, seed: 3, logit_bias: { [and]: 100 } };
+    const plain = await client.completions.create(body);
+    assert.equal(plain.choices[0].finish_reason, 'length');
+    assert.equal(plain.choices[0].text, ' and'.repeat(6));
+    const ended = await eosClient.completions.create(body);
+    assert.equal(ended.choices[0].finish_reason, 'stop');
+    assert.equal(ended.choices[0].text, '', 'the EOS token is not part of the reply');
+    assert.equal(ended.usage.completion_tokens, 1);
+    const chat = await eosClient.chat.completions.create({ model: 'x', messages: question, max_tokens: 6, temperature: 1, seed: 3, logit_bias: { [and]: 100 } });
+    assert.equal(chat.choices[0].finish_reason, 'stop');
+    assert.equal(chat.choices[0].message.content ?? '', '', 'nothing before the EOS');
+  } finally {
+    assert.equal((await server.stop()).code, 0);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill does', async () => {
