@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -40,7 +41,8 @@ j-uuid ::= [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a
 // Keywords that describe and constrain nothing.
 const std::set<std::string> annotations = {"title",   "description", "$schema",  "$id",       "$comment", "examples",
                                             "default", "deprecated",  "readOnly", "writeOnly", "$defs",    "definitions",
-                                            "$anchor", "strict"};
+                                            "$anchor", "strict",
+                                            "discriminator"};  // OpenAPI / Pydantic: names the tag, constrains nothing
 
 std::string pointer_escape(const std::string& key) {
     std::string out;
@@ -173,12 +175,14 @@ private:
             return name;
         }
         if (const Json* value = take("const")) {
+            type_beside_values(path, Json::array({*value}), take("type"));
             leftover(" beside const");
             return literal(value->dump());
         }
         if (const Json* values = take("enum")) {
-            leftover(" beside enum");
             if (!values->is_array() || values->empty()) refuse(path + "/enum", "enum must be a non-empty array");
+            type_beside_values(path, *values, take("type"));
+            leftover(" beside enum");
             if (values->size() > max_enum_values) refuse(path + "/enum", fmt::format("more than {} values", max_enum_values));
             std::string out = "( ";
             for (size_t i = 0; i < values->size(); ++i) out += (i ? " | " : "") + literal((*values)[i].dump());
@@ -188,8 +192,17 @@ private:
             if (const Json* branches = take(combinator)) {
                 leftover(fmt::format(" beside {}", combinator));
                 if (!branches->is_array() || branches->empty()) refuse(path + "/" + combinator, "must be a non-empty array");
-                if (std::string(combinator) == "oneOf" && !disjoint(*branches))
-                    refuse(path + "/oneOf", "oneOf whose branches may overlap cannot be enforced exactly (give each branch a different type, or use anyOf)");
+                if (std::string(combinator) == "oneOf")
+                    if (const auto pair = overlapping_pair(*branches)) {
+                        if (proof_exhausted_)
+                            refuse(path + "/oneOf", fmt::format("proving oneOf's branches disjoint took more than {} "
+                                                                "comparisons: too large to enforce exactly (use anyOf)",
+                                                                max_oneof_comparisons));
+                        refuse(path + "/oneOf", fmt::format("oneOf whose branches may overlap cannot be enforced exactly: "
+                                                            "nothing proves branches {} and {} disjoint (give each branch a "
+                                                            "different type, a required property with a different const or "
+                                                            "enum, or use anyOf)", pair->first, pair->second));
+                    }
                 std::string out = "( ";
                 for (size_t i = 0; i < branches->size(); ++i)
                     out += (i ? " | " : "") + translate((*branches)[i], fmt::format("{}/{}/{}", path, combinator, i),
@@ -267,26 +280,165 @@ private:
         return alternatives + " )";
     }
 
-    // Whether no value can match two branches: each branch's possible JSON
-    // types (from type, const or enum) are disjoint from every other's.
-    bool disjoint(const Json& branches) {
-        std::set<std::string> seen;
-        for (const auto& branch : branches) {
-            std::set<std::string> kinds;
-            if (branch.is_object() && branch.contains("type")) {
-                const Json& type = branch["type"];
-                if (type.is_string()) kinds.insert(type.get<std::string>());
-                else if (type.is_array()) for (const auto& t : type) if (t.is_string()) kinds.insert(t.get<std::string>());
-            } else if (branch.is_object() && branch.contains("const")) {
-                kinds.insert("const:" + branch["const"].dump());
-            } else {
-                return false;
-            }
-            if (kinds.count("integer") || kinds.count("number")) kinds.insert({"integer", "number"});
-            for (const auto& k : kinds)
-                if (!seen.insert(k).second) return false;
+    // "type" beside const or enum (as Pydantic writes a Literal) changes
+    // nothing when every value has that type; a value of another type could
+    // never be valid, so it is refused rather than written.
+    void type_beside_values(const std::string& path, const Json& values, const Json* type) {
+        if (!type) return;
+        const unsigned bits = declared_bits(Json{{"type", *type}});
+        for (const Json& v : values)
+            if (!(value_bits(v) & bits))
+                refuse(path + "/type", fmt::format("value {} is not of type {}", v.dump(), type->dump()));
+    }
+
+    // oneOf is enforced as the alternation of its branches, which is exact
+    // only when no value can match two of them: every pair of branches must be
+    // provably disjoint (GRAMMAR.md "oneOf"). The proof is over what each
+    // schema means (not only what its grammar writes), so a branch without
+    // "type", const or enum counts as allowing every type.
+    // The first pair of branches not proved disjoint, if any.
+    std::optional<std::pair<size_t, size_t>> overlapping_pair(const Json& branches) {
+        for (size_t i = 0; i < branches.size(); ++i)
+            for (size_t j = i + 1; j < branches.size(); ++j)
+                if (!disjoint_pair(branches[i], branches[j], 0)) return std::pair{i, j};
+        return std::nullopt;
+    }
+
+    // The JSON types a value can have, with numbers split so that "integer"
+    // is a subset of "number" (1.0 is an integer in JSON Schema).
+    enum TypeBit : unsigned { t_null = 1, t_boolean = 2, t_integer = 4, t_fraction = 8, t_string = 16, t_array = 32, t_object = 64 };
+    static constexpr unsigned t_any = 127;
+
+    static unsigned type_bits(const std::string& type) {
+        if (type == "null") return t_null;
+        if (type == "boolean") return t_boolean;
+        if (type == "integer") return t_integer;
+        if (type == "number") return t_integer | t_fraction;
+        if (type == "string") return t_string;
+        if (type == "array") return t_array;
+        if (type == "object") return t_object;
+        return t_any;  // unknown: translate() refuses it
+    }
+    static unsigned value_bits(const Json& value) {
+        if (value.is_null()) return t_null;
+        if (value.is_boolean()) return t_boolean;
+        if (value.is_number_integer()) return t_integer;
+        if (value.is_number_float()) {
+            const double v = value.get<double>();
+            return std::isfinite(v) && v == std::floor(v) ? t_integer : t_fraction;
         }
-        return true;
+        if (value.is_string()) return t_string;
+        if (value.is_array()) return t_array;
+        return t_object;
+    }
+    // The types "type" allows, t_any without one.
+    static unsigned declared_bits(const Json& schema) {
+        auto it = schema.find("type");
+        if (it == schema.end()) return t_any;
+        if (it->is_string()) return type_bits(it->get<std::string>());
+        unsigned bits = 0;
+        if (it->is_array())
+            for (const auto& t : *it) bits |= t.is_string() ? type_bits(t.get<std::string>()) : t_any;
+        return bits ? bits : t_any;
+    }
+    // const or enum's values, empty when the schema names none.
+    static std::vector<Json> listed_values(const Json& schema) {
+        if (auto it = schema.find("const"); it != schema.end()) return {*it};
+        if (auto it = schema.find("enum"); it != schema.end() && it->is_array()) return {it->begin(), it->end()};
+        return {};
+    }
+    // A subschema's $ref followed (a chain of at most max_schema_depth); null
+    // where it does not resolve (translate() refuses that).
+    const Json* follow(const Json* schema) {
+        for (size_t hops = 0; schema->is_object() && schema->contains("$ref"); ++hops) {
+            const Json& ref = (*schema)["$ref"];
+            if (hops > max_schema_depth || !ref.is_string()) return nullptr;
+            const std::string target = ref.get<std::string>();
+            if (target.empty() || target[0] != '#') return nullptr;
+            try {
+                schema = &root_.at(Json::json_pointer(target.substr(1)));
+            } catch (const std::exception&) {
+                return nullptr;
+            }
+        }
+        return schema;
+    }
+
+    // True only when no JSON value is valid under both a and b: their types
+    // (from type, const, enum) share none; or their listed values share none;
+    // or both are objects only and a property both require is provably
+    // disjoint between them (the tagged union: a discriminator's const or
+    // enum); or one is closed (additionalProperties false) and the other
+    // requires a property it does not list. anyOf/oneOf branches are
+    // disjoint from b when each one is. Anything else is "may overlap".
+    bool disjoint_pair(const Json& a_in, const Json& b_in, size_t depth) {
+        if (depth > max_schema_depth) return false;
+        // $refs can make the branches' expansion exponential: a schema's
+        // proofs share one bound, and "may overlap" past it
+        if (++proof_comparisons_ > max_oneof_comparisons) proof_exhausted_ = true;
+        if (proof_exhausted_) return false;
+        const Json* a = follow(&a_in);
+        const Json* b = follow(&b_in);
+        if (!a || !b || !a->is_object() || !b->is_object()) return false;  // true (any value), or refused later
+        for (const Json* one : {a, b}) {
+            const Json* other = one == a ? b : a;
+            for (const char* combinator : {"anyOf", "oneOf"})
+                if (auto it = one->find(combinator); it != one->end() && it->is_array() && !it->empty()) {
+                    for (const auto& branch : *it)
+                        if (!disjoint_pair(branch, *other, depth + 1)) return false;
+                    return true;
+                }
+            if (one->contains("allOf") || one->contains("not")) return false;
+        }
+        const std::vector<Json> a_values = listed_values(*a), b_values = listed_values(*b);
+        const unsigned a_types = declared_bits(*a), b_types = declared_bits(*b);
+        auto allowed = [](const std::vector<Json>& values, unsigned types, const Json& v) {
+            if (!(value_bits(v) & types)) return false;
+            return values.empty() || std::find(values.begin(), values.end(), v) != values.end();
+        };
+        if (!a_values.empty() || !b_values.empty()) {
+            const bool a_listed = !a_values.empty();
+            const std::vector<Json>& listed = a_listed ? a_values : b_values;
+            const std::vector<Json>& other_values = a_listed ? b_values : a_values;
+            const unsigned own_types = a_listed ? a_types : b_types, other_types = a_listed ? b_types : a_types;
+            bool any_shared = false;
+            for (const Json& v : listed)
+                if ((value_bits(v) & own_types) && allowed(other_values, other_types, v)) any_shared = true;
+            if (!any_shared) return true;
+        }
+        const unsigned common = a_types & b_types;
+        if (common == 0) return true;
+        if (common != t_object) return false;
+        // Both objects only: a property both require, provably disjoint.
+        auto names = [](const Json& schema, const char* key) {
+            std::set<std::string> out;
+            if (auto it = schema.find(key); it != schema.end() && it->is_array())
+                for (const auto& n : *it)
+                    if (n.is_string()) out.insert(n.get<std::string>());
+            return out;
+        };
+        auto property = [](const Json& schema, const std::string& name) -> const Json* {
+            auto it = schema.find("properties");
+            if (it == schema.end() || !it->is_object() || !it->contains(name)) return nullptr;
+            return &(*it)[name];
+        };
+        const std::set<std::string> a_required = names(*a, "required"), b_required = names(*b, "required");
+        for (const std::string& name : a_required)
+            if (b_required.count(name)) {
+                const Json* pa = property(*a, name);
+                const Json* pb = property(*b, name);
+                if (pa && pb && disjoint_pair(*pa, *pb, depth + 1)) return true;
+            }
+        // Closed objects: a required name the other neither lists nor allows.
+        auto closed = [](const Json& schema) {
+            auto it = schema.find("additionalProperties");
+            return it != schema.end() && it->is_boolean() && !it->get<bool>() && !schema.contains("patternProperties");
+        };
+        for (const auto& [one, other_required] : {std::pair{a, &b_required}, std::pair{b, &a_required}})
+            if (closed(*one))
+                for (const std::string& name : *other_required)
+                    if (!property(*one, name)) return true;
+        return false;
     }
 
     template <typename Take>
@@ -488,6 +640,8 @@ private:
 
     const Json& root_;
     std::map<std::string, std::string> rules_;
+    size_t proof_comparisons_ = 0;  // disjoint_pair calls for all of the schema's oneOfs
+    bool proof_exhausted_ = false;
     std::map<std::string, std::string> ref_rules_;
     size_t ref_depth_ = 0;
 };

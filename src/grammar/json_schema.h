@@ -23,6 +23,9 @@ namespace waste::grammar {
 constexpr size_t max_schema_bytes = 1u << 20;    // a schema is a request's field: 1 MiB is generous
 constexpr size_t max_schema_depth = 64;          // nesting of subschemas, and of $ref chains
 constexpr size_t max_enum_values = 4096;
+// Pairwise comparisons spent proving a schema's oneOf branches disjoint (a
+// 256-branch oneOf of tagged objects costs ~100,000).
+constexpr size_t max_oneof_comparisons = 1u << 20;
 
 // GBNF text whose rule "root" is the schema's language.
 std::string json_schema_to_gbnf(std::string_view schema_text);
