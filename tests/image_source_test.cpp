@@ -4,9 +4,12 @@
 // with OpenAI's error object and its code. Exact comparisons: bytes are bytes.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,18 +18,22 @@
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct Read {
     waste_status status = WASTE_OK;
     std::string bytes, code, message;
 };
 
-Read read_source(const std::string& ref, uint32_t flags = 0) {
+// flags for waste_image_source_read; with `dir`, waste_image_source_read_in_dir instead.
+Read read_source(const std::string& ref, uint32_t flags = 0, const char* dir = nullptr, bool in_dir = false) {
     Read out;
     char* bytes = nullptr;
     size_t size = 0;
     char* error_json = nullptr;
     waste_error error{};
-    out.status = waste_image_source_read(ref.data(), ref.size(), flags, &bytes, &size, &error_json, &error);
+    out.status = in_dir ? waste_image_source_read_in_dir(ref.data(), ref.size(), dir, &bytes, &size, &error_json, &error)
+                        : waste_image_source_read(ref.data(), ref.size(), flags, &bytes, &size, &error_json, &error);
     if (bytes) out.bytes.assign(bytes, size);
     if (error_json) {
         const auto parsed = nlohmann::json::parse(error_json);
@@ -96,6 +103,62 @@ TEST(ImageSource, LocalFilesOnlyWhenAllowedAndBounded) {
     char* bytes = nullptr;
     size_t size = 0;
     EXPECT_EQ(waste_image_source_read("x", 1, 2, &bytes, &size, nullptr, &error), WASTE_ERR_INVALID_ARGUMENT) << "unknown flag";
+    // A FIFO named as an image is refused at once, not waited on for a writer.
+    const std::string fifo = (tmp / "fifo.png").string();
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(read_source(fifo, WASTE_IMAGE_LOCAL_FILES).code, "invalid_image");
+}
+
+// A server's --image-dir (issue 35): only regular files under the directory,
+// after links and ".." are resolved; what lies outside is refused in words
+// that do not say whether it exists, and no refusal quotes a file.
+TEST(ImageSource, AnImageDirReadsOnlyRegularFilesUnderIt) {
+    waste_test::TempDir tmp;
+    const fs::path dir = tmp / "images";
+    fs::create_directories(dir / "sub");
+    const std::string gif("GIF89a\0\1", 8);
+    waste_test::write_file(dir / "ok.gif", gif);
+    waste_test::write_file(dir / "sub" / "deep.gif", gif);
+    waste_test::write_file(tmp / "secret.txt", "PRIVATE-CONTENTS");
+    fs::create_symlink(tmp / "secret.txt", dir / "outside-link.gif");
+    fs::create_symlink(dir / "ok.gif", dir / "inside-link.gif");
+    fs::create_symlink("/dev/zero", dir / "zero.gif");
+    ASSERT_EQ(::mkfifo((dir / "fifo.gif").c_str(), 0600), 0);
+    const std::string d = dir.string();
+    auto in_dir = [&](const std::string& ref) { return read_source(ref, 0, d.c_str(), true); };
+
+    for (const std::string& ref : std::vector<std::string>{(dir / "ok.gif").string(), "ok.gif", "file://" + (dir / "ok.gif").string(), "sub/deep.gif",
+                                   "sub/../ok.gif", "inside-link.gif", (tmp / "images" / "." / "ok.gif").string()}) {
+        const Read r = in_dir(ref);
+        ASSERT_EQ(r.status, WASTE_OK) << ref << ": " << r.message;
+        EXPECT_EQ(r.bytes.size(), 8u) << ref;
+    }
+    // Outside: the same refusal whether or not the file exists.
+    const std::string outside_words = "is not allowed: only files under the server's image directory are read";
+    for (const std::string& ref : std::vector<std::string>{(tmp / "secret.txt").string(), (tmp / "missing.txt").string(), "../secret.txt",
+                                   "sub/../../secret.txt", "outside-link.gif", "zero.gif", "/etc/passwd", "/dev/zero",
+                                   "missing.gif", d, "file://" + (tmp / "secret.txt").string()}) {
+        const Read r = in_dir(ref);
+        EXPECT_EQ(r.status, WASTE_ERR_INVALID_ARGUMENT) << ref;
+        EXPECT_EQ(r.code, "local_images_disallowed") << ref << ": " << r.message;
+        EXPECT_NE(r.message.find(outside_words), std::string::npos) << r.message;
+        EXPECT_EQ(r.message.find("PRIVATE"), std::string::npos) << r.message;
+        EXPECT_EQ(r.message.find("No such file"), std::string::npos) << r.message;
+    }
+    // Inside but not a regular file: refused at once (a FIFO never blocks)
+    for (const std::string ref : {"fifo.gif", "sub"}) {
+        const Read r = in_dir(ref);
+        EXPECT_EQ(r.code, "invalid_image") << ref << ": " << r.message;
+        EXPECT_NE(r.message.find("is not an image file"), std::string::npos) << r.message;
+    }
+    // No directory: nothing local; a directory that is not one: an argument error
+    EXPECT_EQ(read_source((dir / "ok.gif").string(), 0, nullptr, true).code, "local_images_disallowed");
+    const std::string not_dir = (dir / "ok.gif").string();
+    const Read bad = read_source("ok.gif", 0, not_dir.c_str(), true);
+    EXPECT_EQ(bad.status, WASTE_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(bad.message.find("is not a directory"), std::string::npos) << bad.message;
+    // data: URLs as ever
+    EXPECT_EQ(in_dir("DATA:;BASE64,AAEC").bytes, std::string("\0\1\2", 3));
 }
 
 }  // namespace

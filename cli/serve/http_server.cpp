@@ -250,7 +250,7 @@ void chat_completions(ServerContext& ctx, const httplib::Request& req, httplib::
             throw bad_request("this server was started without --vision: images cannot be read", "messages", "vision_disabled");
         // Read and measure every image, then render again with their sizes:
         // each image part becomes its media block (k3-chat.md §10).
-        RequestImages images = read_request_images(ctx.engine, rendered["images"], ctx.settings.allow_local_images);
+        RequestImages images = read_request_images(ctx.engine, rendered["images"], ctx.settings.image_dir);
         options.erase("list_images");
         options["image_sizes"] = images.sizes;
         rendered = render_chat(ctx, req.body, options);
@@ -432,7 +432,21 @@ void configure_http(httplib::Server& server, ServerContext& ctx) {
             send_error(res, ApiError{400, "bytes after a refused request's headers are not a request", "invalid_request_error", "", ""});
             return httplib::Server::HandlerResponse::Handled;
         }
-        if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+        const bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+        std::string path = req.path;
+        while (path.size() > 1 && path.back() == '/') path.pop_back();
+        // Authentication first: nothing about the request (its size
+        // included) is answered to a client without the key. A refused
+        // body is never read, so its connection closes.
+        if (path != "/health" && !authorized(ctx.settings.api_key, req.get_header_value("Authorization"))) {
+            if (has_body) {
+                res.set_header("Connection", "close");
+                end_connection_after_response(req);
+            }
+            send_error(res, ApiError{401, "a valid API key is required: send 'Authorization: Bearer KEY'", "authentication_error", "", "invalid_api_key"});
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (has_body) {
             if (!req.has_header("Content-Length")) {
                 // Also a chunked body: its length is unknown before reading.
                 res.set_header("Connection", "close");
@@ -452,12 +466,6 @@ void configure_http(httplib::Server& server, ServerContext& ctx) {
                 return httplib::Server::HandlerResponse::Handled;
             }
         }
-        std::string path = req.path;
-        while (path.size() > 1 && path.back() == '/') path.pop_back();
-        if (path != "/health" && !authorized(ctx.settings.api_key, req.get_header_value("Authorization"))) {
-            send_error(res, ApiError{401, "a valid API key is required: send 'Authorization: Bearer KEY'", "authentication_error", "", "invalid_api_key"});
-            return httplib::Server::HandlerResponse::Handled;
-        }
         return httplib::Server::HandlerResponse::Unhandled;
     });
 
@@ -470,14 +478,19 @@ void configure_http(httplib::Server& server, ServerContext& ctx) {
         send_error(res, ApiError{res.status, message, error_type_for(res.status), "", res.status == 404 ? "not_found" : ""});
     });
 
-    server.Get(R"(/health/?)", [&ctx](const httplib::Request&, httplib::Response& res) {
+    // /health needs no key (a load balancer probes it), so without one it
+    // says only whether the server is ready: the model and the build are
+    // for clients that hold the key.
+    server.Get(R"(/health/?)", [&ctx](const httplib::Request& req, httplib::Response& res) {
         const bool ready = ctx.ready.load();
         res.status = ready ? 200 : 503;
-        res.set_content(dump(json{{"status", ready ? "ok" : "loading"},
-                                  {"model", ctx.engine.model_id},
-                                  {"engine", ctx.engine_build},
-                                  {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.metrics.started).count()}}),
-                        "application/json");
+        json health = {{"status", ready ? "ok" : "loading"}};
+        if (authorized(ctx.settings.api_key, req.get_header_value("Authorization"))) {
+            health["model"] = ctx.engine.model_id;
+            health["engine"] = ctx.engine_build;
+            health["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.metrics.started).count();
+        }
+        res.set_content(dump(health), "application/json");
     });
     server.Get(R"(/metrics/?)", [&ctx](const httplib::Request&, httplib::Response& res) {
         res.set_content(ctx.metrics.prometheus_text(), "text/plain; version=0.0.4");

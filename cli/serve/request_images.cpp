@@ -1,6 +1,8 @@
 // request_images.cpp — see request_images.h.
 #include "request_images.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "api_error.h"
@@ -9,7 +11,7 @@ namespace waste_serve {
 
 using nlohmann::json;
 
-RequestImages read_request_images(const Engine& engine, const json& refs, bool allow_local_files) {
+RequestImages read_request_images(const Engine& engine, const json& refs, const std::string& image_dir) {
     RequestImages out;
     out.sizes = json::array();
     for (size_t i = 0; i < refs.size(); ++i) {
@@ -18,8 +20,8 @@ RequestImages read_request_images(const Engine& engine, const json& refs, bool a
         size_t size = 0;
         char* refusal = nullptr;
         waste_error error{};
-        if (waste_image_source_read(ref.data(), ref.size(), allow_local_files ? WASTE_IMAGE_LOCAL_FILES : 0, &bytes, &size, &refusal,
-                                    &error) != WASTE_OK) {
+        if (waste_image_source_read_in_dir(ref.data(), ref.size(), image_dir.empty() ? nullptr : image_dir.c_str(), &bytes, &size,
+                                           &refusal, &error) != WASTE_OK) {
             const json e = json::parse(refusal ? refusal : "{}", nullptr, false);
             waste_string_free(refusal);
             const std::string code = e.is_object() && e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>()
@@ -32,8 +34,16 @@ RequestImages read_request_images(const Engine& engine, const json& refs, bool a
         uint32_t width = 0, height = 0;
         size_t positions = 0;
         if (waste_image_dimensions_bytes(image.data(), image.size(), name.c_str(), &width, &height, &error) != WASTE_OK ||
-            waste_model_image_tokens(engine.model, width, height, &positions, &error) != WASTE_OK)
-            throw bad_request(std::string("an image cannot be read: ") + error.message, "messages", "invalid_image");
+            waste_model_image_tokens(engine.model, width, height, &positions, &error) != WASTE_OK) {
+            // A data: URL's bytes are the client's own, so the decoder's words
+            // (which quote the first bytes) may be shown; a file's are not.
+            std::string scheme = ref.substr(0, 5);
+            for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            const bool data_url = scheme == "data:";
+            throw bad_request(data_url ? std::string("an image cannot be read: ") + error.message
+                                       : fmt::format("image {}: the file is not an image this server reads", i + 1),
+                              "messages", "invalid_image");
+        }
         out.bytes.push_back(std::move(image));
         out.sizes.push_back({width, height});
         out.positions.push_back(positions);

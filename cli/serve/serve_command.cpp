@@ -44,10 +44,12 @@ struct ServeArgs {
     int port = 8080;
     std::string model_id;
     std::string api_key;
+    std::string api_key_file;
     uint32_t max_tokens = 4096;
     bool no_thinking = false;
     std::string chat_template;  // --chat-template FILE ("" = the container's)
-    bool allow_local_images = false;
+    std::string image_dir;
+    bool allow_local_images = false;  // replaced by --image-dir: refused with the reason
     bool vision = false;
     uint32_t parallel = 1;
     uint32_t queue = 64;
@@ -80,6 +82,27 @@ void print_plan(waste_model* model, const ServeArgs& args, const waste_open_opti
     fmt::print("  {:<26}{}\n", "prompt reuse (snapshots)", format_bytes(options.snapshot_bytes));
 }
 
+// The key clients must send: --api-key-file's first line, $WASTE_API_KEY, or
+// --api-key (which every user of the machine can read in ps: a warning
+// says so). "" for none.
+std::string resolve_api_key(const ServeArgs& args) {
+    if (!args.api_key_file.empty()) {
+        if (!args.api_key.empty()) throw RuntimeFailure{"--api-key and --api-key-file: give one"};
+        std::string text = read_input_file(args.api_key_file, 4096, "the API key file");
+        text = text.substr(0, text.find_first_of("\r\n"));
+        while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
+        if (text.empty()) throw RuntimeFailure{fmt::format("{}: the API key file's first line is empty", args.api_key_file)};
+        return text;
+    }
+    if (!args.api_key.empty()) {
+        fmt::print(stderr, "waste serve: warning: --api-key on the command line is visible to every user of this machine "
+                           "(ps, /proc); use --api-key-file FILE or $WASTE_API_KEY\n");
+        return args.api_key;
+    }
+    const char* key = std::getenv("WASTE_API_KEY");
+    return key ? key : "";
+}
+
 int serve(const ServeArgs& args) {
     // Signals are taken by sigwait below; block them before any thread
     // starts so none of them is interrupted instead. SIGPIPE: a client that
@@ -92,10 +115,8 @@ int serve(const ServeArgs& args) {
     signal(SIGPIPE, SIG_IGN);
 
     waste_serve::ServerContext ctx;
-    ctx.settings.api_key = args.api_key;
-    if (ctx.settings.api_key.empty())
-        if (const char* key = std::getenv("WASTE_API_KEY")) ctx.settings.api_key = key;
-    ctx.settings.allow_local_images = args.allow_local_images;
+    ctx.settings.api_key = resolve_api_key(args);
+    ctx.settings.image_dir = args.image_dir;
     ctx.settings.parallel = args.parallel;
     ctx.settings.queue = args.queue;
     ctx.engine_build = std::string("waste ") + waste_version();
@@ -119,7 +140,7 @@ int serve(const ServeArgs& args) {
     if (port <= 0) throw RuntimeFailure{fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", args.host, args.port)};
     if (!is_loopback(args.host) && ctx.settings.api_key.empty())
         fmt::print(stderr, "waste serve: warning: listening on {} without an API key: anyone who can reach this address can use the model "
-                           "(set --api-key or $WASTE_API_KEY)\n", args.host);
+                           "(set --api-key-file or $WASTE_API_KEY)\n", args.host);
     std::thread listener([&server] { server.listen_after_bind(); });
     const std::string url = fmt::format("http://{}:{}", args.host.find(':') != std::string::npos ? "[" + args.host + "]" : args.host, port);
     fmt::print("waste serve: loading {} (GET {}/health answers \"loading\" until ready)\n", args.model, url);
@@ -214,13 +235,18 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("--host", args->host, "Address to listen on (loopback by default)")->default_val("127.0.0.1");
     cmd->add_option("--port", args->port, "Port (0 = any free port, printed)")->default_val(8080)->check(CLI::Range(0, 65535));
     cmd->add_option("--model-id", args->model_id, "The model's name in the API")->default_str("the container directory's name");
-    cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (also $WASTE_API_KEY)")->default_str("none");
+    cmd->add_option("--api-key-file", args->api_key_file, "Require 'Authorization: Bearer KEY', KEY being FILE's first line (also $WASTE_API_KEY)")
+        ->default_str("none");
+    cmd->add_option("--api-key", args->api_key, "The key itself (visible to other users in ps: prefer --api-key-file)")->default_str("none");
     cmd->add_option("--max-tokens", args->max_tokens, "Reply length when a request names none")->default_val(4096)->check(CLI::Range(1, 1 << 24));
     cmd->add_flag("--no-thinking", args->no_thinking, "Answer without a reasoning phase unless a request asks for one");
     cmd->add_option("--chat-template", args->chat_template, "A Jinja chat template file to render requests with instead of the container's")
         ->default_str("none");
-    cmd->add_flag("--allow-local-images", args->allow_local_images, "Let requests name image files on this machine (never URLs)");
-    cmd->add_flag("--vision", args->vision, "Load the vision tower: image_url parts are read (base64 data: URLs; files with --allow-local-images)");
+    cmd->add_option("--image-dir", args->image_dir, "Let requests name image files under DIR (links resolved; never URLs)")
+        ->default_str("none")
+        ->check(CLI::ExistingDirectory);
+    cmd->add_flag("--allow-local-images", args->allow_local_images, "Replaced by --image-dir DIR");
+    cmd->add_flag("--vision", args->vision, "Load the vision tower: image_url parts are read (base64 data: URLs; files under --image-dir)");
     cmd->add_option("--parallel", args->parallel, "Requests generating at once (one session each)")->default_val(1)->check(CLI::Range(1, 256));
     cmd->add_option("--queue", args->queue, "Requests that may wait for a slot; more are refused with 503")->default_val(64)->check(CLI::Range(0, 4096));
     cmd->add_option("--prompt-cache", args->prompt_cache, "RAM for stored prompts (prompt reuse; 0 = off)")->default_val("64M");
@@ -232,6 +258,9 @@ void add_serve_command(CLI::App& app) {
     add_stream_options(cmd, args->stream);
     cmd->callback([args] {
         if (args->prompt_cache.empty()) throw CLI::ValidationError("--prompt-cache", "give a size, or 0 for none");
+        if (args->allow_local_images)
+            throw CLI::ValidationError("--allow-local-images",
+                                       "replaced by --image-dir DIR: requests may name image files under DIR only");
         parse_size(args->prompt_cache);
         serve(*args);
     });

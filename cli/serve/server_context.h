@@ -17,7 +17,7 @@ namespace waste_serve {
 
 struct ServeSettings {
     std::string api_key;            // empty: no key required
-    bool allow_local_images = false;
+    std::string image_dir;  // --image-dir: requests may name files under it ("" = none)
     size_t parallel = 1;
     size_t queue = 64;
 };

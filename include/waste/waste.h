@@ -1012,7 +1012,7 @@ WASTE_API waste_status waste_chat_render_json(const waste_model* model, const ch
 
 /* The bytes of one image reference as a chat request carries it
  * (k3-chat.md §10): a base64 `data:` URL; with WASTE_IMAGE_LOCAL_FILES in
- * flags (the server's --allow-local-images) also a path or `file://` URL.
+ * flags (a trusted caller: the CLI's own --image) also any path or `file://` URL.
  * `http://` and `https://` URLs are never fetched. *out_bytes holds
  * *out_size bytes plus a NUL (waste_string_free); at most 64 MiB. A refused
  * reference is WASTE_ERR_INVALID_ARGUMENT with *out_error_json (when
@@ -1023,6 +1023,18 @@ WASTE_API waste_status waste_chat_render_json(const waste_model* model, const ch
 #define WASTE_IMAGE_LOCAL_FILES 1u
 WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, uint32_t flags, char** out_bytes,
                                                size_t* out_size, char** out_error_json, waste_error* error);
+/* The same for a server whose clients may name files in one directory
+ * (`waste serve --image-dir DIR`): a path (relative ones from image_dir) or
+ * `file://` URL is read only when it resolves — links followed, `.` and `..`
+ * removed — to a regular file under image_dir's own resolved path; the file
+ * is opened without blocking (a FIFO or device never holds the caller) and
+ * its type checked before a byte is read. A path that does not resolve
+ * there is "local_images_disallowed", in the same words whether or not it
+ * exists; a file there that is not a regular file or is over 64 MiB is
+ * "invalid_image"; no refusal shows a file's contents. image_dir NULL: no
+ * local file; one that is not a directory is WASTE_ERR_INVALID_ARGUMENT. */
+WASTE_API waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, char** out_bytes,
+                                                      size_t* out_size, char** out_error_json, waste_error* error);
 
 /* Reads a generated reply back by token id (k3-chat.md §12): reasoning,
  * content and tool calls, incrementally, in the model's family's format

@@ -249,24 +249,48 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
     });
 }
 
+namespace {
+
+// waste_image_source_read and _in_dir: `local` says which files may be read.
+void read_image_source_c(const char* ref, size_t length, const waste::chat::LocalImages& local, char** out_bytes,
+                         size_t* out_size, char** out_error_json) {
+    try {
+        const std::string bytes = waste::chat::read_image_source(std::string_view(ref ? ref : "", length), local);
+        *out_bytes = to_c_string(bytes);
+        *out_size = bytes.size();
+    } catch (const waste::chat::RequestError& refused) {
+        if (out_error_json) *out_error_json = to_c_string(dump(error_object(refused.what(), refused.param(), refused.code())));
+        waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}", refused.what());
+    }
+}
+
+void clear_image_outputs(const char* function, const char* ref, size_t length, char** out_bytes, size_t* out_size,
+                         char** out_error_json) {
+    if (out_bytes) *out_bytes = nullptr;
+    if (out_size) *out_size = 0;
+    if (out_error_json) *out_error_json = nullptr;
+    if ((!ref && length) || !out_bytes || !out_size)
+        waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: ref, out_bytes and out_size are required", function);
+}
+
+}  // namespace
+
 waste_status waste_image_source_read(const char* ref, size_t length, uint32_t flags, char** out_bytes, size_t* out_size,
                                      char** out_error_json, waste_error* error) {
     return guarded(error, [&] {
-        if (out_bytes) *out_bytes = nullptr;
-        if (out_size) *out_size = 0;
-        if (out_error_json) *out_error_json = nullptr;
-        if ((!ref && length) || !out_bytes || !out_size)
-            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_image_source_read: ref, out_bytes and out_size are required");
+        clear_image_outputs("waste_image_source_read", ref, length, out_bytes, out_size, out_error_json);
         if (flags & ~WASTE_IMAGE_LOCAL_FILES) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_image_source_read: unknown flags 0x{:x}", flags);
-        try {
-            const std::string bytes =
-                waste::chat::read_image_source(std::string_view(ref ? ref : "", length), (flags & WASTE_IMAGE_LOCAL_FILES) != 0);
-            *out_bytes = to_c_string(bytes);
-            *out_size = bytes.size();
-        } catch (const waste::chat::RequestError& refused) {
-            if (out_error_json) *out_error_json = to_c_string(dump(error_object(refused.what(), refused.param(), refused.code())));
-            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}", refused.what());
-        }
+        read_image_source_c(ref, length, {.any = (flags & WASTE_IMAGE_LOCAL_FILES) != 0, .dir = ""},
+                            out_bytes, out_size, out_error_json);
+    });
+}
+
+waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, char** out_bytes,
+                                            size_t* out_size, char** out_error_json, waste_error* error) {
+    return guarded(error, [&] {
+        clear_image_outputs("waste_image_source_read_in_dir", ref, length, out_bytes, out_size, out_error_json);
+        const std::string dir = image_dir ? waste::chat::resolve_image_dir(image_dir) : "";
+        read_image_source_c(ref, length, {.any = false, .dir = dir}, out_bytes, out_size, out_error_json);
     });
 }
 

@@ -1,13 +1,16 @@
 // image_source.cpp — see image_source.h.
 #include "chat/image_source.h"
 
+#include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "chat/chat_request.h"
 #include "platform/error.h"
 #include "platform/direct_file.h"
+#include "platform/utf8_path.h"
 #include "text/base64.h"
 
 namespace waste::chat {
@@ -57,9 +60,44 @@ std::string read_local(std::string_view path, std::string_view ref) {
     }
 }
 
+// A file under `dir` (resolved): see image_source.h. The refusals for paths
+// outside it name neither the reason nor whether anything is there.
+std::string read_under(const std::string& dir, std::string_view path, std::string_view ref) {
+    namespace fs = std::filesystem;
+    const auto not_allowed = [&] {
+        return RequestError(fmt::format("image {} is not allowed: only files under the server's image directory are read",
+                                        quoted(ref)),
+                            "messages", "local_images_disallowed");
+    };
+    std::error_code error;
+    const fs::path named = platform::utf8_path(std::string(path));
+    const fs::path resolved = fs::canonical(named.is_absolute() ? named : platform::utf8_path(dir) / named, error);
+    if (error) throw not_allowed();
+    const fs::path base = platform::utf8_path(dir);
+    const auto [base_end, unused] = std::mismatch(base.begin(), base.end(), resolved.begin(), resolved.end());
+    if (base_end != base.end() || resolved == base) throw not_allowed();
+    try {
+        // open_for_reading opens without blocking and refuses what is not a regular file
+        return platform::read_small_file(platform::utf8_text(resolved), max_image_file_bytes);
+    } catch (const Error& e) {
+        const bool too_big = std::string_view(e.what()).find("more than") != std::string_view::npos;
+        throw RequestError(fmt::format("image {} is not an image file{}", quoted(ref),
+                                       too_big ? fmt::format(" (over {} bytes)", max_image_file_bytes) : " (not a readable regular file)"),
+                           "messages", "invalid_image");
+    }
+}
+
 }  // namespace
 
-std::string read_image_source(std::string_view ref, bool allow_local_files) {
+std::string resolve_image_dir(const std::string& dir) {
+    std::error_code error;
+    const std::filesystem::path resolved = std::filesystem::canonical(platform::utf8_path(dir), error);
+    if (error || !std::filesystem::is_directory(resolved, error))
+        fail(WASTE_ERR_INVALID_ARGUMENT, "image directory {} is not a directory", dir);
+    return platform::utf8_text(resolved);
+}
+
+std::string read_image_source(std::string_view ref, const LocalImages& local) {
     if (starts_with_nocase(ref, "data:")) return decode_data_url(ref);
     if (starts_with_nocase(ref, "http://") || starts_with_nocase(ref, "https://"))
         throw RequestError(fmt::format("image URL {} is not fetched: send the image as a base64 data: URL", quoted(ref)),
@@ -69,12 +107,12 @@ std::string read_image_source(std::string_view ref, bool allow_local_files) {
     const bool plain_path = !path.empty() && path.find("://") == std::string_view::npos && path.find('\0') == std::string_view::npos;
     if (!plain_path)
         throw RequestError(fmt::format("image reference {} is not a base64 data: URL", quoted(ref)), "messages", "invalid_image_url");
-    if (!allow_local_files)
-        throw RequestError(fmt::format("image {} names a file on the server, which this server does not allow "
-                                       "(--allow-local-images); send it as a base64 data: URL",
-                                       quoted(ref)),
-                           "messages", "local_images_disallowed");
-    return read_local(path, ref);
+    if (local.any) return read_local(path, ref);
+    if (!local.dir.empty()) return read_under(local.dir, path, ref);
+    throw RequestError(fmt::format("image {} names a file on the server, which this server does not allow "
+                                   "(--image-dir); send it as a base64 data: URL",
+                                   quoted(ref)),
+                       "messages", "local_images_disallowed");
 }
 
 }  // namespace waste::chat

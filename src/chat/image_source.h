@@ -14,11 +14,29 @@ namespace waste::chat {
 // noise is ~100 MB, a photo a few MB): bounded before it is read.
 inline constexpr uint64_t max_image_file_bytes = uint64_t{64} << 20;
 
+// Which files on this machine a reference may name.
+struct LocalImages {
+    bool any = false;     // every path the process can read (the CLI's own --image)
+    std::string dir;      // else, when not empty: only regular files under this directory
+};
+
 // Throws RequestError (param "messages") with code "invalid_image_url" (not a
 // base64 data: URL, a path, or a file: URL; or bad base64), "image_url_not_fetched"
-// (http/https), "local_images_disallowed" (a path or file: URL without
-// allow_local_files), or "invalid_image" (a file that cannot be read or is
-// larger than max_image_file_bytes).
-std::string read_image_source(std::string_view ref, bool allow_local_files);
+// (http/https), "local_images_disallowed" (a path or file: URL where no local
+// file is allowed), or "invalid_image" (a file that cannot be read or is
+// larger than max_image_file_bytes; not a regular file).
+//
+// Under local.dir, a path (relative ones from the directory) is resolved —
+// links followed, "." and ".." removed — and read only if the result lies
+// under the directory's own resolved path and is a regular file, opened
+// without blocking (a FIFO or device never holds the reader) and checked
+// before a byte is read. A path that does not resolve under the directory
+// is "local_images_disallowed" with the same words whether or not it exists,
+// and no refusal quotes a file's contents.
+std::string read_image_source(std::string_view ref, const LocalImages& local);
+
+// The directory as read_image_source compares paths with it (resolved); throws
+// WASTE_ERR_INVALID_ARGUMENT naming it when it is not a directory.
+std::string resolve_image_dir(const std::string& dir);
 
 }  // namespace waste::chat

@@ -31,8 +31,12 @@ int to_fd(NativeFile file) { return static_cast<int>(file); }
     fail(WASTE_ERR_IO, "{} {}: {}", what, path, std::strerror(error_number));
 }
 
+// O_NONBLOCK: a FIFO or device named where a file belongs must not hold the
+// caller in open() (a FIFO waits there for a writer); the S_ISREG check
+// below then refuses it. Regular files ignore the flag, which is cleared
+// once the file is known to be one.
 int open_plain(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) fail_errno("cannot open", path, errno);
     return fd;
 }
@@ -46,7 +50,7 @@ OpenedFile open_for_reading(const std::string& path, bool want_direct) {
         opened.direct_reason = "buffered by request";
     } else {
 #if defined(O_DIRECT)
-        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_DIRECT);
         if (fd < 0 && errno != EINVAL) fail_errno("cannot open", path, errno);
         if (fd < 0) opened.direct_reason = "the filesystem refused O_DIRECT at open (EINVAL)";
 #elif defined(F_NOCACHE)
@@ -89,6 +93,7 @@ OpenedFile open_for_reading(const std::string& path, bool want_direct) {
 #endif
         }
     }
+    if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     opened.file = fd;
     return opened;
 }

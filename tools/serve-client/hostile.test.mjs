@@ -6,6 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { startServer, kimiMini, cli } from './server.mjs';
 
 let server;
@@ -13,7 +16,8 @@ let host;
 let port;
 
 before(async () => {
-  server = await startServer(kimiMini, ['--api-key', 'sekrit-key']);
+  // The key from the environment: on the command line every user could read it.
+  server = await startServer(kimiMini, [], { env: { WASTE_API_KEY: 'sekrit-key' } });
   const u = new URL(server.url);
   host = u.hostname;
   port = Number(u.port);
@@ -160,13 +164,36 @@ test('unknown routes and methods: 404 in OpenAI shape; trailing slash and query 
   await assertStillServing();
 });
 
-test('the API key: 401 without it, /health never needs it', async () => {
+test('the API key: 401 without it, /health never needs it but says only "ok" without it', async () => {
   const r = await raw(`GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
   assert.equal(assertOpenAIError(r, 401).type, 'authentication_error');
   const wrong = await raw(`GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit-kez\r\nConnection: close\r\n\r\n`);
   assertOpenAIError(wrong, 401);
-  const health = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-  assert.equal(parseResponse(health.text).status, 200);
+  const health = parseResponse((await raw(`GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)).text);
+  assert.equal(health.status, 200);
+  assert.deepEqual(JSON.parse(health.body), { status: 'ok' }, 'no model name, build or uptime without the key');
+  const keyed = parseResponse((await raw(`GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit-key\r\nConnection: close\r\n\r\n`)).text);
+  const details = JSON.parse(keyed.body);
+  assert.equal(details.status, 'ok');
+  assert.match(details.engine, /^waste /);
+  assert.equal(typeof details.model, 'string');
+});
+
+test('authentication comes first: a size refusal is never shown without the key, and a refused body is never read', async () => {
+  // Without the key a 100 MiB Content-Length is a 401 (not a 413), and the connection closes.
+  const big = await raw(`POST ${chat} HTTP/1.1\r\nHost: x\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n{"messages":`, { idleMs: 5000 });
+  assert.equal(assertOpenAIError(big, 401).type, 'authentication_error');
+  assert.ok(big.closed, 'closed rather than read the body');
+  const chunked = await raw(`POST ${chat} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n`);
+  assertOpenAIError(chunked, 401);
+  // A refused request whose body is another (keyed) request, on a kept-alive
+  // connection: exactly one response, the 401; the smuggled request never runs.
+  const inner = `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit-key\r\n\r\n`;
+  const smuggled = await raw(`POST ${chat} HTTP/1.1\r\nHost: x\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`);
+  assert.equal((smuggled.text.match(/HTTP\/1\.1 \d{3}/g) || []).length, 1, smuggled.text);
+  assertOpenAIError(smuggled, 401);
+  assert.ok(smuggled.closed);
+  await assertStillServing();
 });
 
 // `waste serve` execs waste-serve (cli/cmd_serve.cpp): the arguments, --help
@@ -189,8 +216,43 @@ function runCli(args, timeoutMs = 20000) {
 test('waste serve --help is the server\'s help', async () => {
   const r = await runCli(['serve', '--help']);
   assert.equal(r.code, 0, r.err);
-  assert.match(r.out, /--allow-local-images/);
+  assert.match(r.out, /--image-dir/);
   assert.match(r.out, /--prompt-cache/);
+});
+
+test('the API key from a file; on the command line it works with a warning', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'waste-key-'));
+  try {
+    const keyFile = path.join(dir, 'key');
+    writeFileSync(keyFile, 'file-key\n');
+    const fromFile = await startServer(kimiMini, ['--api-key-file', keyFile]);
+    try {
+      assert.equal((await fetch(`${fromFile.url}/v1/models`)).status, 401);
+      assert.equal((await fetch(`${fromFile.url}/v1/models`, { headers: { Authorization: 'Bearer file-key' } })).status, 200);
+      assert.doesNotMatch(fromFile.errors(), /visible to every user/);
+    } finally {
+      assert.equal((await fromFile.stop()).code, 0);
+    }
+    const onLine = await startServer(kimiMini, ['--api-key', 'line-key']);
+    try {
+      assert.equal((await fetch(`${onLine.url}/v1/models`, { headers: { Authorization: 'Bearer line-key' } })).status, 200);
+      assert.match(onLine.errors(), /--api-key on the command line is visible to every user of this machine/);
+    } finally {
+      assert.equal((await onLine.stop()).code, 0);
+    }
+    writeFileSync(keyFile, '\nkey-on-line-2\n');
+    const empty = await runCli(['serve', kimiMini, '--port', '0', '--api-key-file', keyFile]);
+    assert.equal(empty.code, 1, empty.err);
+    assert.match(empty.err, /the API key file's first line is empty/);
+    const both = await runCli(['serve', kimiMini, '--port', '0', '--api-key-file', keyFile, '--api-key', 'x']);
+    assert.equal(both.code, 1, both.err);
+    assert.match(both.err, /--api-key and --api-key-file: give one/);
+    const missing = await runCli(['serve', kimiMini, '--port', '0', '--api-key-file', path.join(dir, 'none')]);
+    assert.equal(missing.code, 1, missing.err);
+    assert.match(missing.err, /API key file/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a model that cannot open: exit 1 naming it, every time', async () => {

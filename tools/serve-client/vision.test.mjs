@@ -1,13 +1,13 @@
 // vision.test.mjs — images through `waste serve --vision` with the real
 // OpenAI client (k3-chat.md §10, vision.md §4), on a synthetic K3 container
 // with a tiny vision tower (`waste synth --preset tiny-k3 --set vision=true`):
-// base64 data: URLs read, local files only with --allow-local-images, http
+// base64 data: URLs read, local files only under --image-dir, http
 // never fetched; each refusal a 400 with its code. Greedy answers compare
 // exactly (tolerance: none; one slot, the same engine, the same bits).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -16,7 +16,7 @@ import { startServer, cli } from './server.mjs';
 let dir;
 let model;
 let server;      // --vision
-let localServer; // --vision --allow-local-images
+let localServer; // --vision --image-dir DIR/images
 let plainServer; // no --vision
 let client;
 let localClient;
@@ -61,10 +61,11 @@ before(async () => {
   dir = mkdtempSync(path.join(os.tmpdir(), 'waste-vision-'));
   model = path.join(dir, 'k3v');
   execFileSync(cli, ['synth', model, '--preset', 'tiny-k3', '--set', 'vision=true']);
-  writeFileSync(path.join(dir, 'first.bmp'), first);
+  mkdirSync(path.join(dir, 'images'));
+  writeFileSync(path.join(dir, 'images', 'first.bmp'), first);
   [server, localServer, plainServer] = await Promise.all([
     startServer(model, ['--vision']),
-    startServer(model, ['--vision', '--allow-local-images']),
+    startServer(model, ['--vision', '--image-dir', path.join(dir, 'images')]),
     startServer(model),
   ]);
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
@@ -109,12 +110,58 @@ test('streaming with an image reassembles the blocking answer', async () => {
   assert.equal(content, blocking.choices[0].message.content ?? '');
 });
 
-test('a local file only with --allow-local-images, and then the same as its data: URL', async () => {
-  const file = path.join(dir, 'first.bmp');
+test('a local file only under --image-dir, and then the same as its data: URL', async () => {
+  const file = path.join(dir, 'images', 'first.bmp');
   await assert.rejects(client.chat.completions.create(ask(file)), (e) => e.status === 400 && e.code === 'local_images_disallowed');
   const fromFile = await localClient.chat.completions.create(ask(`file://${file}`));
   const fromData = await localClient.chat.completions.create(ask(dataUrl(first)));
   assert.deepEqual(fromFile.choices[0].logprobs.content, fromData.choices[0].logprobs.content);
+  const relative = await localClient.chat.completions.create(ask('first.bmp'));
+  assert.deepEqual(relative.choices[0].logprobs.content, fromData.choices[0].logprobs.content);
+});
+
+test('--image-dir: outside it, links out, "..", FIFOs and non-images are refused without telling what is there', async () => {
+  const images = path.join(dir, 'images');
+  writeFileSync(path.join(dir, 'secret.txt'), 'PRIVATE-CONTENTS-0123');
+  writeFileSync(path.join(images, 'notes.bmp'), 'PRIVATE-CONTENTS-4567');
+  symlinkSync(path.join(dir, 'secret.txt'), path.join(images, 'link.bmp'));
+  execFileSync('mkfifo', [path.join(images, 'pipe.bmp')]);
+  const refusal = async (url) => {
+    try {
+      await localClient.chat.completions.create(ask(url));
+    } catch (e) {
+      assert.equal(e.status, 400, url);
+      return e;
+    }
+    assert.fail(`${url} was read`);
+  };
+  const outside = [];
+  for (const url of [path.join(dir, 'secret.txt'), path.join(dir, 'missing.txt'), '../secret.txt', 'link.bmp', '/etc/passwd',
+    '/dev/zero', `file://${path.join(dir, 'secret.txt')}`]) {
+    const e = await refusal(url);
+    assert.equal(e.code, 'local_images_disallowed', url);
+    assert.doesNotMatch(e.message, /PRIVATE|No such file|Permission/, url);
+    outside.push(e.message.replace(/"[^"]*"/, 'REF'));
+  }
+  assert.equal(new Set(outside).size, 1, `one answer whether or not the file exists: ${[...new Set(outside)].join(' / ')}`);
+  const started = Date.now();
+  assert.equal((await refusal('pipe.bmp')).code, 'invalid_image');
+  assert.ok(Date.now() - started < 10000, 'a FIFO is refused at once, never waited on');
+  const notImage = await refusal('notes.bmp');
+  assert.equal(notImage.code, 'invalid_image');
+  assert.doesNotMatch(notImage.message, /PRIVATE|50 52 49|5052/, 'no bytes of the file in the answer');
+  // the server keeps serving
+  assert.equal((await fetch(`${localServer.url}/health`)).status, 200);
+});
+
+test('--allow-local-images (any path) is refused, naming its replacement', () => {
+  let err = '';
+  try {
+    execFileSync(cli, ['serve', model, '--port', '0', '--allow-local-images'], { stdio: 'pipe' });
+  } catch (e) {
+    err = String(e.stderr);
+  }
+  assert.match(err, /replaced by --image-dir DIR/);
 });
 
 test('refusals: URLs, bad data, broken images, no tower, a forged block', async () => {
