@@ -57,7 +57,7 @@ void change_under_engine(Change change, uint32_t io) {
     ASSERT_EQ(waste_synth(path.c_str(), "tiny", 7, churn_overrides, nullptr, nullptr, &error), WASTE_OK) << error.message;
     Opened engine(path.string(), io);
     if (io == WASTE_IO_URING && engine.status == WASTE_ERR_UNSUPPORTED)
-        GTEST_SKIP() << "io_uring refused here: " << engine.message;
+        WASTE_SKIP_ENVIRONMENT("io_uring", "io_uring refused here: " << engine.message);
     ASSERT_EQ(engine.status, WASTE_OK) << engine.message;
     const Outcome before = generate(engine.session);
     ASSERT_EQ(before.status, WASTE_OK) << before.message;

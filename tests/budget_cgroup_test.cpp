@@ -117,7 +117,7 @@ TEST_P(BudgetCgroup, RunsInsideAMemoryCgroupOfTheBudgetWithoutBeingKilled) {
     if (command.constrained) ASSERT_GT(m.grammar_reserve, 0u);
     std::string why;
     const std::unique_ptr<waste_test::MemoryCgroup> group = waste_test::MemoryCgroup::create(budget + slack_bytes, &why);
-    if (!group) GTEST_SKIP() << why;
+    if (!group) WASTE_SKIP_ENVIRONMENT("cgroup", why);
 
     std::vector<std::string> argv = {waste_test::cli_path().string()};
     for (const std::string& arg : command.args)
@@ -145,7 +145,7 @@ TEST(BudgetCgroupPlan, TheDefaultBudgetSeesTheCgroupLimit) {
     std::string why;
     const uint64_t limit = uint64_t{200} << 20;
     const std::unique_ptr<waste_test::MemoryCgroup> group = waste_test::MemoryCgroup::create(limit, &why);
-    if (!group) GTEST_SKIP() << why;
+    if (!group) WASTE_SKIP_ENVIRONMENT("cgroup", why);
     const waste_test::ChildRun run = waste_test::run_child({waste_test::cli_path().string(), "plan", m.path, "--json"},
                                                            {.cgroup_procs = group->procs_file(), .stdin_text = ""});
     ASSERT_TRUE(run.exited_ok()) << run.describe();

@@ -35,7 +35,7 @@ using waste_test::SmallFilesystem;
 const std::string no_space = std::strerror(ENOSPC);
 
 #define SKIP_UNLESS_MOUNTED(disk) \
-    if (!(disk).mounted()) GTEST_SKIP() << (disk).why()
+    if (!(disk).mounted()) WASTE_SKIP_ENVIRONMENT("tmpfs", (disk).why())
 
 std::string shell_quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 std::string cli() { return shell_quoted(waste_test::cli_path()); }

@@ -356,7 +356,7 @@ TEST(Streaming, ReadsBypassThePageCacheOrTheFallbackIsReported) {
     if (!info["direct_io"].get<bool>()) {
         // the fallback must say why
         EXPECT_FALSE(info["io_mode"].get<std::string>().empty());
-        GTEST_SKIP() << "O_DIRECT refused here, reported as: " << info["io_mode"].get<std::string>();
+        WASTE_SKIP_ENVIRONMENT("o_direct", "O_DIRECT refused here, reported as: " << info["io_mode"].get<std::string>());
     }
     const waste_test::ChildRun run = waste_test::run_child({waste_test::cli_path().string(), "eval", path, "--ids",
                                                             "1 2 3 4 5 6 7 8", "--chunk", "1", "--ctx",

@@ -168,6 +168,23 @@ bool oracles_required();
         }                                                                                 \
     } while (0)
 
+// A check this machine cannot run (kind: "cgroup", no writable memory
+// cgroup; "io_uring", refused; "tmpfs", no mount for the small filesystem;
+// "o_direct", refused by the filesystem). Under scripts/test.sh
+// (WASTE_REQUIRE_ORACLES set) that is a failure unless the comma list
+// $WASTE_ALLOW_SKIP names the kind — an environment that says so
+// explicitly (the emulated stages, for what their emulator lacks); elsewhere
+// (a developer's ctest) a skip. Either way the message says why.
+bool environment_skip_allowed(const std::string& kind);
+#define WASTE_SKIP_ENVIRONMENT(kind, why)                                                                          \
+    do {                                                                                                          \
+        if (!::waste_test::environment_skip_allowed(kind))                                                       \
+            FAIL() << "cannot run here (" << (kind) << "): " << why                                               \
+                   << " — a test that cannot run its check fails under scripts/test.sh; WASTE_ALLOW_SKIP="       \
+                   << (kind) << " lets it skip";                                                                  \
+        GTEST_SKIP() << "(" << (kind) << ") " << why;                                                             \
+    } while (0)
+
 // The status a library call throws (WASTE_OK when none), its message into
 // *message.
 waste_status status_of(const std::function<void()>& body, std::string* message = nullptr);
