@@ -21,6 +21,11 @@ soak_seconds=${WASTE_SOAK_SECONDS:-300}
 # io_uring or direct I/O refused, no tmpfs: test_support.h's
 # WASTE_SKIP_ENVIRONMENT) unless $WASTE_ALLOW_SKIP names it; CI sets nothing.
 export WASTE_REQUIRE_ORACLES=1
+# ccache (setup.sh installs it; CMakeLists.txt uses it) keyed relative to the
+# checkout, so that a clone in another folder reuses what an earlier one
+# compiled on this machine; the debug info of a reused object names the
+# folder it was first built in (its code is the same).
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 
 # On the way out: how long each stage took, and on a failure, last (CI keeps
 # only the tail), what failed and why (scripts/ci_failure_summary.py reads
