@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "server_plan.h"
 
 namespace waste_cli {
 namespace {
@@ -94,6 +95,14 @@ struct ModelArgs {
     uint32_t grammars = 0;
     bool vision = false;
     std::string lut = "exact";
+    // `waste plan --parallel N --queue M`: what `waste serve` plans with
+    // the same flags (its sessions, grammar slots, prompt cache and
+    // request memory).
+    uint32_t parallel = 0;
+    uint32_t queue = 64;
+    std::string max_body;
+    std::string request_memory;
+    std::string prompt_cache = "64M";
 };
 
 }  // namespace
@@ -141,8 +150,25 @@ void add_model_commands(CLI::App& app) {
                      "Plan the int8 mode (--lut int8): its tables and scratch, and the experts it holds decoded")
         ->default_val("exact")
         ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
+    CLI::Option* parallel = plan->add_option("--parallel", plan_args->parallel,
+                                             "Plan `waste serve --parallel N`: N sessions, 2N grammar slots, its prompt cache "
+                                             "and request memory")
+                                ->check(CLI::Range(1, 256))
+                                ->excludes("--sessions");
+    plan->add_option("--queue", plan_args->queue, "With --parallel: serve's --queue")->default_val(64)->check(CLI::Range(0, 4096))->needs(parallel);
+    plan->add_option("--max-body", plan_args->max_body, "With --parallel: serve's --max-body")->default_str("16M")->needs(parallel);
+    plan->add_option("--request-memory", plan_args->request_memory, "With --parallel: serve's --request-memory")
+        ->default_str("serve's default")
+        ->needs(parallel);
+    plan->add_option("--prompt-cache", plan_args->prompt_cache, "With --parallel: serve's --prompt-cache")->default_val("64M")->needs(parallel);
     plan->add_flag("--json", plan_args->json_output, "Print JSON (documented in docs/CLI.md)");
-    plan->callback([plan_args] {
+    plan->callback([plan_args, plan] {
+        const bool server = plan_args->parallel > 0;
+        if (server) {
+            plan_args->sessions = plan_args->parallel;
+            if (plan->count("--grammars") == 0) plan_args->grammars = 2 * plan_args->parallel;
+            if (plan->count("--snapshot-reserve") == 0) plan_args->snapshot_reserve = plan_args->prompt_cache;
+        }
         waste_open_options options;
         waste_open_options_init(&options);
         options.flags = WASTE_OPEN_METADATA_ONLY;
@@ -158,8 +184,21 @@ void add_model_commands(CLI::App& app) {
         waste_error error{};
         if (waste_model_plan_json(model.get(), &plan_options, &text, &error) != WASTE_OK) fail_with(error, "plan");
         const std::string json_text = take_string(text);
-        if (plan_args->json_output) fmt::print("{}\n", json_text);
-        else print_plan(json::parse(json_text));
+        json result = json::parse(json_text);
+        ServerPlan server_plan;
+        if (server) {
+            server_plan.parallel = plan_args->parallel;
+            server_plan.queue = plan_args->queue;
+            if (!plan_args->max_body.empty()) server_plan.max_body = parse_size(plan_args->max_body);
+            if (!plan_args->request_memory.empty()) server_plan.request_memory = parse_size(plan_args->request_memory);
+            result["server"] = server_plan_json(server_plan, result["budget_bytes"].get<uint64_t>());
+        }
+        if (plan_args->json_output) {
+            fmt::print("{}\n", server ? result.dump() : json_text);
+            return;
+        }
+        print_plan(result);
+        if (server) fmt::print("{}", server_plan_text(server_plan, result["budget_bytes"].get<uint64_t>(), "", 22));
     });
 
     auto verify_args = std::make_shared<ModelArgs>();

@@ -125,7 +125,8 @@ TEST_P(BudgetCgroup, RunsInsideAMemoryCgroupOfTheBudgetWithoutBeingKilled) {
                                    m.dir.path().string()));
     const waste_test::ChildRun run =
         waste_test::run_child(argv, {.cgroup_procs = group->procs_file(),
-                                     .stdin_text = replace_all(command.stdin_text, "DIR", m.dir.path().string())});
+                                     .stdin_text = replace_all(command.stdin_text, "DIR", m.dir.path().string()),
+                                     .pid_path = ""});
     std::printf("%s: cgroup v%d limit %llu (budget %llu + slack %llu): peak RSS %llu, cgroup peak %llu "
                 "(with page cache and kernel memory), limit reached %llu times, OOM kills %llu\n",
                 command.name, group->version(), static_cast<unsigned long long>(group->limit_bytes()),
@@ -147,7 +148,7 @@ TEST(BudgetCgroupPlan, TheDefaultBudgetSeesTheCgroupLimit) {
     const std::unique_ptr<waste_test::MemoryCgroup> group = waste_test::MemoryCgroup::create(limit, &why);
     if (!group) WASTE_SKIP_ENVIRONMENT("cgroup", why);
     const waste_test::ChildRun run = waste_test::run_child({waste_test::cli_path().string(), "plan", m.path, "--json"},
-                                                           {.cgroup_procs = group->procs_file(), .stdin_text = ""});
+                                                           {.cgroup_procs = group->procs_file(), .stdin_text = "", .pid_path = ""});
     ASSERT_TRUE(run.exited_ok()) << run.describe();
     const json plan = json::parse(run.output);
     EXPECT_EQ(plan["cgroup_limit_bytes"].get<uint64_t>(), limit) << run.output;

@@ -13,6 +13,7 @@ namespace waste_test {
 struct ChildOptions {
     std::string cgroup_procs;  // a cgroup.procs file the child joins before its exec; "" = stay
     std::string stdin_text;    // what the child reads on stdin (empty: /dev/null)
+    std::string pid_path;      // a file the child's pid is written to once it runs ("" = none): to signal it
 };
 
 struct ChildRun {

@@ -29,7 +29,8 @@ ChildRun run_child(const std::vector<std::string>& argv, const ChildOptions& opt
     const std::string in_path = (dir.path() / "in").string();
     const std::string result_path = (dir.path() / "result").string();
     write_file(in_path, options.stdin_text);
-    // argv[1]: cgroup.procs or "", argv[2]: where the peak and wait status go
+    // argv[1]: cgroup.procs or "", argv[2]: where the peak and wait status
+    // go, argv[3]: where the child's pid goes or ""
     const char* wrapper =
         "import os, sys\n"
         "pid = os.fork()\n"
@@ -37,10 +38,13 @@ ChildRun run_child(const std::vector<std::string>& argv, const ChildOptions& opt
         "    if sys.argv[1]:\n"
         "        with open(sys.argv[1], 'w') as procs:\n"
         "            procs.write(str(os.getpid()))\n"
-        "    os.execv(sys.argv[3], sys.argv[3:])\n"
+        "    os.execv(sys.argv[4], sys.argv[4:])\n"
+        "if sys.argv[3]:\n"
+        "    open(sys.argv[3] + '.part', 'w').write(str(pid))\n"
+        "    os.rename(sys.argv[3] + '.part', sys.argv[3])\n"
         "_, status, usage = os.wait4(pid, 0)\n"
         "open(sys.argv[2], 'w').write(f'{usage.ru_maxrss * 1024} {status}')\n";
-    std::vector<std::string> full = {"/usr/bin/python3", "-c", wrapper, options.cgroup_procs, result_path};
+    std::vector<std::string> full = {"/usr/bin/python3", "-c", wrapper, options.cgroup_procs, result_path, options.pid_path};
     full.insert(full.end(), argv.begin(), argv.end());
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

@@ -31,6 +31,7 @@ SharedGrammar GrammarCache::get(const OutputGrammar& g) {
         throw ApiError{500, std::string("cannot compile the response_format grammar: ") + error.message, "engine_error", "", "engine_error"};
     SharedGrammar grammar(compiled, [](const waste_grammar* p) { waste_grammar_free(const_cast<waste_grammar*>(p)); });
 
+    if (key.size() > kMaxCachedKeyBytes) return grammar;  // used, not kept
     std::lock_guard lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->first == key) {

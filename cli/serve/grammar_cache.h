@@ -30,6 +30,11 @@ struct GrammarRefused : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Keys are the grammar's text: one over this is compiled and used but not
+// kept, so the cache's keys hold at most capacity x 64 KiB (a real schema
+// is a few KiB; its request's body is counted in its request memory).
+constexpr size_t kMaxCachedKeyBytes = 64 << 10;
+
 class GrammarCache {
 public:
     // Every compiled grammar, cached or held by a request (queued or

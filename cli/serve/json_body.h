@@ -1,13 +1,16 @@
 // json_body.h — a request body to a JSON object, bounded (§13.13, §13.23):
 // empty, not JSON, not an object, invalid UTF-8 or nested deeper than
-// kMaxJsonDepth is a 400 that says which.
+// kMaxJsonDepth is a 400 that says which; the parsed value's memory is
+// reserved before it is built.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "api_error.h"
+#include "request_memory.h"
 
 namespace waste_serve {
 
@@ -17,7 +20,13 @@ namespace waste_serve {
 // the tree recursively afterwards) recurse without bound.
 constexpr int kMaxJsonDepth = 64;
 
-// Throws ApiError.
-nlohmann::json parse_body(const std::string& body);
+// What text takes once parsed into an nlohmann::json (an estimate from a
+// first pass that builds nothing; json_body.cpp states its terms). Throws
+// ApiError 400 as parse_body does.
+uint64_t parsed_json_bytes(const std::string& text);
+
+// Throws ApiError. With memory, the parsed value's bytes are reserved in it
+// first (a 413 or 503 from RequestMemory before anything is built).
+nlohmann::json parse_body(const std::string& body, RequestMemory::Reservation* memory = nullptr);
 
 }  // namespace waste_serve

@@ -4,10 +4,14 @@
 
 namespace waste_serve {
 
+std::string prometheus_metric(const char* name, const char* type, const char* help, double value) {
+    return fmt::format("# HELP waste_{} {}\n# TYPE waste_{} {}\nwaste_{} {}\n", name, help, name, type, name, value);
+}
+
 std::string Metrics::prometheus_text() const {
     std::string out;
     auto metric = [&out](const char* name, const char* type, const char* help, double value) {
-        out += fmt::format("# HELP waste_{} {}\n# TYPE waste_{} {}\nwaste_{} {}\n", name, help, name, type, name, value);
+        out += prometheus_metric(name, type, help, value);
     };
     const double seconds = generation_nanoseconds.load() / 1e9;
     const double lookups = static_cast<double>(expert_hits.load() + expert_misses.load());

@@ -39,4 +39,7 @@ struct Metrics {
     std::string prometheus_text() const;
 };
 
+// One metric in Prometheus' text format: waste_NAME, its help and type.
+std::string prometheus_metric(const char* name, const char* type, const char* help, double value);
+
 }  // namespace waste_serve

@@ -1,6 +1,7 @@
 // request_images.cpp — see request_images.h.
 #include "request_images.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -11,11 +12,28 @@ namespace waste_serve {
 
 using nlohmann::json;
 
-RequestImages read_request_images(const Engine& engine, const json& refs, const std::string& image_dir) {
+namespace {
+
+// waste_image_source_read_in_dir reads at most 64 MiB (waste.h); a data:
+// URL's bytes are at most 3/4 of its text.
+constexpr uint64_t kMaxImageFileBytes = uint64_t{64} << 20;
+
+}  // namespace
+
+RequestImages read_request_images(const Engine& engine, const json& refs, const std::string& image_dir,
+                                  RequestMemory::Reservation& memory) {
     RequestImages out;
     out.sizes = json::array();
     for (size_t i = 0; i < refs.size(); ++i) {
         const std::string ref = refs[i].is_string() ? refs[i].get<std::string>() : std::string();
+        // The library's buffer and the copy kept here: reserved for the
+        // most the image may be, then cut to what it is.
+        const uint64_t most = std::min<uint64_t>(kMaxImageFileBytes, ref.size());
+        const bool data_url = ref.size() >= 5 && std::equal(ref.begin(), ref.begin() + 5, "data:", [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == b;
+        });
+        const uint64_t reserved = 2 * (data_url ? most : kMaxImageFileBytes);
+        memory.grow(reserved, fmt::format("image {}", i + 1));
         char* bytes = nullptr;
         size_t size = 0;
         char* refusal = nullptr;
@@ -30,6 +48,7 @@ RequestImages read_request_images(const Engine& engine, const json& refs, const 
         }
         std::string image(bytes, size);
         waste_string_free(bytes);
+        memory.shrink(reserved - std::min<uint64_t>(reserved, size));
         const std::string name = fmt::format("image {}", i + 1);
         uint32_t width = 0, height = 0;
         size_t positions = 0;
@@ -37,9 +56,6 @@ RequestImages read_request_images(const Engine& engine, const json& refs, const 
             waste_model_image_tokens(engine.model, width, height, &positions, &error) != WASTE_OK) {
             // A data: URL's bytes are the client's own, so the decoder's words
             // (which quote the first bytes) may be shown; a file's are not.
-            std::string scheme = ref.substr(0, 5);
-            for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-            const bool data_url = scheme == "data:";
             throw bad_request(data_url ? std::string("an image cannot be read: ") + error.message
                                        : fmt::format("image {}: the file is not an image this server reads", i + 1),
                               "messages", "invalid_image");

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine.h"
+#include "request_memory.h"
 
 namespace waste_serve {
 
@@ -23,11 +24,14 @@ struct RequestImages {
 };
 
 // refs: the rendered request's "images"; image_dir: --image-dir ("" = no
-// local files; waste_image_source_read_in_dir says which are read). Throws
+// local files; waste_image_source_read_in_dir says which are read). Each
+// image's bytes, held until the request's generation runs its tower (queued
+// or not), are reserved in memory before they are read. Throws
 // ApiError 400 naming the image and the reason (code invalid_image_url,
 // image_url_not_fetched, local_images_disallowed, invalid_image); a local
 // file's refusal never shows its contents.
-RequestImages read_request_images(const Engine& engine, const nlohmann::json& refs, const std::string& image_dir);
+RequestImages read_request_images(const Engine& engine, const nlohmann::json& refs, const std::string& image_dir,
+                                  RequestMemory::Reservation& memory);
 
 // ids with the k-th <|media_pad|> repeated positions[k] times (the library's
 // expansion, done before the images are queued so the prompt's length is

@@ -15,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "http_connections.h"
 #include "input_file.h"
 #include "server_context.h"
+#include "server_plan.h"
 #include "stream_options.h"
 
 namespace waste_cli {
@@ -28,12 +30,17 @@ using nlohmann::json;
 // Why 10 s: long enough for a short answer in flight to finish cleanly,
 // short enough for a process supervisor's stop timeout (systemd: 90 s).
 constexpr int kShutdownGraceSeconds = 10;
+// After the grace period every connection is cut and every generation
+// cancelled; a request still running this much later is one whose work
+// has no cancellation point (tokenizing or rendering a large body, decoding
+// an image), and the process exits without it.
+constexpr int kShutdownCutSeconds = 5;
 
 // httplib's stop() does nothing before the listener thread has begun to
 // listen (it checks is_running()), so a stop that came first left the
 // listener accepting forever: a model that failed to open at once hung the
 // process instead of exiting 1. Wait for it to run, then stop it.
-void stop_listening(httplib::Server& server) {
+void stop_listening(waste_serve::HttpServer& server) {
     while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     server.stop();
 }
@@ -53,6 +60,10 @@ struct ServeArgs {
     bool vision = false;
     uint32_t parallel = 1;
     uint32_t queue = 64;
+    std::string max_body = "16M";
+    std::string request_memory;  // "" = server_plan.h's default
+    uint32_t max_connections = 0;  // 0 = parallel + queue + 8
+    double request_timeout = 60;
     std::string prompt_cache = "64M";
     std::string budget;
     uint32_t context = 4096;
@@ -64,6 +75,15 @@ struct ServeArgs {
 
 bool is_loopback(const std::string& host) {
     return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+ServerPlan server_plan(const ServeArgs& args) {
+    ServerPlan plan;
+    plan.parallel = args.parallel;
+    plan.queue = args.queue;
+    plan.max_body = parse_size(args.max_body);
+    if (!args.request_memory.empty()) plan.request_memory = parse_size(args.request_memory);
+    return plan;
 }
 
 void print_plan(waste_model* model, const ServeArgs& args, const waste_open_options& options) {
@@ -80,6 +100,7 @@ void print_plan(waste_model* model, const ServeArgs& args, const waste_open_opti
             fmt::print("  {:<26}{}\n", key.substr(0, key.size() - 6), format_bytes(value.get<uint64_t>()));
     fmt::print("  {:<26}{} x {} tokens\n", "sessions (--parallel)", args.parallel, options.context_length);
     fmt::print("  {:<26}{}\n", "prompt reuse (snapshots)", format_bytes(options.snapshot_bytes));
+    fmt::print("{}", server_plan_text(server_plan(args), plan.value("budget_bytes", uint64_t{0}), "  ", 26));
 }
 
 // The key clients must send: --api-key-file's first line, $WASTE_API_KEY, or
@@ -119,6 +140,13 @@ int serve(const ServeArgs& args) {
     ctx.settings.image_dir = args.image_dir;
     ctx.settings.parallel = args.parallel;
     ctx.settings.queue = args.queue;
+    const ServerPlan plan = server_plan(args);
+    ctx.settings.max_body = plan.max_body;
+    if (waste_serve::body_reservation(plan.max_body) > request_memory(plan))
+        throw RuntimeFailure{fmt::format("--max-body {} needs {} of request memory to be read, more than --request-memory {}",
+                                         format_bytes(plan.max_body), format_bytes(waste_serve::body_reservation(plan.max_body)),
+                                         format_bytes(request_memory(plan)))};
+    ctx.request_memory = std::make_unique<waste_serve::RequestMemory>(request_memory(plan));
     ctx.engine_build = std::string("waste ") + waste_version();
     ctx.engine.model_id = args.model_id;
     if (ctx.engine.model_id.empty()) {
@@ -132,11 +160,13 @@ int serve(const ServeArgs& args) {
     if (!args.chat_template.empty()) ctx.engine.chat_template = read_chat_template_file(args.chat_template);
     ctx.slots = std::make_unique<waste_serve::Slots>(args.parallel, args.queue, ctx.metrics);
 
-    httplib::Server server;
+    waste_serve::ConnectionLimits limits;
+    limits.max_connections = args.max_connections ? args.max_connections : args.parallel + args.queue + 8;
+    limits.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.request_timeout * 1000));
+    waste_serve::HttpServer server(limits);
     waste_serve::configure_http(server, ctx);
     int port = args.port;
-    if (port == 0) port = server.bind_to_any_port(args.host);
-    else if (!server.bind_to_port(args.host, port)) port = -1;
+    port = server.bind(args.host, port);
     if (port <= 0) throw RuntimeFailure{fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", args.host, args.port)};
     if (!is_loopback(args.host) && ctx.settings.api_key.empty())
         fmt::print(stderr, "waste serve: warning: listening on {} without an API key: anyone who can reach this address can use the model "
@@ -192,8 +222,9 @@ int serve(const ServeArgs& args) {
         throw;
     }
     ctx.ready = true;
-    fmt::print("waste serve: {} ready at {}/v1 ({} slot{}, queue {}{})\n", ctx.engine.model_id, url, args.parallel,
-               args.parallel == 1 ? "" : "s", args.queue, ctx.settings.api_key.empty() ? "" : ", API key required");
+    fmt::print("waste serve: {} ready at {}/v1 ({} slot{}, queue {}, request memory {}, {} connections{})\n", ctx.engine.model_id, url,
+               args.parallel, args.parallel == 1 ? "" : "s", args.queue, format_bytes(ctx.request_memory->capacity()),
+               limits.max_connections, ctx.settings.api_key.empty() ? "" : ", API key required");
     std::fflush(stdout);
 
     int signal_number = 0;
@@ -202,13 +233,21 @@ int serve(const ServeArgs& args) {
                signal_number == SIGINT ? "SIGINT" : "SIGTERM", kShutdownGraceSeconds);
     std::fflush(stdout);
     ctx.slots->close();
+    server.stop_reading();  // idle connections and requests still arriving end now
     bool stopped = false;
     std::mutex stop_mutex;
     std::condition_variable stop_done;
     std::thread deadline([&] {
         std::unique_lock lock(stop_mutex);
-        if (!stop_done.wait_for(lock, std::chrono::seconds(kShutdownGraceSeconds), [&] { return stopped; }))
-            ctx.engine.cancel_all = true;  // generations end at their next token
+        if (stop_done.wait_for(lock, std::chrono::seconds(kShutdownGraceSeconds), [&] { return stopped; })) return;
+        ctx.engine.cancel_all = true;  // generations end at their next token
+        server.cut_all();              // writes fail; waits for a slot end
+        if (stop_done.wait_for(lock, std::chrono::seconds(kShutdownCutSeconds), [&] { return stopped; })) return;
+        fmt::print(stderr, "waste serve: {} connection(s) still busy {} s after the grace period (work with no cancellation point); "
+                           "exiting without them\n", server.open_connections(), kShutdownCutSeconds);
+        std::fflush(stderr);
+        std::fflush(stdout);
+        std::_Exit(0);
     });
     stop_listening(server);
     listener.join();  // waits for the handler threads
@@ -249,6 +288,20 @@ void add_serve_command(CLI::App& app) {
     cmd->add_flag("--vision", args->vision, "Load the vision tower: image_url parts are read (base64 data: URLs; files under --image-dir)");
     cmd->add_option("--parallel", args->parallel, "Requests generating at once (one session each)")->default_val(1)->check(CLI::Range(1, 256));
     cmd->add_option("--queue", args->queue, "Requests that may wait for a slot; more are refused with 503")->default_val(64)->check(CLI::Range(0, 4096));
+    cmd->add_option("--max-body", args->max_body, "Largest request body (Content-Length); larger is 413 before it is read")
+        ->default_val("16M");
+    cmd->add_option("--request-memory", args->request_memory,
+                    "RAM for what requests hold outside the model's plan (bodies, parsed JSON, prompts, images); "
+                    "what does not fit is 503 or 413 before it is made")
+        ->default_str("max((parallel + queue) x 8M, 32 x max-body)");
+    cmd->add_option("--max-connections", args->max_connections,
+                    "Connections served at once; past it only GET /health is answered (others 503)")
+        ->default_str("parallel + queue + 8")
+        ->check(CLI::Range(1, 65536));
+    cmd->add_option("--request-timeout", args->request_timeout,
+                    "Seconds a request's line, headers and body may take to arrive (408 after)")
+        ->default_val(60)
+        ->check(CLI::Range(0.1, 3600.0));
     cmd->add_option("--prompt-cache", args->prompt_cache, "RAM for stored prompts (prompt reuse; 0 = off)")->default_val("64M");
     cmd->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     cmd->add_option("--ctx", args->context, "Context length in tokens (per session)")->default_val(4096)->check(CLI::Range(1, 1 << 24));
@@ -262,6 +315,8 @@ void add_serve_command(CLI::App& app) {
             throw CLI::ValidationError("--allow-local-images",
                                        "replaced by --image-dir DIR: requests may name image files under DIR only");
         parse_size(args->prompt_cache);
+        if (parse_size(args->max_body) == 0) throw CLI::ValidationError("--max-body", "give a size over 0");
+        if (!args->request_memory.empty()) parse_size(args->request_memory);
         serve(*args);
     });
 }

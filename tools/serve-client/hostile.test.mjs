@@ -4,12 +4,12 @@
 // (checked by a /health request after each case).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startServer, kimiMini, cli } from './server.mjs';
+import { raw as rawTo, parseResponse, assertOpenAIError } from './raw_http.mjs';
 
 let server;
 let host;
@@ -28,21 +28,8 @@ after(async () => {
   assert.equal(r.code, 0);
 });
 
-// Sends raw bytes; resolves with everything the server sent before it
-// closed (or before `idleMs` of silence).
-function raw(bytes, { idleMs = 3000, endWrite = false } = {}) {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, host);
-    let data = Buffer.alloc(0);
-    let closed = false;
-    let timer = setTimeout(() => finish(), idleMs);
-    const finish = () => { clearTimeout(timer); socket.destroy(); resolve({ text: data.toString('latin1'), closed }); };
-    socket.on('data', (d) => { data = Buffer.concat([data, d]); clearTimeout(timer); timer = setTimeout(finish, idleMs); });
-    socket.on('end', () => { closed = true; finish(); });
-    socket.on('error', (e) => { if (e.code === 'ECONNRESET') { closed = true; finish(); } else reject(e); });
-    socket.write(bytes);
-    if (endWrite) socket.end();
-  });
+function raw(bytes, options) {
+  return rawTo(host, port, bytes, options);
 }
 
 function post(path, body, headers = {}) {
@@ -50,25 +37,6 @@ function post(path, body, headers = {}) {
   const head = [`POST ${path} HTTP/1.1`, `Host: ${host}`, 'Authorization: Bearer sekrit-key', 'Content-Type: application/json',
     `Content-Length: ${buf.length}`, 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
   return raw(Buffer.concat([Buffer.from(head), buf]));
-}
-
-function parseResponse(text) {
-  const [head, ...rest] = text.split('\r\n\r\n');
-  const status = Number(head.split(' ')[1]);
-  let body = rest.join('\r\n\r\n');
-  if (/transfer-encoding: chunked/i.test(head)) body = body.replace(/^[0-9a-f]+\r\n/i, '').replace(/\r\n0\r\n\r\n$/, '');
-  return { status, head, body };
-}
-
-function assertOpenAIError(response, status) {
-  const r = parseResponse(response.text);
-  assert.equal(r.status, status, response.text.slice(0, 300));
-  const error = JSON.parse(r.body).error;
-  assert.equal(typeof error.message, 'string');
-  assert.ok(error.message.length > 0);
-  assert.equal(typeof error.type, 'string');
-  assert.ok('param' in error && 'code' in error);
-  return error;
 }
 
 async function assertStillServing() {
@@ -193,6 +161,17 @@ test('authentication comes first: a size refusal is never shown without the key,
   assert.equal((smuggled.text.match(/HTTP\/1\.1 \d{3}/g) || []).length, 1, smuggled.text);
   assertOpenAIError(smuggled, 401);
   assert.ok(smuggled.closed);
+  await assertStillServing();
+});
+
+test('a body where no route reads one is refused unread: the connection closes, its bytes are never a request', async () => {
+  const inner = `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit-key\r\n\r\n`;
+  for (const [method, route] of [['POST', '/v1/nothing'], ['GET', '/v1/models'], ['PUT', '/v1/chat/completions']]) {
+    const r = await raw(`${method} ${route} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit-key\r\nContent-Length: ${inner.length}\r\n\r\n${inner}`);
+    assert.equal((r.text.match(/HTTP\/1\.1 \d{3}/g) || []).length, 1, r.text);
+    assert.equal(assertOpenAIError(r, 404).code, 'not_found');
+    assert.ok(r.closed, `${method} ${route}`);
+  }
   await assertStillServing();
 });
 

@@ -1,0 +1,397 @@
+// http_connections.cpp — see http_connections.h.
+#include "http_connections.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace waste_serve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+thread_local Connection* t_connection = nullptr;
+
+// Where the task queue sent the connection httplib's task is about to
+// serve (process_and_close_socket reads it on the same thread).
+enum class Lane { main, overflow };
+thread_local Lane t_lane = Lane::main;
+
+int poll_for(int socket, short events, milliseconds wait) {
+    pollfd p{socket, events, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, wait.count())));
+    if (ready <= 0) return ready;
+    return (p.revents & (events | POLLHUP | POLLERR)) ? 1 : 0;
+}
+
+void address_of(int socket, bool peer, std::string& ip, int& port) {
+    sockaddr_storage address{};
+    socklen_t size = sizeof address;
+    const int got = peer ? getpeername(socket, reinterpret_cast<sockaddr*>(&address), &size)
+                         : getsockname(socket, reinterpret_cast<sockaddr*>(&address), &size);
+    if (got != 0) return;
+    char host[INET6_ADDRSTRLEN] = {};
+    if (address.ss_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        port = ntohs(in->sin_port);
+    } else if (address.ss_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+        port = ntohs(in6->sin6_port);
+    }
+    ip = host;
+}
+
+// A connection's socket as httplib reads and writes it, with the request's
+// deadline and head limit: a read past the deadline or past kMaxHeadBytes
+// of head fails (httplib then answers 400, which the error handler turns
+// into 408 or 431 by the flags set here).
+class DeadlineStream : public httplib::Stream {
+public:
+    DeadlineStream(Connection& connection, const ConnectionLimits& limits) : connection_(connection), limits_(limits) {}
+
+    void start_request(Clock::time_point deadline) {
+        deadline_ = deadline;
+        head_bytes_ = 0;
+    }
+
+    bool is_readable() const override { return buffered() > 0 || wait_readable(); }
+    bool is_writable() const override { return poll_for(connection_.socket, POLLOUT, limits_.write_timeout) > 0; }
+
+    ssize_t read(char* ptr, size_t size) override {
+        if (buffered() == 0) {
+            if (!wait_readable()) return -1;
+            const ssize_t got = ::recv(connection_.socket, buffer_, sizeof buffer_, 0);
+            if (got <= 0) return got;
+            begin_ = 0;
+            end_ = static_cast<size_t>(got);
+        }
+        size_t n = std::min(size, buffered());
+        if (connection_.phase == ConnectionPhase::head) {
+            // A head with no end in sight is refused. (The body, read after
+            // pre-routing, is bounded by its declared length instead.)
+            if (head_bytes_ + n > kMaxHeadBytes) {
+                connection_.head_too_large = true;
+                return -1;
+            }
+            head_bytes_ += n;
+        }
+        std::memcpy(ptr, buffer_ + begin_, n);
+        begin_ += n;
+        return static_cast<ssize_t>(n);
+    }
+
+    ssize_t write(const char* ptr, size_t size) override {
+        if (!is_writable()) return -1;
+        return ::send(connection_.socket, ptr, size, MSG_NOSIGNAL);
+    }
+
+    void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(connection_.socket, true, ip, port); }
+    void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(connection_.socket, false, ip, port); }
+    socket_t socket() const override { return connection_.socket; }
+
+private:
+    size_t buffered() const { return end_ - begin_; }
+
+    // Waits for bytes within both the silence limit and the request's
+    // deadline; a deadline passed marks the connection timed out.
+    bool wait_readable() const {
+        const auto left = std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now());
+        if (left.count() <= 0) {
+            connection_.timed_out = true;
+            return false;
+        }
+        // A poll that waited out what was left of the deadline (its
+        // milliseconds may end a fraction early) is a missed deadline.
+        const int ready = poll_for(connection_.socket, POLLIN, std::min(left, limits_.read_timeout));
+        if (ready == 0 && left <= limits_.read_timeout) connection_.timed_out = true;
+        return ready > 0;
+    }
+
+    Connection& connection_;
+    const ConnectionLimits& limits_;
+    Clock::time_point deadline_ = Clock::now();
+    size_t head_bytes_ = 0;
+    char buffer_[4096];
+    size_t begin_ = 0;
+    size_t end_ = 0;
+};
+
+// Worker threads taking tasks in order; size() counts the tasks queued or
+// running.
+class WorkerLane {
+public:
+    explicit WorkerLane(size_t threads) {
+        for (size_t i = 0; i < threads; ++i)
+            workers_.emplace_back([this] {
+                for (;;) {
+                    std::function<void()> task;
+                    {
+                        std::unique_lock lock(mutex_);
+                        ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+                        if (tasks_.empty()) return;
+                        task = std::move(tasks_.front());
+                        tasks_.pop_front();
+                    }
+                    task();
+                    std::lock_guard lock(mutex_);
+                    --pending_;
+                }
+            });
+    }
+    void push(std::function<void()> task) {
+        {
+            std::lock_guard lock(mutex_);
+            tasks_.push_back(std::move(task));
+            ++pending_;
+        }
+        ready_.notify_one();
+    }
+    size_t pending() const {
+        std::lock_guard lock(mutex_);
+        return pending_;
+    }
+    void join() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        ready_.notify_all();
+        for (auto& worker : workers_) worker.join();
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<std::function<void()>> tasks_;
+    size_t pending_ = 0;
+    bool stopping_ = false;
+    std::vector<std::thread> workers_;
+};
+
+// httplib hands each accepted connection to enqueue() on its listener
+// thread: a connection goes to the main lane while fewer than
+// max_connections are there (queued or served), so it never waits for a
+// thread; else its task runs at once, on this thread, and hands the socket
+// to the overflow lane (HttpServer::process_and_close_socket).
+class LanedTaskQueue : public httplib::TaskQueue {
+public:
+    explicit LanedTaskQueue(size_t max_connections) : main_(max_connections), max_connections_(max_connections) {}
+
+    void enqueue(std::function<void()> task) override {
+        if (main_.pending() < max_connections_) return main_.push(std::move(task));
+        t_lane = Lane::overflow;
+        task();
+        t_lane = Lane::main;
+    }
+
+    void shutdown() override { main_.join(); }
+
+private:
+    WorkerLane main_;
+    size_t max_connections_;
+};
+
+}  // namespace
+
+// Connections past the cap: one thread polls them all until each has sent
+// something (a load balancer's probe sends its request at once; a client
+// that sends nothing for kOverflowRequestTimeout is closed), then two
+// workers serve that one request. So a connection that sends slowly or not
+// at all never holds a worker, and /health is answered whatever the others
+// do; past kOverflowBacklog waiting, a connection is closed unanswered.
+class OverflowLane {
+public:
+    explicit OverflowLane(HttpServer& server) : server_(server), workers_(kOverflowThreads) {
+        if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;
+        poller_ = std::thread([this] { poll_loop(); });
+    }
+    ~OverflowLane() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake();
+        poller_.join();
+        workers_.join();
+        for (const int fd : wake_)
+            if (fd >= 0) ::close(fd);
+    }
+
+    void add(int socket) {
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_ || waiting_.size() >= kOverflowBacklog) {
+                ::close(socket);
+                return;
+            }
+            waiting_.push_back({socket, Clock::now() + kOverflowRequestTimeout});
+        }
+        wake();
+    }
+
+private:
+    struct Waiting {
+        int socket;
+        Clock::time_point deadline;
+    };
+
+    void wake() {
+        const char byte = 0;
+        if (wake_[1] >= 0) [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
+    }
+
+    void poll_loop() {
+        for (;;) {
+            std::vector<Waiting> waiting;
+            {
+                std::lock_guard lock(mutex_);
+                if (stopping_) break;
+                waiting = waiting_;
+            }
+            std::vector<pollfd> fds{{wake_[0], POLLIN, 0}};
+            for (const Waiting& w : waiting) fds.push_back({w.socket, POLLIN, 0});
+            ::poll(fds.data(), fds.size(), 100);
+            if (fds[0].revents & POLLIN) {
+                char drain[64];
+                [[maybe_unused]] const ssize_t n = ::read(wake_[0], drain, sizeof drain);
+            }
+            const auto now = Clock::now();
+            std::lock_guard lock(mutex_);
+            for (size_t i = 0; i < waiting.size(); ++i) {
+                const bool ready = fds[i + 1].revents != 0;
+                if (!ready && now < waiting[i].deadline) continue;
+                const int socket = waiting[i].socket;
+                std::erase_if(waiting_, [socket](const Waiting& w) { return w.socket == socket; });
+                if (ready) workers_.push([this, socket] { server_.serve_overflow(socket); });
+                else ::close(socket);
+            }
+        }
+        std::lock_guard lock(mutex_);
+        for (const Waiting& w : waiting_) ::close(w.socket);
+        waiting_.clear();
+    }
+
+    HttpServer& server_;
+    WorkerLane workers_;
+    std::thread poller_;
+    int wake_[2] = {-1, -1};
+    std::mutex mutex_;
+    std::vector<Waiting> waiting_;
+    bool stopping_ = false;
+};
+
+Connection* current_connection() { return t_connection; }
+
+void mark_reading_body() {
+    if (t_connection) t_connection->phase = ConnectionPhase::body;
+}
+
+void mark_answering() {
+    if (t_connection) t_connection->phase = ConnectionPhase::answering;
+}
+
+HttpServer::HttpServer(ConnectionLimits limits) : limits_(limits), overflow_(std::make_unique<OverflowLane>(*this)) {
+    new_task_queue = [this] { return new LanedTaskQueue(limits_.max_connections); };
+}
+
+HttpServer::~HttpServer() { overflow_.reset(); }
+
+int HttpServer::bind(const std::string& host, int port) {
+    if (port == 0) port = bind_to_any_port(host);
+    else if (!bind_to_port(host, port)) port = -1;
+    // Listening again only changes the backlog.
+    if (port > 0) ::listen(svr_sock_, SOMAXCONN);
+    return port;
+}
+
+bool HttpServer::wait_for_request(int socket) const {
+    const auto until = Clock::now() + limits_.idle_timeout;
+    while (!stopping_) {
+        const auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
+        if (left.count() <= 0) return false;
+        // Slices of 100 ms, so a stop is seen within one.
+        const int ready = poll_for(socket, POLLIN, std::min(left, milliseconds(100)));
+        if (ready != 0) return ready > 0;
+    }
+    return false;
+}
+
+bool HttpServer::process_and_close_socket(socket_t sock) {
+    if (t_lane == Lane::overflow) {
+        overflow_->add(sock);
+        return true;
+    }
+    return serve(sock, false);
+}
+
+void HttpServer::serve_overflow(int sock) { serve(sock, true); }
+
+bool HttpServer::serve(int sock, bool overflow) {
+    Connection connection;
+    connection.socket = sock;
+    connection.overflow = overflow;
+    {
+        std::lock_guard lock(mutex_);
+        open_.insert(&connection);
+    }
+    DeadlineStream stream(connection, limits_);
+    const size_t max_requests = connection.overflow ? 1 : limits_.max_requests_per_connection;
+    bool served = true;
+    for (size_t done = 0; done < max_requests && served && !stopping_; ++done) {
+        if (!overflow && !wait_for_request(sock)) break;  // the overflow lane waited for it
+        connection.phase = ConnectionPhase::head;
+        stream.start_request(Clock::now() + (connection.overflow ? kOverflowRequestTimeout : limits_.request_timeout));
+        bool closed = false;
+        t_connection = &connection;
+        served = process_request(stream, done + 1 == max_requests || stopping_, closed, nullptr);
+        t_connection = nullptr;
+        const bool held_much = connection.memory && connection.memory->bytes() >= kTrimAfterBytes;
+        connection.memory.reset();
+        if (held_much) return_free_memory();
+        connection.phase = ConnectionPhase::waiting;
+        if (closed || connection.close_after_response || connection.timed_out || connection.head_too_large) break;
+    }
+    {
+        // Out of the set before the descriptor is closed, so cut() never
+        // shuts a number the kernel has given to a newer connection.
+        std::lock_guard lock(mutex_);
+        open_.erase(&connection);
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return served;
+}
+
+void HttpServer::cut(ConnectionPhase up_to) {
+    std::lock_guard lock(mutex_);
+    for (Connection* connection : open_)
+        if (connection->phase.load() <= up_to) ::shutdown(connection->socket, SHUT_RDWR);
+}
+
+void HttpServer::stop_reading() {
+    stopping_ = true;
+    cut(ConnectionPhase::body);
+}
+
+void HttpServer::cut_all() { cut(ConnectionPhase::answering); }
+
+size_t HttpServer::open_connections() const {
+    std::lock_guard lock(mutex_);
+    return open_.size();
+}
+
+}  // namespace waste_serve

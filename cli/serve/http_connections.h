@@ -1,0 +1,120 @@
+// http_connections.h — what one client connection may take from `waste
+// serve`. cpp-httplib accepts and parses; HttpServer decides how each
+// accepted connection is read and when it ends:
+//
+// - A cap: at most max_connections are served at once, each on a worker
+//   thread of its own (a streaming answer holds one). A connection beyond it
+//   goes to an overflow lane that waits for its request without holding a
+//   thread, then answers GET /health as usual (a load balancer's probe
+//   always gets its answer) and anything else 503 too_many_connections, and
+//   closes. Past kOverflowBacklog connections waiting there, or
+//   kOverflowRequestTimeout without a byte, a connection is closed
+//   unanswered.
+// - A whole-request deadline: a request's line, headers and body must all
+//   arrive within request_timeout of the moment it may start, whatever their
+//   pace (one byte a second keeps no thread): 408, and the connection closes.
+//   The head (request line and headers) is at most kMaxHeadBytes: 431.
+// - An idle limit: a connection that sends nothing for idle_timeout, before
+//   its first request or between two, is closed.
+// - Stopping: stop_reading() closes the connections that are idle or still
+//   reading a request (the server takes no new one); cut_all() also cuts the
+//   ones whose answer is being made, after the grace period.
+//
+// Handlers reach their connection through current_connection(): the socket
+// (to notice a client that hung up), the lane, whether the connection must
+// close after this answer, and the request's memory reservation.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "request_memory.h"
+
+namespace waste_serve {
+
+struct ConnectionLimits {
+    size_t max_connections = 73;                        // served at once (parallel + queue + 8 by default)
+    std::chrono::milliseconds request_timeout{60'000};  // line, headers and body of one request
+    std::chrono::milliseconds idle_timeout{5'000};      // before a request, or between two
+    std::chrono::milliseconds read_timeout{10'000};     // silence within a request
+    std::chrono::milliseconds write_timeout{30'000};    // a client that reads nothing of its answer
+    size_t max_requests_per_connection = 1000;          // then the connection closes (keep-alive's max)
+};
+
+// Why 64 KiB: browsers and proxies send a few KiB at most; nginx's default
+// allowance is 4 x 8 KiB. Why the overflow lane's numbers: it answers in
+// milliseconds (one request, kOverflowRequestTimeout to arrive), so two
+// threads serve hundreds of probes a second.
+constexpr size_t kMaxHeadBytes = 64 << 10;
+constexpr size_t kOverflowThreads = 2;
+constexpr size_t kOverflowBacklog = 256;
+constexpr std::chrono::milliseconds kOverflowRequestTimeout{2'000};
+
+// In order: stop_reading() cuts a connection up to body.
+enum class ConnectionPhase { waiting, head, body, answering };
+
+// One served connection, on its worker thread's stack.
+struct Connection {
+    int socket = -1;
+    bool overflow = false;              // accepted past the cap: /health only
+    bool close_after_response = false;  // a refusal left its body unread
+    bool timed_out = false;             // the request missed its deadline (408)
+    bool head_too_large = false;        // the head passed kMaxHeadBytes (431)
+    std::atomic<ConnectionPhase> phase{ConnectionPhase::waiting};  // read by HttpServer::cut from another thread
+    std::optional<RequestMemory::Reservation> memory;  // this request's share of --request-memory
+};
+
+// The connection this thread is serving, or nullptr outside a request.
+Connection* current_connection();
+
+// Pre-routing marks the current request's head as read (its body comes
+// next); a handler marks it answering (its body is in): stop_reading()
+// leaves an answering request to finish.
+void mark_reading_body();
+void mark_answering();
+
+class OverflowLane;
+
+class HttpServer : public httplib::Server {
+public:
+    explicit HttpServer(ConnectionLimits limits);
+    ~HttpServer() override;
+
+    // Binds host:port (0: any free port) and listens with a backlog of
+    // SOMAXCONN (httplib's 5 drops the connections of a burst past it,
+    // which the client retries a second later); the port, or -1.
+    int bind(const std::string& host, int port);
+    // No connection takes another request; those waiting for one or still
+    // reading one are closed now.
+    void stop_reading();
+    // Every connection is cut (a write fails, a hang-up check sees it).
+    void cut_all();
+    size_t open_connections() const;
+    const ConnectionLimits& limits() const { return limits_; }
+
+private:
+    friend class OverflowLane;
+    bool process_and_close_socket(socket_t sock) override;
+    // Serves sock's requests (one past the cap), then closes it.
+    bool serve(int sock, bool overflow);
+    void serve_overflow(int sock);
+    bool wait_for_request(int socket) const;
+    void cut(ConnectionPhase up_to);
+
+    ConnectionLimits limits_;
+    std::atomic<bool> stopping_{false};
+    mutable std::mutex mutex_;
+    std::set<Connection*> open_;
+    std::unique_ptr<OverflowLane> overflow_;  // last: its workers serve through this server
+};
+
+}  // namespace waste_serve
