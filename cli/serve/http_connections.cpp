@@ -306,6 +306,9 @@ void mark_answering() {
 
 HttpServer::HttpServer(ConnectionLimits limits) : limits_(limits), overflow_(std::make_unique<OverflowLane>(*this)) {
     new_task_queue = [this] { return new LanedTaskQueue(limits_.max_connections); };
+    // What httplib's Keep-Alive header tells clients (serve() enforces them).
+    set_keep_alive_max_count(limits_.max_requests_per_connection);
+    set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
 }
 
 HttpServer::~HttpServer() { overflow_.reset(); }

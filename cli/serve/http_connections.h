@@ -99,6 +99,9 @@ public:
     // Every connection is cut (a write fails, a hang-up check sees it).
     void cut_all();
     size_t open_connections() const;
+    // Serves one accepted connection on this thread, as a main-lane worker
+    // does, and closes it (the HTTP fuzz target feeds it a socket pair).
+    bool serve_connection(int socket) { return serve(socket, false); }
     const ConnectionLimits& limits() const { return limits_; }
 
 private:
