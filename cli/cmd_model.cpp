@@ -153,6 +153,7 @@ void add_model_commands(CLI::App& app) {
     CLI::Option* parallel = plan->add_option("--parallel", plan_args->parallel,
                                              "Plan `waste serve --parallel N`: N sessions, 2N grammar slots, its prompt cache "
                                              "and request memory")
+                                ->default_str("none: no server")
                                 ->check(CLI::Range(1, 256))
                                 ->excludes("--sessions");
     plan->add_option("--queue", plan_args->queue, "With --parallel: serve's --queue")->default_val(64)->check(CLI::Range(0, 4096))->needs(parallel);

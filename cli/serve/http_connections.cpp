@@ -251,7 +251,9 @@ private:
 
     void wake() {
         const char byte = 0;
-        if (wake_[1] >= 0) [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
+        if (wake_[1] >= 0) {
+            [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
+        }
     }
 
     void poll_loop() {

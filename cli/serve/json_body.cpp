@@ -2,6 +2,7 @@
 #include "json_body.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace waste_serve {
 

@@ -1,6 +1,8 @@
 // request_memory.cpp — see request_memory.h.
 #include "request_memory.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #if defined(__GLIBC__)
