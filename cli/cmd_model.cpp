@@ -186,14 +186,9 @@ void add_model_commands(CLI::App& app) {
         if (waste_model_plan_json(model.get(), &plan_options, &text, &error) != WASTE_OK) fail_with(error, "plan");
         const std::string json_text = take_string(text);
         json result = json::parse(json_text);
-        ServerPlan server_plan;
-        if (server) {
-            server_plan.parallel = plan_args->parallel;
-            server_plan.queue = plan_args->queue;
-            if (!plan_args->max_body.empty()) server_plan.max_body = parse_size(plan_args->max_body);
-            if (!plan_args->request_memory.empty()) server_plan.request_memory = parse_size(plan_args->request_memory);
-            result["server"] = server_plan_json(server_plan, result["budget_bytes"].get<uint64_t>());
-        }
+        const ServerPlan server_plan =
+            server_plan_of(plan_args->parallel, plan_args->queue, plan_args->max_body, plan_args->request_memory);
+        if (server) result["server"] = server_plan_json(server_plan, result["budget_bytes"].get<uint64_t>());
         if (plan_args->json_output) {
             fmt::print("{}\n", server ? result.dump() : json_text);
             return;

@@ -9,6 +9,15 @@
 
 namespace waste_cli {
 
+ServerPlan server_plan_of(uint32_t parallel, uint32_t queue, const std::string& max_body, const std::string& request_memory) {
+    ServerPlan plan;
+    plan.parallel = parallel;
+    plan.queue = queue;
+    if (!max_body.empty()) plan.max_body = parse_size(max_body);
+    if (!request_memory.empty()) plan.request_memory = parse_size(request_memory);
+    return plan;
+}
+
 uint64_t default_request_memory(const ServerPlan& plan) {
     return std::max<uint64_t>((uint64_t{plan.parallel} + plan.queue) * kRequestAllowance, kMaxBodiesInPool * plan.max_body);
 }

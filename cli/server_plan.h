@@ -28,6 +28,10 @@ struct ServerPlan {
     uint64_t request_memory = 0;  // 0: the default below
 };
 
+// The plan of `waste serve --parallel --queue --max-body --request-memory`,
+// the sizes as given on its command line ("" for the default).
+ServerPlan server_plan_of(uint32_t parallel, uint32_t queue, const std::string& max_body, const std::string& request_memory);
+
 // max((parallel + queue) x 8 MiB, 32 x max_body): every admitted or queued
 // request its allowance, and one max-size body its peak.
 uint64_t default_request_memory(const ServerPlan& plan);

@@ -130,8 +130,8 @@ private:
     size_t end_ = 0;
 };
 
-// Worker threads taking tasks in order; size() counts the tasks queued or
-// running.
+// Worker threads taking tasks in order; pending() counts the tasks queued
+// or running.
 class WorkerLane {
 public:
     explicit WorkerLane(size_t threads) {
@@ -278,7 +278,7 @@ private:
                 if (!ready && now < waiting[i].deadline) continue;
                 const int socket = waiting[i].socket;
                 std::erase_if(waiting_, [socket](const Waiting& w) { return w.socket == socket; });
-                if (ready) workers_.push([this, socket] { server_.serve_overflow(socket); });
+                if (ready) workers_.push([this, socket] { server_.serve(socket, true); });
                 else ::close(socket);
             }
         }
@@ -313,7 +313,7 @@ HttpServer::HttpServer(ConnectionLimits limits) : limits_(limits), overflow_(std
     set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
 }
 
-HttpServer::~HttpServer() { overflow_.reset(); }
+HttpServer::~HttpServer() = default;  // here, where OverflowLane is complete
 
 int HttpServer::bind(const std::string& host, int port) {
     if (port == 0) port = bind_to_any_port(host);
@@ -342,8 +342,6 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     }
     return serve(sock, false);
 }
-
-void HttpServer::serve_overflow(int sock) { serve(sock, true); }
 
 bool HttpServer::serve(int sock, bool overflow) {
     Connection connection;

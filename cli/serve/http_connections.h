@@ -109,7 +109,6 @@ private:
     bool process_and_close_socket(socket_t sock) override;
     // Serves sock's requests (one past the cap), then closes it.
     bool serve(int sock, bool overflow);
-    void serve_overflow(int sock);
     bool wait_for_request(int socket) const;
     void cut(ConnectionPhase up_to);
 

@@ -117,7 +117,7 @@ auto endpoint(ServerContext& ctx, bool needs_model, Handler handler) {
 // that does not arrive whole (the request's deadline, a client gone) is
 // httplib's 400, which the error handler words (408) and ends the
 // connection.
-template <typename Handler>
+template <typename Handler>  // Handler(const std::string& body, httplib::Response&)
 auto post_endpoint(ServerContext& ctx, Handler handler) {
     return [&ctx, handler](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
         const uint64_t length = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
@@ -132,7 +132,7 @@ auto post_endpoint(ServerContext& ctx, Handler handler) {
             res.status = 400;
             return;
         }
-        endpoint(ctx, true, [&](const httplib::Request& request, httplib::Response& response) { handler(request, body, response); })(req, res);
+        endpoint(ctx, true, [&](const httplib::Request&, httplib::Response& response) { handler(body, response); })(req, res);
     };
 }
 
@@ -216,7 +216,8 @@ std::unique_ptr<ConstrainedReply> constraint_for(ServerContext& ctx, const json&
 // the 12 a byte of tokenizing), so ~57 at a token a byte.
 constexpr uint64_t kRenderBytesPerTextByte = 64;
 
-uint64_t render_bytes(const json& request, const std::string& body) {
+// parsed: parsed_json_bytes(body), which the request's own parse reserved.
+uint64_t render_bytes(const json& request, const std::string& body, uint64_t parsed) {
     uint64_t image_urls = 0;
     const auto messages = request.find("messages");
     if (messages != request.end() && messages->is_array())
@@ -230,7 +231,7 @@ uint64_t render_bytes(const json& request, const std::string& body) {
                 if (url && url->is_string()) image_urls += url->get_ref<const std::string&>().size();
             }
         }
-    return parsed_json_bytes(body) + kRenderBytesPerTextByte * (body.size() - std::min<uint64_t>(image_urls, body.size()));
+    return parsed + kRenderBytesPerTextByte * (body.size() - std::min<uint64_t>(image_urls, body.size()));
 }
 
 // waste_chat_render_json for a request body; a refusal becomes its 400
@@ -261,12 +262,13 @@ json render_chat(ServerContext& ctx, const std::string& body, const json& option
     return json::parse(rendered_string);
 }
 
-void chat_completions(ServerContext& ctx, const httplib::Request& req, const std::string& body, httplib::Response& res) {
-    const json request = parse_body(body, &request_memory(ctx));
+void chat_completions(ServerContext& ctx, const std::string& body, httplib::Response& res) {
+    uint64_t parsed = 0;
+    const json request = parse_body(body, &request_memory(ctx), &parsed);
     const SamplingParams params = read_sampling_params(request, Endpoint::chat, waste_tokenizer_token_count(ctx.engine.tokenizer));
     json options = {{"thinking", ctx.engine.thinking}, {"list_images", ctx.engine.vision}};
     if (!ctx.engine.chat_template.empty()) options["chat_template"] = ctx.engine.chat_template;
-    request_memory(ctx).grow(render_bytes(request, body), "rendering the conversation");
+    request_memory(ctx).grow(render_bytes(request, body, parsed), "rendering the conversation");
     json rendered = render_chat(ctx, body, options);
     auto job = std::make_shared<GenerationJob>();
     if (rendered.contains("images") && !rendered["images"].empty()) {
@@ -593,18 +595,12 @@ void configure_http(HttpServer& server, ServerContext& ctx) {
         res.set_content(dump(model_object(ctx)), "application/json");
     }));
     server.Post(R"(/v1/chat/completions/?)",
-                post_endpoint(ctx, [&ctx](const httplib::Request& req, const std::string& body, httplib::Response& res) {
-                    chat_completions(ctx, req, body, res);
-                }));
-    server.Post(R"(/v1/completions/?)", post_endpoint(ctx, [&ctx](const httplib::Request&, const std::string& body, httplib::Response& res) {
-                    completions(ctx, body, res);
-                }));
-    server.Post(R"(/tokenize/?)", post_endpoint(ctx, [&ctx](const httplib::Request&, const std::string& body, httplib::Response& res) {
-                    tokenize(ctx, body, res);
-                }));
-    server.Post(R"(/detokenize/?)", post_endpoint(ctx, [&ctx](const httplib::Request&, const std::string& body, httplib::Response& res) {
-                    detokenize(ctx, body, res);
-                }));
+                post_endpoint(ctx, [&ctx](const std::string& body, httplib::Response& res) { chat_completions(ctx, body, res); }));
+    server.Post(R"(/v1/completions/?)",
+                post_endpoint(ctx, [&ctx](const std::string& body, httplib::Response& res) { completions(ctx, body, res); }));
+    server.Post(R"(/tokenize/?)", post_endpoint(ctx, [&ctx](const std::string& body, httplib::Response& res) { tokenize(ctx, body, res); }));
+    server.Post(R"(/detokenize/?)",
+                post_endpoint(ctx, [&ctx](const std::string& body, httplib::Response& res) { detokenize(ctx, body, res); }));
 }
 
 }  // namespace waste_serve

@@ -125,9 +125,13 @@ uint64_t parsed_json_bytes(const std::string& text) {
     return measure.bytes + 4 * (measure.longest + kBlock) + 2 * (longest_structure_run(text) + kBlock);
 }
 
-json parse_body(const std::string& body, RequestMemory::Reservation* memory) {
+json parse_body(const std::string& body, RequestMemory::Reservation* memory, uint64_t* parsed_bytes) {
     if (body.empty()) throw bad_request("the request body is empty: send a JSON object");
-    if (memory) memory->grow(parsed_json_bytes(body), "the request's parsed JSON");
+    if (memory) {
+        const uint64_t parsed = parsed_json_bytes(body);
+        memory->grow(parsed, "the request's parsed JSON");
+        if (parsed_bytes) *parsed_bytes = parsed;
+    }
     json value;
     try {
         value = json::parse(body, [](int depth, json::parse_event_t, json&) {

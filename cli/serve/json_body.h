@@ -25,8 +25,10 @@ constexpr int kMaxJsonDepth = 64;
 // ApiError 400 as parse_body does.
 uint64_t parsed_json_bytes(const std::string& text);
 
-// Throws ApiError. With memory, the parsed value's bytes are reserved in it
-// first (a 413 or 503 from RequestMemory before anything is built).
-nlohmann::json parse_body(const std::string& body, RequestMemory::Reservation* memory = nullptr);
+// Throws ApiError. With memory, the parsed value's bytes
+// (parsed_json_bytes) are reserved in it first (a 413 or 503 from
+// RequestMemory before anything is built), and told in *parsed_bytes when
+// given.
+nlohmann::json parse_body(const std::string& body, RequestMemory::Reservation* memory = nullptr, uint64_t* parsed_bytes = nullptr);
 
 }  // namespace waste_serve

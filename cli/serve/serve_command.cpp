@@ -78,12 +78,7 @@ bool is_loopback(const std::string& host) {
 }
 
 ServerPlan server_plan(const ServeArgs& args) {
-    ServerPlan plan;
-    plan.parallel = args.parallel;
-    plan.queue = args.queue;
-    plan.max_body = parse_size(args.max_body);
-    if (!args.request_memory.empty()) plan.request_memory = parse_size(args.request_memory);
-    return plan;
+    return server_plan_of(args.parallel, args.queue, args.max_body, args.request_memory);
 }
 
 void print_plan(waste_model* model, const ServeArgs& args, const waste_open_options& options) {
@@ -165,8 +160,7 @@ int serve(const ServeArgs& args) {
     limits.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.request_timeout * 1000));
     waste_serve::HttpServer server(limits);
     waste_serve::configure_http(server, ctx);
-    int port = args.port;
-    port = server.bind(args.host, port);
+    const int port = server.bind(args.host, args.port);
     if (port <= 0) throw RuntimeFailure{fmt::format("cannot listen on {}:{} (in use, or not an address of this machine)", args.host, args.port)};
     if (!is_loopback(args.host) && ctx.settings.api_key.empty())
         fmt::print(stderr, "waste serve: warning: listening on {} without an API key: anyone who can reach this address can use the model "
@@ -241,7 +235,7 @@ int serve(const ServeArgs& args) {
         std::unique_lock lock(stop_mutex);
         if (stop_done.wait_for(lock, std::chrono::seconds(kShutdownGraceSeconds), [&] { return stopped; })) return;
         ctx.engine.cancel_all = true;  // generations end at their next token
-        server.cut_all();              // writes fail; waits for a slot end
+        server.cut_all();              // writes fail, hang-up checks see it
         if (stop_done.wait_for(lock, std::chrono::seconds(kShutdownCutSeconds), [&] { return stopped; })) return;
         fmt::print(stderr, "waste serve: {} connection(s) still busy {} s after the grace period (work with no cancellation point); "
                            "exiting without them\n", server.open_connections(), kShutdownCutSeconds);
