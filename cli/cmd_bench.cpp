@@ -28,7 +28,6 @@ struct BenchArgs {
     int tokens = 64;
     int skip = 0;  // decode tokens of each run left out of its figures (the cache filling)
     int prompt = 64;
-    int chunk = 64;  // prefill chunk (tokens evaluated together)
     int runs = 3;
     uint32_t seed = 1;
     double temperature = 0;  // decode: 0 = argmax; else sampled (seeded by --seed, the same tokens every run)
@@ -118,8 +117,7 @@ void run_bench(const BenchArgs& args) {
     if (waste_session_create(model.get(), &raw, &error) != WASTE_OK) fail_with(error, "session");
     std::unique_ptr<waste_session, void (*)(waste_session*)> session(raw, waste_session_free);
     apply_session_options(args.stream, session.get());
-    if (waste_session_set_prefill_chunk(session.get(), static_cast<uint32_t>(args.chunk), &error) != WASTE_OK)
-        fail_with(error, "prefill chunk");
+    const double chunk = info["prefill_chunk"].get<double>();  // --chunk, or the plan's
 
     const int vocab = info["vocab"].get<int>();
     std::mt19937 random(args.seed);
@@ -198,11 +196,11 @@ void run_bench(const BenchArgs& args) {
     // dequantised in registers (kernels/vq_matmul.h), so no table lookups.
     const double moe_slots = info["moe_layers"].get<double>() * info["top_k"].get<double>();
     const double record_payload = moe_slots > 0 ? traffic["expert_bytes"].get<double>() / moe_slots : 0;
-    const double chunks_per_run = args.prompt > 0 ? std::ceil(static_cast<double>(args.prompt) / args.chunk) : 0;
+    const double chunks_per_run = args.prompt > 0 ? std::ceil(static_cast<double>(args.prompt) / chunk) : 0;
     const double prefill_trunk = prefilled > 0 ? traffic["trunk_bytes"].get<double>() * chunks_per_run * args.runs / prefilled : 0;
     const double prefill_experts = prefilled > 0 ? prefill_records * record_payload / prefilled : 0;
     out["prefill"] = {{"tokens", args.prompt},
-                      {"chunk", args.chunk},
+                      {"chunk", info["prefill_chunk"]},
                       {"tok_per_s", prefill_rates},
                       {"median_tok_per_s", median(prefill_rates)},
                       {"ms_per_token", prefill_breakdown},
@@ -275,7 +273,7 @@ void run_bench(const BenchArgs& args) {
                st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>(),
                st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(), args.stream.lookahead);
     fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens, chunks of {})\n", median(prefill_rates),
-               prefill_rates.size(), args.prompt, args.chunk);
+               prefill_rates.size(), args.prompt, info["prefill_chunk"].get<uint32_t>());
     if (args.prompt > 0) {
         fmt::print("  per token  ");
         for (auto& [name, ms] : prefill_breakdown.items()) fmt::print("{} {:.2f} ms  ", name, ms.get<double>());
@@ -318,9 +316,6 @@ void add_bench_command(CLI::App& app) {
         ->default_val(0)
         ->check(CLI::Range(0, 1 << 20));
     bench->add_option("--prompt", args->prompt, "Prompt tokens per run (random ids)")->default_val(64)->check(CLI::Range(0, 1 << 20));
-    bench->add_option("--chunk", args->chunk, "Prefill chunk: prompt tokens evaluated together (1 = token by token)")
-        ->default_val(64)
-        ->check(CLI::Range(1, 64));
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
     add_threads_option(bench, args->threads);
     bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");

@@ -40,7 +40,6 @@ struct ReuseArgs {
     int history = 1000;
     int turn = 32;
     int sessions = 1;
-    int chunk = 64;
     int runs = 5;
     uint32_t seed = 1;
     bool warm = true;
@@ -124,8 +123,6 @@ void run_bench_reuse(const ReuseArgs& args) {
         if (waste_session_create(model.get(), &raw, &error) != WASTE_OK) fail_with(error, "session");
         c.session.reset(raw);
         apply_session_options(args.stream, raw);
-        if (waste_session_set_prefill_chunk(raw, static_cast<uint32_t>(args.chunk), &error) != WASTE_OK)
-            fail_with(error, "prefill chunk");
         c.history = random_ids(random, args.history, vocab);
         c.turn = random_ids(random, args.turn, vocab);
         c.whole = c.history;
@@ -166,7 +163,7 @@ void run_bench_reuse(const ReuseArgs& args) {
     out["cached_records"] = warmed;
     out["history"] = args.history;
     out["turn"] = args.turn;
-    out["chunk"] = args.chunk;
+    out["chunk"] = info["prefill_chunk"];
     out["sessions"] = args.sessions;
     out["runs"] = args.runs;
     out["snapshot_bytes"] = one_snapshot;
@@ -185,7 +182,7 @@ void run_bench_reuse(const ReuseArgs& args) {
     fmt::print("model        {} ({}), {} threads, {} expert records cached\n", args.model, info["arch"].get<std::string>(),
                args.threads ? std::to_string(args.threads) : "all", warmed);
     fmt::print("turn 2       {} history tokens + {} new, chunks of {}, {} session{}, {} runs\n", args.history, args.turn,
-               args.chunk, args.sessions, args.sessions == 1 ? "" : "s", args.runs);
+               info["prefill_chunk"].get<uint32_t>(), args.sessions, args.sessions == 1 ? "" : "s", args.runs);
     fmt::print("fresh        {:.2f} ms to the first token (median): prefill of all {} tokens\n", median(fresh_ms),
                args.history + args.turn);
     fmt::print("reuse        {:.2f} ms to the first token (median): restore + prefill of {} tokens\n", median(reuse_ms),
@@ -211,9 +208,6 @@ void add_bench_reuse_command(CLI::App& app) {
         ->check(CLI::Range(1, 1024));
     bench->add_option("--snapshot-reserve", args->snapshot_reserve, "RAM reserved for snapshots (e.g. 64M)")
         ->default_str("exactly the sessions' snapshots");
-    bench->add_option("--chunk", args->chunk, "Prefill chunk: tokens evaluated together (1 = token by token)")
-        ->default_val(64)
-        ->check(CLI::Range(1, 64));
     bench->add_option("--runs", args->runs, "Runs per conversation; times are the median")->default_val(5)->check(CLI::Range(1, 1000));
     bench->add_option("--ctx", args->context, "Context length in tokens")->default_str("history + turn")->check(CLI::Range(1, 1 << 24));
     add_threads_option(bench, args->threads);

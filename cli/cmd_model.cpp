@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "server_plan.h"
+#include "stream_options.h"
 
 namespace waste_cli {
 namespace {
@@ -53,8 +54,9 @@ void print_plan(const json& plan) {
         fmt::print("{:<22}{} ({} sessions x {})\n", "session state", format_bytes(plan["state_bytes"].get<uint64_t>()), sessions,
                    format_bytes(plan["session_state_bytes"].get<uint64_t>()));
     }
-    fmt::print("{:<22}{} ({} compute threads{})\n", "scratch", format_bytes(plan["scratch_bytes"].get<uint64_t>()),
-               plan["compute_threads"].get<unsigned>(),
+    fmt::print("{:<22}{} ({} compute threads, prefill chunk of {} tokens{})\n", "scratch",
+               format_bytes(plan["scratch_bytes"].get<uint64_t>()), plan["compute_threads"].get<unsigned>(),
+               plan["prefill_chunk"].get<unsigned>(),
                sessions == 1 ? "" : fmt::format("; {} per session", format_bytes(plan["session_scratch_bytes"].get<uint64_t>())));
     line("expert reads", "io_bytes");
     line("codebooks, process", "runtime_bytes");
@@ -95,6 +97,7 @@ struct ModelArgs {
     uint32_t grammars = 0;
     bool vision = false;
     std::string lut = "exact";
+    uint32_t prefill_chunk = 0;
     // `waste plan --parallel N --queue M`: what `waste serve` plans with
     // the same flags (its sessions, grammar slots, prompt cache and
     // request memory).
@@ -150,6 +153,7 @@ void add_model_commands(CLI::App& app) {
                      "Plan the int8 mode (--lut int8): its tables and scratch, and the experts it holds decoded")
         ->default_val("exact")
         ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
+    add_prefill_chunk_option(plan, plan_args->prefill_chunk);
     CLI::Option* parallel = plan->add_option("--parallel", plan_args->parallel,
                                              "Plan `waste serve --parallel N`: N sessions, 2N grammar slots, its prompt cache "
                                              "and request memory")
@@ -179,6 +183,7 @@ void add_model_commands(CLI::App& app) {
         options.grammars = plan_args->grammars;
         options.vision = plan_args->vision ? 1 : 0;
         options.lut_mode = plan_args->lut == "int8" ? WASTE_LUT_INT8 : WASTE_LUT_EXACT;
+        options.prefill_chunk = plan_args->prefill_chunk;
         ModelHandle model = open_model(plan_args->model, options);
         waste_plan_options plan_options{plan_args->context, plan_args->budget.empty() ? 0 : parse_size(plan_args->budget)};
         char* text = nullptr;

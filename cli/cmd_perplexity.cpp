@@ -35,7 +35,6 @@ struct PerplexityArgs {
     unsigned threads = 0;
     bool verify = false;
     bool json_output = false;
-    uint32_t chunk = 64;
     std::string policy = "default";
     StreamArgs stream;
 };
@@ -103,7 +102,6 @@ void run_perplexity(const PerplexityArgs& args) {
     if (waste_session_create(model.get(), &raw_session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
     const SessionHandle session(raw_session);
     apply_session_options(args.stream, session.get());
-    if (waste_session_set_prefill_chunk(session.get(), args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
 
     std::vector<double> logprobs(window);
     double nll = 0;
@@ -171,7 +169,6 @@ void add_perplexity_command(CLI::App& app) {
     command->add_flag("--verify", args->verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
     command->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
-    command->add_option("--chunk", args->chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
     add_stream_options(command, args->stream);
     command->callback([args] { run_perplexity(*args); });
 }

@@ -27,7 +27,6 @@ struct RunArgs {
     unsigned threads = 0;
     bool verify = false;
     bool json_output = false;
-    uint32_t chunk = 64;
     std::string policy = "default";
     StreamArgs stream;
     // eval
@@ -47,7 +46,6 @@ void add_common(CLI::App* command, RunArgs& args) {
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_flag("--json", args.json_output, "Print JSON (documented in docs/CLI.md)");
     command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
-    command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
     add_stream_options(command, args.stream);
 }
 
@@ -67,7 +65,6 @@ Loaded load(const RunArgs& args) {
     if (waste_session_create(loaded.model.get(), &session, &error) != WASTE_OK) fail_with(error, "session");
     loaded.session.reset(session);
     apply_session_options(args.stream, session);
-    if (waste_session_set_prefill_chunk(session, args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
     return loaded;
 }
 

@@ -36,7 +36,6 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
     add_threads_option(command, args.threads);
     command->add_flag("--verify", args.verify, "Check each expert record's CRC-32 when it is read");
     command->add_option("--policy", args.policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");
-    command->add_option("--chunk", args.chunk, "Prefill chunk in tokens (1 = token by token)")->default_val(64)->check(CLI::Range(1, 64));
     command->add_flag("-q,--quiet", args.quiet, "Only the generated text: no status or summary line");
     add_stream_options(command, args.stream);
     auto* grammar = command->add_option("--grammar", args.grammar_file, "Constrain the output to this GBNF grammar file (docs/GRAMMAR.md)")
@@ -98,7 +97,6 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     if (waste_session_create(g.model.get(), &session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
     g.session.reset(session);
     apply_session_options(args.stream, session);
-    if (waste_session_set_prefill_chunk(session, args.chunk, &error) != WASTE_OK) fail_with(error, "--chunk");
     waste_tokenizer* tokenizer = nullptr;
     if (waste_model_tokenizer(g.model.get(), nullptr, &tokenizer, &error) == WASTE_OK) g.tokenizer.reset(tokenizer);
     else if (error.status != WASTE_ERR_UNSUPPORTED) fail_with(error, "cannot load the tokenizer of " + args.model);

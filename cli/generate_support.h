@@ -25,7 +25,6 @@ struct GenerateArgs {
     unsigned threads = 0;
     bool verify = false;
     std::string policy = "default";
-    uint32_t chunk = 64;
     StreamArgs stream;
     int tokens = 256;
     // Sampled by default, as llama.cpp does (greedy decoding loops on small

@@ -26,6 +26,15 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
                         "Q8G/Q4G projections and LM head; error in docs/QUALITY.md)")
         ->default_val("exact")
         ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
+    add_prefill_chunk_option(command, args.prefill_chunk);
+}
+
+void add_prefill_chunk_option(CLI::App* command, uint32_t& tokens) {
+    command->add_option("--chunk,--prefill-chunk", tokens,
+                        "Prefill chunk: prompt tokens evaluated together (1 = token by token; each expert and the trunk "
+                        "read once per chunk; its activations are in the plan)")
+        ->default_str("the plan's (512, halved down to 64 where RAM is short)")
+        ->check(CLI::Range(1, 8192));
 }
 
 waste_open_options model_open_options(uint32_t context, unsigned threads, const std::string& budget, bool verify,
@@ -52,6 +61,7 @@ void apply_open_options(const StreamArgs& args, waste_open_options& options) {
     if (args.no_hotlist) options.flags |= WASTE_OPEN_NO_HOTLIST;
     options.usage_path = args.usage.empty() ? nullptr : args.usage.c_str();
     options.lut_mode = args.lut == "int8" ? WASTE_LUT_INT8 : WASTE_LUT_EXACT;
+    options.prefill_chunk = args.prefill_chunk;
 }
 
 void report_open(const StreamArgs& args, waste_model* model) {

@@ -1,7 +1,9 @@
-// stream_options.h — the expert-streaming options shared by run, eval and
-// bench: --io, --lookahead, --mlock, --learn/--usage/--no-hotlist and
-// --dump-route, and --lut (how decode reads the expert lookup tables). Each command keeps a StreamArgs, registers the options,
-// and applies them to the open options and the session.
+// stream_options.h — the options shared by the commands that run a model
+// (run, eval, generate, chat, perplexity, bench, serve): --io, --lookahead,
+// --mlock, --learn/--usage/--no-hotlist, --dump-route, --lut (the
+// arithmetic) and --chunk (the prefill chunk the plan holds). Each command
+// keeps a StreamArgs, registers the options, and applies them to the open
+// options and the session.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +24,13 @@ struct StreamArgs {
     std::string usage;        // empty: usage.waste in the container
     std::string dump_route;   // empty: none
     std::string lut = "exact";  // decode's lookup tables: exact (f32) or int8 (approximate)
+    uint32_t prefill_chunk = 0;  // 0: the plan's choice
 };
 
 void add_stream_options(CLI::App* command, StreamArgs& args);
+// --chunk / --prefill-chunk (waste_open_options.prefill_chunk), for commands
+// that plan without the streaming options (plan).
+void add_prefill_chunk_option(CLI::App* command, uint32_t& tokens);
 // Sets io_backend, the mlock/no-hotlist flags and usage_path (which points
 // into args: keep args alive until the open returns).
 void apply_open_options(const StreamArgs& args, waste_open_options& options);

@@ -13,6 +13,7 @@
 
 #include "format/expert_record.h"
 #include "format/manifest.h"
+#include "model/forward.h"
 #include "platform/error.h"
 #include "platform/thread_pool.h"
 #include "runtime/memory_plan.h"
@@ -45,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             (void)waste::runtime::session_state_bytes(config, context);
         if (manifest.has_quant) {
             // the most compute threads a pool runs: the largest per-thread products
-            (void)waste::runtime::scratch_bytes(config, manifest.quant, 4096, waste::platform::max_pool_threads);
+            (void)waste::runtime::scratch_bytes(config, manifest.quant, 4096, waste::platform::max_pool_threads,
+                                                 waste::model::max_prefill_chunk);
             if (!manifest.banks.empty()) (void)waste::format::expert_layout(config, manifest.quant);
         }
     } catch (const waste::Error&) {

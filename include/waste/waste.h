@@ -151,6 +151,15 @@ typedef struct waste_open_options {
      * are wrong WASTE_ERR_FORMAT naming the key or tensor. 0 = text only:
      * the tower is never read. */
     uint32_t vision;
+    /* Prompt tokens a session evaluates together (its prefill chunk; each
+     * session's workspace holds that many tokens' activations, in the plan):
+     * 0 = the plan's choice: the largest of 512, 256, 128 whose floor fits
+     * under 7/8 of usable RAM, else 64 (waste_model_plan_json's
+     * "prefill_chunk"; budget_bytes does not change it, so the floor is the
+     * same at every budget: a smaller chunk lowers it). At most 8192. A longer
+     * chunk reads each expert and the trunk once for more tokens; the
+     * results are the same bits at any chunk of at least 1. */
+    uint32_t prefill_chunk;
 } waste_open_options;
 
 /* The arithmetic of the experts and the trunk's projections. */
@@ -264,9 +273,11 @@ WASTE_API waste_status waste_session_eval_logprobs(waste_session* session, const
                                                    double* out_logprobs, size_t logprob_count, waste_error* error);
 
 /* Prefill chunk size: prompts are evaluated in chunks of up to this many
- * tokens (1..64, default 64; 1 = token by token). Chunks read each distinct
- * expert once and the trunk once per chunk; results agree with
- * token-by-token evaluation within rounding (1e-3 on logits). */
+ * tokens (1 = token by token; at most, and by default, the model's planned
+ * chunk, waste_open_options.prefill_chunk). Chunks read each distinct expert
+ * once and the trunk once per chunk. Any chunk of 2 or more gives the same
+ * bits; they agree with token-by-token evaluation (1, the decode path's
+ * lookup tables) within rounding (1e-3 on logits). */
 WASTE_API waste_status waste_session_set_prefill_chunk(waste_session* session, uint32_t tokens, waste_error* error);
 
 /* The logits after the last evaluated token: *out_logits points to

@@ -412,7 +412,7 @@ class CliTest(unittest.TestCase):
                            "--system", "--raw", "--threads", "--verify", "-q", "--learn"):
                 self.assertIn(option, text, f"{command} --help lacks {option}")
             for option, default in (("--temp", "0.8"), ("--top-p", "0.95"), ("--top-k", "0"), ("--min-p", "0"),
-                                    ("--seed", "a fresh one"), ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "64")):
+                                    ("--seed", "a fresh one"), ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "the plan's")):
                 line = next(l for l in text.splitlines() if option + " " in l or l.strip().startswith(option))
                 self.assertRegex(line, r"=" + default + r"(\.0+)?(\s|$)", f"{command}: {line!r} shows no default")
 

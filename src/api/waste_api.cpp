@@ -85,6 +85,7 @@ waste_status waste_model_open(const char* path, const waste_open_options* option
         request.sessions = model->options.sessions;
         request.snapshot_bytes = model->options.snapshot_bytes;
         request.grammars = model->options.grammars;
+        request.prefill_chunk = model->options.prefill_chunk;
         if (model->options.vision > 1)
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_open: vision {} is not 0 or 1", model->options.vision);
         request.vision = model->options.vision != 0;
@@ -182,6 +183,7 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
         info["direct_io"] = container.expert_io_mode() == waste::platform::IoMode::direct;
         info["io_mode"] = container.expert_io_reason();
         info["expert_cache_bytes"] = model->plan.cache_bytes;
+        info["prefill_chunk"] = model->plan.prefill_chunk;  // the tokens a session evaluates together
         if (model->engine) {
             info["expert_io"] = waste::runtime::expert_io_name(model->engine->cache().io());
             info["expert_io_detail"] = model->engine->cache().io_note();
@@ -215,11 +217,13 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         request.sessions = model->options.sessions;
         request.snapshot_bytes = model->options.snapshot_bytes;
         request.grammars = model->options.grammars;
+        request.prefill_chunk = model->options.prefill_chunk;
         request.vision = model->options.vision != 0;
         const auto plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
         json out;
         out["ctx"] = plan.context_length;
         out["sessions"] = plan.sessions;
+        out["prefill_chunk"] = plan.prefill_chunk;
         out["trunk_bytes"] = plan.trunk_bytes;
         out["session_state_bytes"] = plan.session_state_bytes;
         out["state_bytes"] = plan.state_bytes;

@@ -32,8 +32,16 @@ size_t widest_projection_input(const format::ModelConfig& c) {
                      static_cast<size_t>(c.kv_lora), static_cast<size_t>(c.expert_input())});
 }
 
-Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads) {
-    const size_t tokens = max_chunk_tokens;
+namespace {
+// Rows a workspace's chunk buffers hold: the chunk, and at least two
+// (decode's router lookahead works in row 1, router_lookahead.cpp).
+size_t workspace_rows(size_t chunk) { return std::max<size_t>(chunk, 2); }
+}  // namespace
+
+Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads, size_t chunk)
+    : chunk_tokens(chunk) {
+    WASTE_CHECK(chunk >= 1 && chunk <= max_prefill_chunk);
+    const size_t tokens = workspace_rows(chunk);
     hidden = c.hidden;
     attn_width = attention_width(c);
     small_width = low_rank_width(c);
@@ -45,6 +53,7 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
     ffn_gate.assign(tokens * ffn_width, 0.0f);
     ffn_up.assign(tokens * ffn_width, 0.0f);
     logits.assign(c.vocab, 0.0f);
+    if (c.attn_res_block > 0) blocks.assign(tokens * static_cast<size_t>(c.layers / c.attn_res_block + 2) * hidden, 0.0f);
     if (container.has_experts()) {
         const format::ExpertQuant& quant = container.manifest().quant;
         lat = c.expert_input();
@@ -70,8 +79,53 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
     }
 }
 
+uint64_t Workspace::planned_bytes(const format::ModelConfig& c, const format::ExpertQuant* quant, unsigned threads, size_t chunk,
+                                  bool int8) {
+    const uint64_t T = workspace_rows(chunk), H = static_cast<uint64_t>(c.hidden), A = attention_width(c), F = dense_ffn_width(c);
+    const uint64_t n_threads = std::max(threads, 1u);
+    // the chunk's rows: residual, normed, attention and FFN outputs, AttnRes's
+    // partial sum, the shared experts' output (6 H); q, k, v, decay, gate and
+    // the heads' output (6 A); KDA's beta, the low-rank inner width; the FFN's
+    // gate and up (2 F)
+    uint64_t floats = T * (6 * H + 6 * A + std::max(c.kda_heads, 1) + low_rank_width(c) + 2 * F);
+    floats += static_cast<uint64_t>(c.vocab);  // logits
+    if (c.attn_res_block > 0) floats += T * static_cast<uint64_t>(c.layers / c.attn_res_block + 2) * H;
+    uint64_t bytes = 0;
+    if (int8) bytes += sizeof(kernels::TrunkInt8Input) + kernels::trunk_int8_input_bytes(T, widest_projection_input(c));
+    if (quant && c.has_moe()) {
+        const uint64_t lat = c.expert_input(), I = c.moe_intermediate, E = c.experts, K = c.top_k;
+        const kernels::VqTableShape in{static_cast<int>(lat / quant->vec_dim), quant->stages, quant->entries, quant->vec_dim};
+        const kernels::VqTableShape down{static_cast<int>(I / quant->vec_dim), quant->stages, quant->entries, quant->vec_dim};
+        // router scores, the expert input, the MoE accumulator; one expert's
+        // inputs, outputs, gate and up over the chunk; every (token, slot)'s output
+        floats += T * (E + lat + std::max(lat, H) + 2 * lat + 2 * I + K * lat);
+        floats += 2 * in.floats();                                   // decode's gate and up tables
+        floats += n_threads * (down.floats() + 2 * I);              // each thread's down table, gate and up rows
+        bytes += 2 * n_threads * 8 * sizeof(std::vector<float>);    // the per-thread vectors themselves (capacity doubles)
+        // the MoE step's bookkeeping per chunk (ffn_layer.cpp): each token's
+        // choice (a vector of K ids), its weights, and each (token, slot)
+        // assignment with its token and slot again
+        bytes += T * (sizeof(std::vector<int>) + K * 4 + K * 4 + K * 12 + K * 8);
+        if (int8) {
+            // the tables at a byte an entry, their block scales and quantised inputs
+            const uint64_t in_stride = kernels::vq_int8_input_stride(in), down_stride = kernels::vq_int8_input_stride(down);
+            bytes += 2 * in.floats() + 2 * kernels::vq_int8_blocks(in) * 4 + in.positions * (in_stride + 4);
+            bytes += n_threads * (down.floats() + kernels::vq_int8_blocks(down) * 4 + down.positions * (down_stride + 4));
+            // prefill: one expert decoded to int8 rows; per thread one
+            // expert's f32 inputs, gate, up and outputs over the chunk, its
+            // int8 inputs and activations and their group scales
+            const kernels::Int8Matrix x_rows{static_cast<size_t>(T), static_cast<size_t>(lat)};
+            const kernels::Int8Matrix h_rows{static_cast<size_t>(T), static_cast<size_t>(I)};
+            bytes += DecodedExpert::bytes(lat, I) + sizeof(DecodedExpert);
+            bytes += n_threads * (sizeof(Int8ExpertScratch) + T * 2 * (lat + I) * sizeof(float) + T * (x_rows.ld() + h_rows.ld()) +
+                                  T * (x_rows.groups() + h_rows.groups()) * sizeof(float));
+        }
+    }
+    return bytes + floats * sizeof(float);
+}
+
 void Workspace::enable_int8_tables(const format::Container& container) {
-    if (trunk_int8.capacity_tokens == 0) trunk_int8.reserve(max_chunk_tokens, widest_projection_input(container.config()));
+    if (trunk_int8.capacity_tokens == 0) trunk_int8.reserve(workspace_rows(chunk_tokens), widest_projection_input(container.config()));
     if (!container.has_experts() || !gate_q.empty()) return;
     const format::ExpertQuant& quant = container.manifest().quant;
     const kernels::VqTableShape in{static_cast<int>(lat / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
@@ -89,7 +143,7 @@ void Workspace::enable_int8_tables(const format::Container& container) {
         thread_down_xs.emplace_back(down.positions, 0.0f);
     }
     int8_expert = std::make_unique<DecodedExpert>(lat, inter);
-    const size_t tokens = max_chunk_tokens;
+    const size_t tokens = workspace_rows(chunk_tokens);
     int8_threads.resize(thread_down_table.size());
     for (Int8ExpertScratch& s : int8_threads) {
         s.x.assign(tokens * lat, 0.0f);
@@ -177,7 +231,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
     Workspace& ws = ctx.ws;
     const size_t hidden = c.hidden;
     const float eps = static_cast<float>(c.rms_eps);
-    WASTE_CHECK(count >= 1 && count <= static_cast<size_t>(max_chunk_tokens));
+    WASTE_CHECK(count >= 1 && count <= ws.chunk_tokens);
     for (size_t t = 0; t < count; ++t)
         if (tokens[t] < 0 || tokens[t] >= c.vocab)
             fail(WASTE_ERR_INVALID_ARGUMENT, "token id {} is outside the vocabulary of {}", tokens[t], c.vocab);
@@ -216,14 +270,15 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
         // of that token's own pass through the layers.
         const int block = c.attn_res_block;
         const size_t max_blocks = static_cast<size_t>(c.layers / block + 2);
-        std::vector<float> blocks(count * max_blocks * hidden);  // [T][blocks][H]
+        WASTE_CHECK(ws.blocks.size() >= count * max_blocks * hidden);
+        float* blocks = ws.blocks.data();  // [T][blocks][H]
         size_t n_blocks = 0;
         bool ps_live = true;
         std::vector<float> scratch;
         float* ps = ws.ps.data();
         auto with_blocks = [&](size_t t, const float* last) {
             std::vector<const float*> values;
-            for (size_t b = 0; b < n_blocks; ++b) values.push_back(blocks.data() + (t * max_blocks + b) * hidden);
+            for (size_t b = 0; b < n_blocks; ++b) values.push_back(blocks + (t * max_blocks + b) * hidden);
             values.push_back(last);
             return values;
         };
@@ -236,7 +291,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
             if (layer % block == 0) {
                 WASTE_CHECK(n_blocks < max_blocks);
                 for (size_t t = 0; t < count; ++t)
-                    std::memcpy(blocks.data() + (t * max_blocks + n_blocks) * hidden, ps + t * hidden, sizeof(float) * hidden);
+                    std::memcpy(blocks + (t * max_blocks + n_blocks) * hidden, ps + t * hidden, sizeof(float) * hidden);
                 ++n_blocks;
                 ps_live = false;
             }
@@ -258,7 +313,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
             attn_res(with_blocks(t, x + t * hidden), ctx.weights.output_res_norm, ctx.weights.output_res_proj, eps, hidden,
                      x + t * hidden, scratch);
         state.n_blocks = static_cast<uint32_t>(n_blocks);
-        std::memcpy(state.block_residuals.data(), blocks.data() + (count - 1) * max_blocks * hidden,
+        std::memcpy(state.block_residuals.data(), blocks + (count - 1) * max_blocks * hidden,
                     sizeof(float) * std::min(state.block_residuals.size(), max_blocks * hidden));
     }
     ProfileScope head_scope(ctx.profile, ProfileCategory::lm_head);

@@ -1,9 +1,12 @@
 // forward.h — a chunk of tokens through a Kimi-family model (models.md §0–§7).
 //
 // One code path serves decode (a chunk of 1) and prefill (chunks of up to
-// 64): trunk projections run over the whole chunk (weights read once per
-// chunk), KDA and MLA run token by token inside it, and the MoE reads each
-// distinct routed expert of the chunk once (ascending id). Expert records come
+// the session's prefill chunk, the memory plan's choice): the chunk goes
+// through the model layer by layer, trunk projections run over the whole
+// chunk (weights read once per chunk), KDA and MLA run token by token inside
+// it, and the MoE reads each distinct routed expert of the chunk once
+// (ascending id) and applies it to all the chunk's tokens that chose it.
+// Every token's arithmetic is its own: the chunk size changes no bit. Expert records come
 // from an ExpertProvider, so caching and reading stay in runtime/ and never
 // change the arithmetic.
 #pragma once
@@ -26,7 +29,13 @@
 
 namespace waste::model {
 
-constexpr int max_chunk_tokens = 64;  // upstream's prefill chunk (models.md §7)
+// The prefill chunk a plan chooses when the budget has room for its
+// workspace (runtime/memory_plan.h), as llama.cpp's default micro-batch; the
+// plan halves it down to min_planned_chunk on a tight budget. Any chunk from
+// 1 to max_prefill_chunk may be asked for.
+constexpr uint32_t default_prefill_chunk = 512;
+constexpr uint32_t min_planned_chunk = 64;  // upstream's prefill chunk (models.md §7)
+constexpr uint32_t max_prefill_chunk = 8192;
 
 // Hands out checked expert records. The MoE step asks for a group of one
 // layer's distinct experts at once (request: reads start together), takes
@@ -58,10 +67,18 @@ struct RouteChoice {
     std::vector<int> lookahead;   // predicted at the previous layer, best first (decode with lookahead)
 };
 
-// Scratch for one chunk, allocated once per session. Row-major, one row per
-// token of the chunk; widths in comments.
+// Scratch for one chunk of up to chunk_tokens tokens, allocated once per
+// session. Row-major, one row per token of the chunk; widths in comments.
 struct Workspace {
-    Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads);
+    Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads, size_t chunk_tokens);
+    // What a workspace allocates, enable_int8_tables included when int8 —
+    // an upper bound, within a few KiB of what the allocator hands out
+    // (tests/memory_plan_test.cpp) — plus the MoE step's per-chunk
+    // bookkeeping (routes, assignments). quant: the container's expert
+    // quantisation, null for a trunk-only container.
+    static uint64_t planned_bytes(const format::ModelConfig& c, const format::ExpertQuant* quant, unsigned threads,
+                                  size_t chunk_tokens, bool int8);
+    size_t chunk_tokens = 0;
     size_t hidden = 0, attn_width = 0, ffn_width = 0, small_width = 0, lat = 0, inter = 0, table_floats = 0,
            down_table_floats = 0;
     std::vector<float> x, normed, attn_out, ffn_out, ps, shared_out;  // [T][H]
@@ -78,6 +95,7 @@ struct Workspace {
     std::vector<std::vector<float>> thread_down_table;         // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_gate, thread_up;    // [threads][I]
     std::vector<float> logits;                                 // [vocab], the chunk's last token
+    std::vector<float> blocks;                                 // AttnRes: [T][layers / block + 2][H]
     // The int8 lookup-table mode (kernels/vq_lut.h, decode only): the gate/up
     // tables and each thread's down table quantised, with their block scales.
     // Empty unless enable_int8_tables() was called (ForwardContext::lut).
@@ -176,7 +194,7 @@ void project_with(platform::ThreadPool& pool, Workspace& ws, bool int8, const fo
 void project_exact(ForwardContext& ctx, const format::LoadedTensor& w, const float* x, size_t ldx, size_t tokens, float* y,
                    size_t ldy);
 
-// Runs tokens[0..count) (count <= max_chunk_tokens) at the session's
+// Runs tokens[0..count) (count <= ws.chunk_tokens) at the session's
 // position; the last token's logits land in ws.logits.
 void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count);
 

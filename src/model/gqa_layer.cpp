@@ -5,7 +5,7 @@
 // first rope_dim dims of each head (GLM: half, the rest passes); gpt-oss's
 // o_proj bias, per-head sink logit (an extra softmax column, dropped) and
 // sliding layers (keys of the last `window` positions, the cache a ring of
-// window + 63 rows); the cache holds every
+// window + 63 rows, a longer chunk taken 64 tokens at a time); the cache holds every
 // token's keys (normed and rotated) and values; query head h reads key/value
 // head h / (heads / kv_heads); scores scaled by head_dim^-0.5. Token t of the
 // chunk attends to the cache up to and including itself.
@@ -20,11 +20,18 @@
 
 namespace waste::model {
 
-static_assert(static_cast<size_t>(max_chunk_tokens) <= sliding_chunk_tokens,
-              "a sliding layer's ring must hold a whole chunk beyond its window");
-
 void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
                float* out) {
+    // A sliding layer's ring holds sliding_chunk_tokens rows beyond its
+    // window: a longer chunk goes through in pieces of that many tokens
+    // (each token's arithmetic is the same either way).
+    if (w.window > 0 && tokens > sliding_chunk_tokens) {
+        const size_t hidden = ctx.config.hidden;
+        for (size_t done = 0; done < tokens; done += sliding_chunk_tokens)
+            gqa_chunk(ctx, w, s, position + static_cast<uint32_t>(done), x + done * hidden,
+                      std::min(sliding_chunk_tokens, tokens - done), out + done * hidden);
+        return;
+    }
     ProfileScope scope(ctx.profile, ProfileCategory::gqa);
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
@@ -36,19 +43,28 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
     const size_t window = static_cast<size_t>(w.window);
     const size_t ring = window ? window + sliding_chunk_tokens - 1 : 0;
     auto slot = [&](size_t p) { return ring ? p % ring : p; };
-    WASTE_CHECK(s.n_kv == position && heads * d <= ld && tokens <= static_cast<size_t>(max_chunk_tokens));
+    WASTE_CHECK(s.n_kv == position && heads * d <= ld && tokens <= (window ? sliding_chunk_tokens : ws.chunk_tokens));
     WASTE_CHECK(ring ? (position + tokens <= s.kv.size() / row || s.kv.size() / row == ring)
                      : (position + tokens) * row <= s.kv.size());
     float* q = ws.q.data();  // [T][heads][d]
     project(ctx, *w.q, x, hidden, tokens, q, ld);
-    // keys then values of each token, [keys (kv_width) | values (kv_width)] per row; a ring's chunk may wrap
-    for (size_t done = 0; done < tokens;) {
-        const size_t first = slot(position + done);
-        const size_t n = ring ? std::min(tokens - done, ring - first) : tokens;
-        float* entries = s.kv.data() + first * row;
-        project(ctx, *w.k, x + done * hidden, hidden, n, entries, row);
-        project(ctx, *w.v, x + done * hidden, hidden, n, entries + kv_width, row);
-        done += n;
+    // keys then values of each token, [keys (kv_width) | values (kv_width)] per row
+    if (!ring) {
+        float* entries = s.kv.data() + static_cast<size_t>(position) * row;
+        project(ctx, *w.k, x, hidden, tokens, entries, row);
+        project(ctx, *w.v, x, hidden, tokens, entries + kv_width, row);
+    } else {
+        // a ring's chunk may wrap: projected over the whole chunk first (so a
+        // token's bits never depend on where the ring wraps), then copied in
+        float* keys = ws.k.data();    // [T][kv_width]
+        float* values = ws.v.data();  // [T][kv_width]
+        project(ctx, *w.k, x, hidden, tokens, keys, kv_width);
+        project(ctx, *w.v, x, hidden, tokens, values, kv_width);
+        for (size_t t = 0; t < tokens; ++t) {
+            float* entry = s.kv.data() + slot(position + t) * row;
+            std::memcpy(entry, keys + t * kv_width, sizeof(float) * kv_width);
+            std::memcpy(entry + kv_width, values + t * kv_width, sizeof(float) * kv_width);
+        }
     }
     for (size_t t = 0; t < tokens; ++t) {
         const uint32_t at = position + static_cast<uint32_t>(t);

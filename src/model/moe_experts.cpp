@@ -63,6 +63,17 @@ void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, si
         for (size_t i = 0; i < lat; ++i) out[t * lat + i] += db[i];
 }
 
+namespace {
+
+// The activation row by row: every row's elements take the same SIMD or
+// tail path whatever the number of rows, so a token's bits never depend on
+// how many tokens share its expert (the chunk; decode's rows are one).
+void glu_rows(kernels::Isa isa, const kernels::GluActivation& act, float* g, const float* u, size_t rows, size_t width) {
+    for (size_t r = 0; r < rows; ++r) kernels::glu(isa, act, g + r * width, u + r * width, width);
+}
+
+}  // namespace
+
 void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const ExpertRun& run, const float* x, size_t ldx) {
     const int expert = run.expert;
     const uint8_t* record = run.record;
@@ -71,7 +82,7 @@ void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const Exp
     Workspace& ws = ctx.ws;
     const format::ExpertLayout& layout = ctx.container.expert_layout();
     const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k;
-    WASTE_CHECK(n >= 1 && n <= static_cast<size_t>(max_chunk_tokens));
+    WASTE_CHECK(n >= 1 && n <= ws.chunk_tokens);
     float* xe = ws.expert_x.data();     // [n][lat]
     float* g = ws.expert_gate.data();   // [n][inter]
     float* u = ws.expert_up.data();     // [n][inter]
@@ -89,7 +100,7 @@ void expert_over_tokens(ForwardContext& ctx, const ExpertBooks& books, const Exp
                                     xe, lat, n, u, inter, std::max(begin, inter) - inter, end - inter);
     }, 16);
     add_expert_input_biases(books, expert, inter, n, g, u);
-    kernels::glu(isa, ctx.act, g, u, n * inter);
+    glu_rows(isa, ctx.act, g, u, n, inter);
     ctx.pool.parallel_for(lat, [&](size_t begin, size_t end) {
         kernels::vq_matmul_rows(isa, books.down_shape, books.packed6, record + layout.down_off, scales + 4 * inter, books.down,
                                 g, inter, n, out, lat, begin, end);
@@ -110,7 +121,7 @@ void int8_expert(ForwardContext& ctx, const ExpertBooks& books, const ExpertRun&
     Workspace& ws = ctx.ws;
     const size_t lat = ws.lat, inter = ws.inter, top_k = ctx.config.top_k, n = run.n;
     const size_t ldx8 = d.gate.ld(), ldh8 = d.down.ld();
-    WASTE_CHECK(n >= 1 && n <= static_cast<size_t>(max_chunk_tokens));
+    WASTE_CHECK(n >= 1 && n <= ws.chunk_tokens);
     const kernels::Isa isa = kernels::active_isa();
     for (size_t i = 0; i < n; ++i) std::memcpy(s.x.data() + i * lat, x + run.tokens[i] * ldx, sizeof(float) * lat);
     kernels::quantize_int8_activations(isa, s.x.data(), lat, n, lat, s.xq.data(), ldx8, s.xs.data());
@@ -122,7 +133,7 @@ void int8_expert(ForwardContext& ctx, const ExpertBooks& books, const ExpertRun&
                                       std::max(begin, inter) - inter, end - inter);
     });
     add_expert_input_biases(books, run.expert, inter, n, s.g.data(), s.u.data());
-    kernels::glu(isa, ctx.act, s.g.data(), s.u.data(), n * inter);
+    glu_rows(isa, ctx.act, s.g.data(), s.u.data(), n, inter);
     kernels::quantize_int8_activations(isa, s.g.data(), inter, n, inter, s.hq.data(), ldh8, s.hs.data());
     rows(lat, [&](size_t begin, size_t end) {
         kernels::int8_matmul_rows(isa, d.down, s.hq.data(), ldh8, s.hs.data(), n, s.out.data(), lat, begin, end);

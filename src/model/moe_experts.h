@@ -51,7 +51,7 @@ void add_expert_input_biases(const ExpertBooks& books, int expert, size_t inter,
 void add_expert_output_bias(const ExpertBooks& books, int expert, size_t lat, size_t n, float* out);
 
 // One landed expert's share of a prefill chunk: its record and the (token,
-// slot) pairs routed to it (n <= max_chunk_tokens).
+// slot) pairs routed to it (n <= the workspace's chunk_tokens).
 struct ExpertRun {
     int expert = 0;
     const uint8_t* record = nullptr;

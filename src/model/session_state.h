@@ -51,7 +51,7 @@ inline size_t gqa_cache_row(const format::ModelConfig& c) { return 2 * static_ca
 // sliding_window + sliding_chunk_tokens - 1 rows, position p at row p % ring,
 // so that a prefill chunk's new rows never overwrite a key its own first
 // token still reads. 0 for a full layer (position p at row p).
-constexpr size_t sliding_chunk_tokens = 64;  // model::max_chunk_tokens (static_assert in gqa_layer.cpp)
+constexpr size_t sliding_chunk_tokens = 64;  // tokens a sliding layer takes at once (gqa_layer.cpp)
 inline size_t gqa_ring_rows(const format::ModelConfig& c, int layer) {
     return c.is_sliding(layer) ? static_cast<size_t>(c.sliding_window) + sliding_chunk_tokens - 1 : 0;
 }

@@ -98,7 +98,7 @@ Engine::Engine(const format::Container& container, const MemoryPlan& plan, const
       cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy,
              options.io, plan.io_depth),
       usage_(container.has_experts() ? static_cast<size_t>(container.config().layers) * container.config().experts : 0, 0),
-      lut_(options.lut), decoded_(options.lut == kernels::VqLutMode::int8 ? plan.decoded_bytes : 0) {
+      lut_(options.lut), prefill_chunk_(std::max(plan.prefill_chunk, 1u)), decoded_(options.lut == kernels::VqLutMode::int8 ? plan.decoded_bytes : 0) {
     if (lut_ == kernels::VqLutMode::int8 && container.has_experts()) int8_books_ = model::int8_codebooks(container);
 }
 
@@ -131,13 +131,16 @@ uint64_t Engine::warm_cache(std::span<const CacheKey> order) {
 }
 
 Session::Session(Engine& engine, uint32_t context_length)
-    : engine_(engine), state_(engine.config(), context_length), workspace_(engine.config(), engine.container(), engine.threads()) {
+    : engine_(engine), state_(engine.config(), context_length),
+      workspace_(engine.config(), engine.container(), engine.threads(), engine.prefill_chunk()),
+      chunk_tokens_(engine.prefill_chunk()) {
     if (engine.lut_mode() == kernels::VqLutMode::int8) workspace_.enable_int8_tables(engine.container());
 }
 
 void Session::set_chunk_tokens(size_t chunk_tokens) {
-    if (chunk_tokens < 1 || chunk_tokens > static_cast<size_t>(model::max_chunk_tokens))
-        fail(WASTE_ERR_INVALID_ARGUMENT, "chunk of {} tokens is out of range [1, {}]", chunk_tokens, model::max_chunk_tokens);
+    if (chunk_tokens < 1 || chunk_tokens > workspace_.chunk_tokens)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "prefill chunk of {} tokens is out of range [1, {}] (the model's planned chunk; "
+             "open it with a larger prefill chunk)", chunk_tokens, workspace_.chunk_tokens);
     chunk_tokens_ = chunk_tokens;
 }
 

@@ -70,6 +70,8 @@ public:
     // The int8 mode's codebooks in integers, one per codebook record of the
     // container (kernels/vq_lut.h, build_vq_table_int8); empty otherwise.
     const std::vector<kernels::VqInt8Book>& int8_books() const { return int8_books_; }
+    // The plan's prefill chunk: the tokens each session's workspace holds.
+    uint32_t prefill_chunk() const { return prefill_chunk_; }
 
 private:
     const format::Container& container_;
@@ -78,6 +80,7 @@ private:
     ExpertCache cache_;
     std::vector<uint64_t> usage_;
     kernels::VqLutMode lut_ = kernels::VqLutMode::exact;
+    uint32_t prefill_chunk_ = model::min_planned_chunk;
     model::DecodedExperts decoded_;
     std::vector<kernels::VqInt8Book> int8_books_;
 };
@@ -86,7 +89,8 @@ class Session {
 public:
     Session(Engine& engine, uint32_t context_length);
 
-    // Appends tokens, in chunks of up to chunk_tokens (1 = token by token);
+    // Appends tokens, in chunks of up to chunk_tokens (1 = token by token;
+    // at most, and by default, the engine's prefill chunk);
     // afterwards logits() are the next-token logits. With hidden non-null it
     // receives [layers+1][count][H]: the embeddings and each layer's output.
     // With next_logprobs non-null, next_logprobs[i] (i < count - 1) receives
@@ -142,7 +146,7 @@ private:
     model::Workspace workspace_;
     TokenStats stats_, last_stats_;
     uint32_t lookahead_ = default_lookahead;
-    size_t chunk_tokens_ = model::max_chunk_tokens;
+    size_t chunk_tokens_ = 1;  // the engine's prefill chunk once constructed
     bool profiling_ = false;
     model::Profile profile_;
     std::vector<std::vector<model::RouteChoice>>* route_sink_ = nullptr;

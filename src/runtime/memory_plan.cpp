@@ -41,66 +41,23 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
 }
 
 uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
-                       bool int8_tables) {
-    return workspace_bytes(c, quant, context_length, compute_threads, int8_tables) +
+                       uint32_t prefill_chunk, bool int8_tables) {
+    return workspace_bytes(c, quant, context_length, compute_threads, prefill_chunk, int8_tables) +
            std::max(compute_threads, 1u) * compute_thread_stack_bytes;
 }
 
 uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
-                         bool int8_tables) {
+                         uint32_t prefill_chunk, bool int8_tables) {
     const uint64_t threads = std::max(compute_threads, 1u);
-    constexpr uint64_t prefill_chunk = 64;  // tokens per prefill chunk (models.md §7)
-    const uint64_t kda_width = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
-    const uint64_t mla_width = static_cast<uint64_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
-    const uint64_t gqa_width = static_cast<uint64_t>(c.heads) * c.head_dim;
-    const uint64_t ffn_width = std::max<uint64_t>({static_cast<uint64_t>(c.intermediate),
-                                                   static_cast<uint64_t>(c.moe_intermediate) * std::max(c.shared_experts, 1),
-                                                   static_cast<uint64_t>(c.moe_intermediate)});
-    // per token of a chunk: residual, normed input, attention output, MoE
-    // accumulator and latent (8 x hidden); q/k/v/gate/decay of KDA or the MLA
-    // query (6 x the widest attention); gate and up of the widest FFN (2x).
-    const uint64_t per_token = 8 * static_cast<uint64_t>(c.hidden) + 6 * std::max({kda_width, mla_width, gqa_width}) + 2 * ffn_width +
-                               static_cast<uint64_t>(c.kv_lora + c.qk_rope);
-    uint64_t floats = prefill_chunk * per_token;
-    floats += c.vocab;                                                      // logits
-    floats += static_cast<uint64_t>(c.heads) * (context_length + c.kv_lora);  // MLA scores, absorbed queries
-    floats += static_cast<uint64_t>(c.experts);                             // router scores
-    uint64_t bytes = floats * 4;
-    // the int8 mode's trunk projections: one chunk's quantised inputs
-    // (kernels/trunk_int8.h), for the widest projection input
-    if (int8_tables) bytes += sizeof(kernels::TrunkInt8Input) + kernels::trunk_int8_input_bytes(prefill_chunk, model::widest_projection_input(c));
     // Incident: the plan once counted two threads' tables whatever the pool
     // ran, so `--threads 256` on K3 held ~300 MB the budget did not know of.
-    if (c.has_moe()) {
-        // decode's lookup tables: [positions][stages][entries] f32 — the gate
-        // and up tables shared by the top-k, one down table and one [I] gate
-        // and up row per compute thread (forward.h's Workspace); prefill's one
-        // expert over a chunk: its inputs and outputs [64][lat], gate and up
-        // [64][I] (model/moe_experts.h).
-        const uint64_t per_position = static_cast<uint64_t>(quant.stages) * quant.entries * 4;
-        bytes += 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) * per_position;
-        bytes += threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim) * per_position;
-        bytes += threads * 2 * static_cast<uint64_t>(c.moe_intermediate) * 4;
-        bytes += prefill_chunk * 2 * (static_cast<uint64_t>(c.expert_input()) + c.moe_intermediate) * 4;
-        if (int8_tables) {
-            // the same tables at one byte per entry, and their block scales
-            // (one f32 per 32 positions, rounded up: a position each)
-            const uint64_t positions = 2 * static_cast<uint64_t>(c.expert_input() / quant.vec_dim) +
-                                       threads * static_cast<uint64_t>(c.moe_intermediate / quant.vec_dim);
-            bytes += positions * (per_position / 4 + 4);
-            // ... and their quantised inputs: the bytes of each position and its scale
-            bytes += positions * ((quant.vec_dim + 3) / 4 * 4 + 4);
-            // its prefill: one expert decoded to int8 rows; per compute
-            // thread one expert's f32 inputs, gate, up and outputs over the
-            // chunk, its int8 inputs and activations and their group scales
-            const size_t lat = c.expert_input(), inter = c.moe_intermediate;
-            const kernels::Int8Matrix x_rows{prefill_chunk, lat}, h_rows{prefill_chunk, inter};
-            bytes += model::DecodedExpert::bytes(lat, inter) + sizeof(model::DecodedExpert);
-            bytes += threads * (sizeof(model::Workspace::Int8ExpertScratch) + prefill_chunk * 2 * (lat + inter) * sizeof(float) +
-                                prefill_chunk * (x_rows.ld() + h_rows.ld()) +
-                                prefill_chunk * (x_rows.groups() + h_rows.groups()) * sizeof(float));
-        }
-    }
+    uint64_t bytes = model::Workspace::planned_bytes(c, c.has_moe() ? &quant : nullptr, compute_threads, prefill_chunk, int8_tables);
+    // attention's scratch per head (at most one thread a head): the scores
+    // over the context and the chunk, MLA's absorbed query; and per thread
+    // MLA's W_UK and W_UV rows of a head
+    const uint64_t per_head = static_cast<uint64_t>(context_length) + prefill_chunk + 2 * (c.kv_lora + c.qk_rope);
+    bytes += 4 * (static_cast<uint64_t>(c.heads) * per_head +
+                  threads * static_cast<uint64_t>(c.qk_nope + c.v_head) * c.kv_lora);
     return bytes;
 }
 
@@ -114,7 +71,11 @@ MemoryPlan plan_memory(const format::Container& container, uint32_t context_leng
     return plan_memory(container, request, memory);
 }
 
-MemoryPlan plan_memory(const format::Container& container, const PlanRequest& request, const platform::MemoryInfo& memory) {
+namespace {
+
+// The plan at one prefill chunk (plan_memory's body; the chunk is chosen there).
+MemoryPlan plan_at_chunk(const format::Container& container, const PlanRequest& request, const platform::MemoryInfo& memory,
+                         uint32_t prefill_chunk) {
     if (request.sessions > max_planned_sessions)
         fail(WASTE_ERR_INVALID_ARGUMENT, "memory plan: sessions {} is above the limit of {}", request.sessions,
              max_planned_sessions);
@@ -133,13 +94,15 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     plan.memory = memory;
     plan.context_length = context_length;
     plan.sessions = std::max(request.sessions, 1u);
+    plan.prefill_chunk = prefill_chunk;
+    plan.prefill_chunk_requested = request.prefill_chunk != 0;
     plan.trunk_bytes = container.resident_trunk_bytes();
     plan.session_state_bytes = session_state_bytes(c, context_length);
     plan.state_bytes = plan.sessions * plan.session_state_bytes;
     format::ExpertQuant no_experts;  // a trunk-only container: unit shapes, no tables
     no_experts.stages = no_experts.vec_dim = no_experts.entries = 1;
     plan.session_scratch_bytes = workspace_bytes(c, container.has_experts() ? container.manifest().quant : no_experts,
-                                                 context_length, compute_threads, request.int8_tables);
+                                                 context_length, compute_threads, prefill_chunk, request.int8_tables);
     plan.scratch_bytes = plan.sessions * plan.session_scratch_bytes +
                          std::max(compute_threads, 1u) * compute_thread_stack_bytes;
     plan.snapshot_bytes = request.snapshot_bytes;
@@ -208,15 +171,34 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     return plan;
 }
 
+}  // namespace
+
+MemoryPlan plan_memory(const format::Container& container, const PlanRequest& request, const platform::MemoryInfo& memory) {
+    if (request.prefill_chunk > model::max_prefill_chunk)
+        fail(WASTE_ERR_INVALID_ARGUMENT, "memory plan: prefill chunk {} is above the limit of {} tokens", request.prefill_chunk,
+             model::max_prefill_chunk);
+    if (request.prefill_chunk != 0) return plan_at_chunk(container, request, memory, request.prefill_chunk);
+    // The largest chunk, halving from the default, whose floor fits under
+    // the RAM ceiling; else the smallest. The machine decides it, never the
+    // budget, so a plan's floor is the same at every budget (a budget below
+    // it is refused, and --chunk lowers it).
+    uint32_t chunk = model::default_prefill_chunk;
+    while (chunk / 2 >= model::min_planned_chunk &&
+           plan_at_chunk(container, request, memory, chunk).floor_bytes > memory.usable_bytes / 8 * 7)
+        chunk /= 2;
+    return plan_at_chunk(container, request, memory, chunk);
+}
+
 void require_budget(const MemoryPlan& plan) {
     if (!plan.budget_ok)
         fail(WASTE_ERR_BUDGET,
              "memory budget {} bytes is below this model's floor of {} bytes at context {} with {} session{} "
              "(trunk {} + state {} + scratch {} + I/O {} + runtime {} + snapshot reserve {} + grammar reserve {} + "
-             "vision {} + minimum expert cache {}); run `waste plan MODEL` to see the plan",
+             "vision {} + minimum expert cache {}; the scratch holds a prefill chunk of {} tokens, which --chunk "
+             "lowers); run `waste plan MODEL` to see the plan",
              plan.budget_bytes, plan.floor_bytes, plan.context_length, plan.sessions, plan.sessions == 1 ? "" : "s",
              plan.trunk_bytes, plan.state_bytes, plan.scratch_bytes, plan.io_bytes, plan.runtime_bytes,
-             plan.snapshot_bytes, plan.grammar_bytes, plan.vision_bytes, plan.min_cache_bytes);
+             plan.snapshot_bytes, plan.grammar_bytes, plan.vision_bytes, plan.min_cache_bytes, plan.prefill_chunk);
 }
 
 uint64_t image_queue_rows(const format::VisionConfig& config) {

@@ -5,7 +5,12 @@
 //                 + I/O + runtime + snapshot reserve + minimum cache
 //   sessions    = the conversations planned at once (a server's --parallel):
 //                 each has its own state and its own compute workspace
-//                 (model::Workspace: activations, lookup tables, logits)
+//                 (model::Workspace: activations of a prefill chunk, lookup
+//                 tables, logits)
+//   chunk       = the prefill chunk: as asked, else the largest of 512,
+//                 256, 128 whose floor fits under 7/8 of usable RAM, else
+//                 64 — the machine's choice, never the budget's, so the
+//                 floor is the same at every budget
 //   snapshot    = RAM reserved for session snapshots (prompt reuse,
 //                 runtime/session_snapshot.h); snapshots beyond it are refused
 //   I/O         = the reader (io_uring ring or pread threads), the
@@ -38,6 +43,8 @@ namespace waste::runtime {
 struct MemoryPlan {
     uint32_t context_length = 0;
     uint32_t sessions = 1;              // states and workspaces planned
+    uint32_t prefill_chunk = 0;         // tokens a workspace holds: prompts are evaluated in chunks of this many
+    bool prefill_chunk_requested = false;
     uint64_t trunk_bytes = 0;
     uint64_t session_state_bytes = 0;   // one session's state at the context length
     uint64_t state_bytes = 0;           // sessions x session_state_bytes
@@ -72,18 +79,18 @@ struct MemoryPlan {
 // latent cache, AttnRes block residuals and the residual stream.
 uint64_t session_state_bytes(const format::ModelConfig& config, uint32_t context_length);
 
-// One session's workspace at a context length (activations, lookup tables,
-// prefill chunk buffers, logits) for a pool of compute_threads threads (each
-// has its own down-projection table and gate/up rows in every workspace);
-// int8_tables: the int8 lookup-table mode's quantised copies too
-// (kernels/vq_lut.h).
+// One session's workspace at a context length (model::Workspace::planned_bytes
+// for a chunk of prefill_chunk tokens, and attention's scratch) for a pool of
+// compute_threads threads (each has its own down-projection table and
+// gate/up rows in every workspace); int8_tables: the int8 lookup-table mode's
+// quantised copies too (kernels/vq_lut.h).
 uint64_t workspace_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
-                         unsigned compute_threads, bool int8_tables = false);
+                         unsigned compute_threads, uint32_t prefill_chunk, bool int8_tables = false);
 
 // The engine's scratch for one session: its workspace and the compute
 // threads' stacks.
 uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
-                       unsigned compute_threads, bool int8_tables = false);
+                       unsigned compute_threads, uint32_t prefill_chunk, bool int8_tables = false);
 
 // The most sessions a plan takes (waste_open_options.sessions): the plan
 // multiplies a session's bytes by it, and an engine runs one call at a time,
@@ -103,6 +110,7 @@ struct PlanRequest {
     uint64_t snapshot_bytes = 0;   // at most max_snapshot_reserve_bytes
     uint32_t grammars = 0;         // grammar slots (grammar/grammar_memory.h); at most grammar::max_planned_grammars
     bool vision = false;           // images: the container's vision tower (vision_bytes)
+    uint32_t prefill_chunk = 0;    // 0 = the plan's choice (see "chunk" above); at most model::max_prefill_chunk
 };
 
 // Images (vision.md §5): the tower's tensors, then the larger of one decode
@@ -115,8 +123,8 @@ uint64_t vision_bytes(const format::Container& container, uint32_t sessions);
 // Rows one session's image queue may hold: max_queued_images at max_patches.
 uint64_t image_queue_rows(const format::VisionConfig& config);
 
-// Throws WASTE_ERR_INVALID_ARGUMENT for sessions or a snapshot reserve
-// beyond their bounds.
+// Throws WASTE_ERR_INVALID_ARGUMENT for sessions, a snapshot reserve or a
+// prefill chunk beyond their bounds.
 MemoryPlan plan_memory(const format::Container& container, const PlanRequest& request, const platform::MemoryInfo& memory);
 
 // The same with one session and no snapshot reserve.
