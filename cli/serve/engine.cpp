@@ -17,11 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// Why 64: the library's largest prefill chunk; a long prompt is evaluated
-// in turns of this size, so a new request's prefill does not stall the
-// token streams of the other slots for its whole length.
-constexpr size_t kPrefillTurn = 64;
-
 [[noreturn]] void engine_failure(waste_session* session, const waste_error& error, const char* doing) {
     waste_session_reset(session, nullptr);
     throw ApiError{500, std::string("the engine failed ") + doing + ": " + error.message, "engine_error", "", "engine_error"};
@@ -109,9 +104,10 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
         if (!engine.prompt_cache && waste_session_reset(session, &error) != WASTE_OK)
             engine_failure(session, error, "resetting a session");
     }
-    for (size_t at = outcome.reused_tokens; at < job.prompt.size(); at += kPrefillTurn) {
+    const size_t turn = std::max<size_t>(engine.prefill_turn, 1);
+    for (size_t at = outcome.reused_tokens; at < job.prompt.size(); at += turn) {
         std::lock_guard lock(engine.turn);
-        const size_t count = std::min(kPrefillTurn, job.prompt.size() - at);
+        const size_t count = std::min(turn, job.prompt.size() - at);
         if (waste_session_eval(session, job.prompt.data() + at, count, &error) != WASTE_OK)
             engine_failure(session, error, "evaluating the prompt");
     }

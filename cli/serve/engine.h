@@ -32,6 +32,11 @@ struct Engine {
     std::vector<waste_session*> sessions;   // one per slot, owned by the command
     uint32_t context_length = 0;
     uint32_t default_max_tokens = 4096;
+    // Prompt tokens evaluated per turn of the lock: the model's prefill chunk
+    // with one slot (nothing else waits), at most 64 with several, so a new
+    // request's prefill does not stall the other slots' token streams for
+    // its whole length. The chunk changes no bit.
+    size_t prefill_turn = 64;
     std::vector<int32_t> eos_ids;           // every id that ends a generation (waste_tokenizer_eos_ids)
     bool direct_io = false;
     bool thinking = true;

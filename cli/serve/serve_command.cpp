@@ -200,6 +200,8 @@ int serve(const ServeArgs& args) {
         if (waste_model_info_json(model.get(), &info, &error) != WASTE_OK) fail_with(error, "cannot describe the model");
         ctx.engine.model_info = json::parse(take_string(info));
         ctx.engine.direct_io = ctx.engine.model_info.value("direct_io", false) == true;
+        const size_t chunk = ctx.engine.model_info.value("prefill_chunk", size_t{64});
+        ctx.engine.prefill_turn = args.parallel == 1 ? chunk : std::min<size_t>(chunk, 64);
         ctx.engine.model = model.get();
         ctx.engine.tokenizer = tokenizer.get();
         ctx.engine.eos_ids.resize(waste_tokenizer_eos_ids(tokenizer.get(), nullptr, 0));
