@@ -27,7 +27,8 @@ class OpenOptions(ctypes.Structure):  # waste_open_options
     _fields_ = [("flags", ctypes.c_uint32), ("budget_bytes", ctypes.c_uint64), ("context_length", ctypes.c_uint32),
                 ("threads", ctypes.c_uint32), ("cache_policy", ctypes.c_uint32), ("io_backend", ctypes.c_uint32),
                 ("usage_path", ctypes.c_char_p), ("lut_mode", ctypes.c_uint32), ("sessions", ctypes.c_uint32),
-                ("snapshot_bytes", ctypes.c_uint64), ("grammars", ctypes.c_uint32), ("vision", ctypes.c_uint32)]
+                ("snapshot_bytes", ctypes.c_uint64), ("grammars", ctypes.c_uint32), ("vision", ctypes.c_uint32),
+                ("prefill_chunk", ctypes.c_uint32)]
 
 
 def main():

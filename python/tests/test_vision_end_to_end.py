@@ -115,7 +115,8 @@ class _OpenOptions(ctypes.Structure):  # waste_open_options, field for field
     _fields_ = [("flags", ctypes.c_uint32), ("budget_bytes", ctypes.c_uint64), ("context_length", ctypes.c_uint32),
                 ("threads", ctypes.c_uint32), ("cache_policy", ctypes.c_uint32), ("io_backend", ctypes.c_uint32),
                 ("usage_path", ctypes.c_char_p), ("lut_mode", ctypes.c_uint32), ("sessions", ctypes.c_uint32),
-                ("snapshot_bytes", ctypes.c_uint64), ("grammars", ctypes.c_uint32), ("vision", ctypes.c_uint32)]
+                ("snapshot_bytes", ctypes.c_uint64), ("grammars", ctypes.c_uint32), ("vision", ctypes.c_uint32),
+                ("prefill_chunk", ctypes.c_uint32)]
 
 
 class PadLastThroughTheCApi(VisionEndToEnd):
@@ -131,6 +132,7 @@ class PadLastThroughTheCApi(VisionEndToEnd):
         options = _OpenOptions()
         lib.waste_open_options_init(ctypes.byref(options))
         options.vision, options.context_length, options.threads = 1, 256, 2
+        options.prefill_chunk = 64  # the 65th token, the last pad, is a chunk of its own
         model, session = ctypes.c_void_p(), ctypes.c_void_p()
         check = lambda status: self.assertEqual(status, 0, err.message.decode())
         check(lib.waste_model_open(self.path.encode(), ctypes.byref(options), ctypes.byref(model), ctypes.byref(err)))
