@@ -63,6 +63,7 @@ struct Variant {
     std::function<float(const float*, const float*, size_t)> dot;
     std::function<void(float, const float*, float*, size_t)> axpy;
     std::function<void(const float*, const float*, size_t, size_t, size_t, float*)> dots;
+    std::function<void(const float*, const float*, size_t, size_t, float*, size_t)> axpys;
 };
 
 std::vector<Variant> variants() {
@@ -77,10 +78,13 @@ std::vector<Variant> variants() {
                            [isa](float a, const float* x, float* y, size_t n) { axpy(isa, a, x, y, n); },
                            [isa](const float* a, const float* b, size_t stride, size_t rows, size_t n, float* o) {
                                dots(isa, a, b, stride, rows, n, o);
+                           },
+                           [isa](const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n) {
+                               axpys(isa, a, x, stride, rows, y, n);
                            }});
 #if defined(WASTE_TEST_EMULATED_NEON)
     out.push_back({"neon-emulated", neon_emu::rmsnorm_simd, neon_emu::glu_simd, neon_emu::mul_sigmoid_simd,
-                   neon_emu::dot_simd, neon_emu::axpy_simd, neon_emu::dots_simd});
+                   neon_emu::dot_simd, neon_emu::axpy_simd, neon_emu::dots_simd, neon_emu::axpys_simd});
 #endif
     return out;
 }
@@ -312,6 +316,34 @@ TEST(Elementwise, DotWithinTolerance) {
     for (const Variant& v : variants()) EXPECT_TRUE(std::isnan(v.dot(a.data(), b.data(), a.size()))) << v.name;
     b[20] = INFINITY;
     for (const Variant& v : variants()) EXPECT_EQ(v.dot(a.data(), b.data(), a.size()), INFINITY) << v.name;
+}
+
+// axpys: bit for bit the variant's own axpy of each row in turn (the sum
+// stays in registers; its operations and their order do not change), over
+// row counts and lengths around the vector widths, for the scalar
+// reference too. Tolerance 0.
+TEST(Elementwise, AxpysAreEachRowsAxpyInTurn) {
+    std::mt19937 rng(29);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<Variant> all = variants();
+    all.push_back({"scalar", {}, {}, {}, {}, [](float a, const float* x, float* y, size_t n) { axpy(Isa::scalar, a, x, y, n); },
+                   {}, [](const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n) {
+                       axpys(Isa::scalar, a, x, stride, rows, y, n);
+                   }});
+    for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{33}, size_t{64}, size_t{160}})
+        for (size_t rows : {size_t{0}, size_t{1}, size_t{5}, size_t{70}}) {
+            const size_t stride = n + 5;
+            std::vector<float> a(rows), x(rows * stride), y0(n);
+            for (float& v : a) v = normal(rng);
+            for (float& v : x) v = normal(rng);
+            for (float& v : y0) v = normal(rng);
+            for (const Variant& v : all) {
+                std::vector<float> want = y0, got = y0;
+                for (size_t r = 0; r < rows; ++r) v.axpy(a[r], x.data() + r * stride, want.data(), n);
+                v.axpys(a.data(), x.data(), stride, rows, got.data(), n);
+                EXPECT_EQ(got, want) << v.name << ", n " << n << ", rows " << rows;
+            }
+        }
 }
 
 // dots: every row's sum bit for bit the variant's own dot of that row (the

@@ -47,6 +47,12 @@ void axpy(Isa isa, float a, const float* x, float* y, size_t n) {
     for (size_t i = 0; i < n; ++i) y[i] += rounded(a * x[i]);
 }
 
+void axpys(Isa isa, const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n) {
+    if (x86(isa) && axpys_x86(isa, a, x, stride, rows, y, n)) return;
+    if (neon(isa) && axpys_neon(a, x, stride, rows, y, n)) return;
+    for (size_t r = 0; r < rows; ++r) axpy(isa, a[r], x + r * stride, y, n);
+}
+
 #if !WASTE_X86_SIMD
 bool rmsnorm_x86(Isa, const float*, const float*, float, size_t, float*) { return false; }
 bool glu_x86(Isa, const GluActivation&, float*, const float*, size_t) { return false; }
@@ -54,6 +60,7 @@ bool mul_sigmoid_x86(Isa, float*, const float*, size_t) { return false; }
 bool dot_x86(Isa, const float*, const float*, size_t, float*) { return false; }
 bool axpy_x86(Isa, float, const float*, float*, size_t) { return false; }
 bool dots_x86(Isa, const float*, const float*, size_t, size_t, size_t, float*) { return false; }
+bool axpys_x86(Isa, const float*, const float*, size_t, size_t, float*, size_t) { return false; }
 #endif
 #if !WASTE_NEON_SIMD
 bool rmsnorm_neon(const float*, const float*, float, size_t, float*) { return false; }
@@ -62,6 +69,7 @@ bool mul_sigmoid_neon(float*, const float*, size_t) { return false; }
 bool dot_neon(const float*, const float*, size_t, float*) { return false; }
 bool axpy_neon(float, const float*, float*, size_t) { return false; }
 bool dots_neon(const float*, const float*, size_t, size_t, size_t, float*) { return false; }
+bool axpys_neon(const float*, const float*, size_t, size_t, float*, size_t) { return false; }
 #endif
 
 }  // namespace waste::kernels

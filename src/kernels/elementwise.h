@@ -51,6 +51,10 @@ void dots(Isa isa, const float* a, const float* b, size_t stride, size_t rows, s
 // W_UKᵀ q). The SIMD variants fuse the multiply-add: each element within
 // half an ulp of |a·x[i]| of the reference's two roundings.
 void axpy(Isa isa, float a, const float* x, float* y, size_t n);
+// axpy(isa, a[r], x + r·stride, y, n) for r = 0 .. rows-1 in turn, bit for
+// bit (attention's weighted sum of cached values: y stays in registers
+// across the rows).
+void axpys(Isa isa, const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n);
 
 // The variants' entry points (elementwise_x86.cpp, elementwise_neon.cpp);
 // false when they have no kernel for the case.
@@ -60,11 +64,13 @@ bool mul_sigmoid_x86(Isa isa, float* x, const float* gate, size_t n);
 bool dot_x86(Isa isa, const float* a, const float* b, size_t n, float* out);
 bool axpy_x86(Isa isa, float a, const float* x, float* y, size_t n);
 bool dots_x86(Isa isa, const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out);
+bool axpys_x86(Isa isa, const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n);
 bool rmsnorm_neon(const float* x, const float* w, float eps, size_t n, float* out);
 bool glu_neon(const GluActivation& act, float* g, const float* u, size_t n);
 bool mul_sigmoid_neon(float* x, const float* gate, size_t n);
 bool dot_neon(const float* a, const float* b, size_t n, float* out);
 bool axpy_neon(float a, const float* x, float* y, size_t n);
 bool dots_neon(const float* a, const float* b, size_t stride, size_t rows, size_t n, float* out);
+bool axpys_neon(const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n);
 
 }  // namespace waste::kernels

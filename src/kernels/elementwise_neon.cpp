@@ -43,6 +43,11 @@ bool dots_neon(const float* a, const float* b, size_t stride, size_t rows, size_
     return true;
 }
 
+bool axpys_neon(const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n) {
+    neon_elementwise::axpys_simd(a, x, stride, rows, y, n);
+    return true;
+}
+
 bool axpy_neon(float a, const float* x, float* y, size_t n) {
     neon_elementwise::axpy_simd(a, x, y, n);
     return true;

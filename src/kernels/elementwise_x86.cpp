@@ -157,6 +157,13 @@ bool dots_x86(Isa isa, const float* a, const float* b, size_t stride, size_t row
     return true;
 }
 
+bool axpys_x86(Isa isa, const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n) {
+    if (isa == Isa::avx512) avx512::axpys_simd(a, x, stride, rows, y, n);
+    else if (isa == Isa::avx2) avx2::axpys_simd(a, x, stride, rows, y, n);
+    else return false;
+    return true;
+}
+
 bool axpy_x86(Isa isa, float a, const float* x, float* y, size_t n) {
     if (isa == Isa::avx512) avx512::axpy_simd(a, x, y, n);
     else if (isa == Isa::avx2) avx2::axpy_simd(a, x, y, n);

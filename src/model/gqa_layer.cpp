@@ -96,9 +96,20 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
                 const size_t n = position + t + 1;
                 // a sliding layer reads keys p > q - window (HF sliding_window_overlay)
                 const size_t from = window && n > window ? n - window : 0;
+                // positions [from, n) as runs of consecutive cache rows (a ring wraps once)
+                auto for_each_run = [&](auto&& body) {
+                    for (size_t p = from; p < n;) {
+                        const size_t first = slot(p), length = ring ? std::min(n - p, ring - first) : n - p;
+                        body(p, cache + first * row, length);
+                        p += length;
+                    }
+                };
+                for_each_run([&](size_t p, const float* rows, size_t length) {
+                    kernels::dots(isa, qh, rows + g * d, row, length, d, scores.data() + p);
+                });
                 float max_score = -INFINITY;
                 for (size_t p = from; p < n; ++p) {
-                    scores[p] = kernels::dot(isa, qh, cache + slot(p) * row + g * d, d) * scale;
+                    scores[p] *= scale;
                     max_score = std::max(max_score, scores[p]);
                 }
                 // gpt-oss's sink: one more softmax column, logit sinks[h], dropped after
@@ -113,7 +124,10 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
                 const float inv = static_cast<float>(1.0 / total);
                 float* oh = head_out + t * ld + h * d;
                 std::fill(oh, oh + d, 0.0f);
-                for (size_t p = from; p < n; ++p) kernels::axpy(isa, scores[p] * inv, cache + slot(p) * row + kv_width + g * d, oh, d);
+                for (size_t p = from; p < n; ++p) scores[p] *= inv;  // each value's weight
+                for_each_run([&](size_t p, const float* rows, size_t length) {
+                    kernels::axpys(isa, scores.data() + p, rows + kv_width + g * d, row, length, oh, d);
+                });
             }
         }
     });

@@ -78,7 +78,8 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                 }
                 const float inv = static_cast<float>(1.0 / total);
                 std::fill(context.begin(), context.end(), 0.0f);
-                for (size_t p = 0; p < n; ++p) kernels::axpy(isa, scores[p] * inv, s.latent.data() + p * row, context.data(), rank);
+                for (size_t p = 0; p < n; ++p) scores[p] *= inv;  // each cached latent's weight
+                kernels::axpys(isa, scores.data(), s.latent.data(), row, n, context.data(), rank);
                 float* oh = head_out + t * ld + h * vd;  // o_h = W_UV · context
                 kernels::dots(isa, context.data(), uv.data(), rank, vd, rank, oh);
             }
