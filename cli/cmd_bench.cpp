@@ -117,7 +117,7 @@ void run_bench(const BenchArgs& args) {
     if (waste_session_create(model.get(), &raw, &error) != WASTE_OK) fail_with(error, "session");
     std::unique_ptr<waste_session, void (*)(waste_session*)> session(raw, waste_session_free);
     apply_session_options(args.stream, session.get());
-    const double chunk = info["prefill_chunk"].get<double>();  // --chunk, or the plan's
+    const uint32_t chunk = info["prefill_chunk"].get<uint32_t>();  // --chunk, or the plan's
 
     const int vocab = info["vocab"].get<int>();
     std::mt19937 random(args.seed);
@@ -200,7 +200,7 @@ void run_bench(const BenchArgs& args) {
     const double prefill_trunk = prefilled > 0 ? traffic["trunk_bytes"].get<double>() * chunks_per_run * args.runs / prefilled : 0;
     const double prefill_experts = prefilled > 0 ? prefill_records * record_payload / prefilled : 0;
     out["prefill"] = {{"tokens", args.prompt},
-                      {"chunk", info["prefill_chunk"]},
+                      {"chunk", chunk},
                       {"tok_per_s", prefill_rates},
                       {"median_tok_per_s", median(prefill_rates)},
                       {"ms_per_token", prefill_breakdown},
@@ -273,7 +273,7 @@ void run_bench(const BenchArgs& args) {
                st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>(),
                st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(), args.stream.lookahead);
     fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens, chunks of {})\n", median(prefill_rates),
-               prefill_rates.size(), args.prompt, info["prefill_chunk"].get<uint32_t>());
+               prefill_rates.size(), args.prompt, chunk);
     if (args.prompt > 0) {
         fmt::print("  per token  ");
         for (auto& [name, ms] : prefill_breakdown.items()) fmt::print("{} {:.2f} ms  ", name, ms.get<double>());

@@ -29,10 +29,10 @@
 
 namespace waste::model {
 
-// The prefill chunk a plan chooses when the budget has room for its
-// workspace (runtime/memory_plan.h), as llama.cpp's default micro-batch; the
-// plan halves it down to min_planned_chunk on a tight budget. Any chunk from
-// 1 to max_prefill_chunk may be asked for.
+// The prefill chunk a plan chooses (runtime/memory_plan.h), as llama.cpp's
+// default micro-batch; the plan halves it down to min_planned_chunk where the
+// machine's RAM is short (never by the budget). Any chunk from 1 to
+// max_prefill_chunk may be asked for.
 constexpr uint32_t default_prefill_chunk = 512;
 constexpr uint32_t min_planned_chunk = 64;  // upstream's prefill chunk (models.md §7)
 constexpr uint32_t max_prefill_chunk = 8192;

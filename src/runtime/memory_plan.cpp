@@ -95,7 +95,6 @@ MemoryPlan plan_at_chunk(const format::Container& container, const PlanRequest& 
     plan.context_length = context_length;
     plan.sessions = std::max(request.sessions, 1u);
     plan.prefill_chunk = prefill_chunk;
-    plan.prefill_chunk_requested = request.prefill_chunk != 0;
     plan.trunk_bytes = container.resident_trunk_bytes();
     plan.session_state_bytes = session_state_bytes(c, context_length);
     plan.state_bytes = plan.sessions * plan.session_state_bytes;
@@ -182,11 +181,10 @@ MemoryPlan plan_memory(const format::Container& container, const PlanRequest& re
     // the RAM ceiling; else the smallest. The machine decides it, never the
     // budget, so a plan's floor is the same at every budget (a budget below
     // it is refused, and --chunk lowers it).
-    uint32_t chunk = model::default_prefill_chunk;
-    while (chunk / 2 >= model::min_planned_chunk &&
-           plan_at_chunk(container, request, memory, chunk).floor_bytes > memory.usable_bytes / 8 * 7)
-        chunk /= 2;
-    return plan_at_chunk(container, request, memory, chunk);
+    for (uint32_t chunk = model::default_prefill_chunk;; chunk /= 2) {
+        MemoryPlan plan = plan_at_chunk(container, request, memory, chunk);
+        if (plan.floor_bytes <= memory.usable_bytes / 8 * 7 || chunk / 2 < model::min_planned_chunk) return plan;
+    }
 }
 
 void require_budget(const MemoryPlan& plan) {

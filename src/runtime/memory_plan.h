@@ -44,7 +44,6 @@ struct MemoryPlan {
     uint32_t context_length = 0;
     uint32_t sessions = 1;              // states and workspaces planned
     uint32_t prefill_chunk = 0;         // tokens a workspace holds: prompts are evaluated in chunks of this many
-    bool prefill_chunk_requested = false;
     uint64_t trunk_bytes = 0;
     uint64_t session_state_bytes = 0;   // one session's state at the context length
     uint64_t state_bytes = 0;           // sessions x session_state_bytes
