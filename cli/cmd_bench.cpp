@@ -107,7 +107,7 @@ void run_bench(const BenchArgs& args) {
     double fma_peak = 0;
     if (waste_measure_compute_peak(args.threads, &fma_peak, &error) != WASTE_OK) fail_with(error, "compute peak");
     ModelHandle model = open_model(args.model, options);
-    report_open(args.stream, model.get());
+    report_open(args.stream, model.get(), args.json_output);
     const json info = call_json(waste_model_info_json, model.get(), "info");
     const json traffic = call_json(waste_model_token_traffic_json, model.get(), "traffic");
     uint64_t warmed = 0;

@@ -100,7 +100,7 @@ void run_bench_reuse(const ReuseArgs& args) {
     options.snapshot_bytes = args.snapshot_reserve.empty() ? one_snapshot * static_cast<uint64_t>(args.sessions)
                                                            : parse_size(args.snapshot_reserve);
     ModelHandle model = open_model(args.model, options);
-    report_open(args.stream, model.get());
+    report_open(args.stream, model.get(), args.json_output);
     char* text = nullptr;
     if (waste_model_info_json(model.get(), &text, &error) != WASTE_OK) fail_with(error, "info");
     const json info = json::parse(take_string(text));

@@ -86,7 +86,7 @@ void run_perplexity(const PerplexityArgs& args) {
         model_open_options(window + 1, args.threads, args.budget, args.verify, args.policy, args.stream);
     const std::string bytes = read_input_file(args.file, max_stream_bytes, args.format == "text" ? "the text" : "the token stream");
     ModelHandle model = open_model(args.model, options);
-    report_open(args.stream, model.get());
+    report_open(args.stream, model.get(), args.json_output);
     const std::vector<int32_t> stream = args.format == "text" ? text_stream(model.get(), bytes, args.file)
                                                               : u16_stream(bytes, args.file, model_vocab(model.get()));
     if (stream.size() < static_cast<size_t>(window) + 1)

@@ -59,7 +59,7 @@ Loaded load(const RunArgs& args) {
     waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
     options.vision = args.images.empty() ? 0 : 1;
     Loaded loaded{open_model(args.model, options), nullptr};
-    report_open(args.stream, loaded.model.get());
+    report_open(args.stream, loaded.model.get(), args.json_output);
     waste_session* session = nullptr;
     waste_error error{};
     if (waste_session_create(loaded.model.get(), &session, &error) != WASTE_OK) fail_with(error, "session");

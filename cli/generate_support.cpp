@@ -92,7 +92,7 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     options.grammars = constrained ? 1 : 0;  // one grammar and its generation, in the memory plan
     options.vision = args.images.empty() && !args.vision ? 0 : 1;
     g.model = open_model(args.model, options);
-    report_open(args.stream, g.model.get());
+    report_open(args.stream, g.model.get(), args.quiet);
     waste_session* session = nullptr;
     if (waste_session_create(g.model.get(), &session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
     g.session.reset(session);

@@ -38,8 +38,10 @@ void apply_open_options(const StreamArgs& args, waste_open_options& options);
 // --threads, --budget, --verify, --policy, then apply_open_options.
 waste_open_options model_open_options(uint32_t context, unsigned threads, const std::string& budget, bool verify,
                                       const std::string& policy, const StreamArgs& stream);
-// After the open: a warning on stderr when --mlock was refused.
-void report_open(const StreamArgs& args, waste_model* model);
+// After the open, on stderr: the start line (the budget and why: --budget, or
+// what the default covers) unless quiet, and a warning when --mlock was
+// refused.
+void report_open(const StreamArgs& args, waste_model* model, bool quiet);
 // Lookahead and the route dump on a new session.
 void apply_session_options(const StreamArgs& args, waste_session* session);
 // At the end of a command: the route dump is published (a failed write is

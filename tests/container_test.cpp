@@ -459,6 +459,22 @@ TEST(MemoryInfo, ParsesCgroupMemoryMax) {
     EXPECT_GT(info.physical_bytes, 0u);
     EXPECT_GT(info.usable_bytes, 0u);
     EXPECT_LE(info.usable_bytes, info.physical_bytes);
+    EXPECT_LE(info.available_bytes, info.usable_bytes);
+#if defined(__linux__) || defined(_WIN32)
+    EXPECT_GT(info.available_bytes, 0u);  // known on Linux (MemAvailable) and Windows
+#endif
+}
+
+TEST(MemoryInfo, ParsesMemAvailable) {
+    using waste::platform::parse_meminfo_available;
+    EXPECT_EQ(parse_meminfo_available("MemTotal:       24735048 kB\nMemFree:        21000000 kB\n"
+                                      "MemAvailable:   23851236 kB\nBuffers:            1234 kB\n"),
+              23851236ull * 1024);
+    EXPECT_EQ(parse_meminfo_available("MemTotal:       24735048 kB\n"), 0u);  // kernels before 3.14
+    EXPECT_EQ(parse_meminfo_available(""), 0u);
+    EXPECT_EQ(parse_meminfo_available("MemAvailable: kB\n"), 0u);
+    EXPECT_EQ(parse_meminfo_available("MemAvailable:   99999999999999999999 kB\n"), 0u);  // over 2^64 bytes: junk
+    EXPECT_EQ(parse_meminfo_available("XMemAvailable:   5 kB\nMemAvailable:   7 kB\n"), 7u * 1024);
 }
 
 }  // namespace

@@ -1053,6 +1053,7 @@ TEST(KernelSpeed, DISABLED_VqExpert) {
     bench_expert("mid", 512, 1024, 3, 256, false);
     bench_expert("mid", 512, 1024, 2, 256, false);
     bench_expert("mid", 512, 1024, 4, 64, true);
+    bench_expert("qwen3-30b", 768, 2048, 3, 256, false);
     bench_expert("K3", 3072, 3584, 3, 256, false);
 }
 

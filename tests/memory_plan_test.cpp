@@ -132,6 +132,62 @@ TEST(MemoryPlan, PrefillChunkIsTheSameAtEveryBudgetAndKeptWhenAsked) {
     EXPECT_THROW(waste::runtime::plan_memory(*container, request, memory), std::exception);
 }
 
+// The default budget (memory_plan.h: spare_bytes): every record cached where
+// 7/8 of the available RAM holds it, else that 7/8, never below the floor;
+// availability never moves the floor or the chunk, and a named budget is
+// kept whatever the machine has.
+TEST(MemoryPlan, DefaultBudgetIsEverythingWithinWhatTheMachineSpares) {
+    waste::format::ContainerOptions options;
+    options.want_direct_io = false;
+    const auto container = waste::format::Container::open(waste_test::fixture("tiny.waste").string(), options);
+    auto plan_with = [&](uint64_t usable, uint64_t available, uint64_t budget = 0, bool int8 = false) {
+        waste::platform::MemoryInfo memory;
+        memory.physical_bytes = memory.usable_bytes = usable;
+        memory.available_bytes = available;
+        waste::runtime::PlanRequest request;
+        request.context_length = 256;
+        request.compute_threads = 2;
+        request.budget_bytes = budget;
+        request.int8_tables = int8;
+        return waste::runtime::plan_memory(*container, request, memory);
+    };
+    const uint64_t roomy = uint64_t{64} << 30;
+    const auto all = plan_with(roomy, roomy);
+    ASSERT_LT(all.floor_bytes, all.everything_bytes);
+    EXPECT_EQ(all.everything_bytes, all.floor_bytes - all.min_cache_bytes + all.all_experts_bytes);
+    EXPECT_EQ(all.recommended_bytes, all.everything_bytes);
+    EXPECT_EQ(all.budget_bytes, all.everything_bytes);
+    EXPECT_EQ(all.cache_bytes, all.all_experts_bytes);
+    EXPECT_STREQ(waste::runtime::recommended_covers(all), "everything");
+    // the machine spares less than everything: 7/8 of what is available
+    const uint64_t between = (all.floor_bytes + all.everything_bytes) / 2;
+    const uint64_t available = between / 7 * 8;
+    const auto part = plan_with(roomy, available);
+    EXPECT_EQ(part.spare_bytes, available / 8 * 7);
+    EXPECT_EQ(part.recommended_bytes, available / 8 * 7);
+    EXPECT_LT(part.cache_bytes, all.all_experts_bytes);
+    EXPECT_STREQ(waste::runtime::recommended_covers(part), "spare");
+    EXPECT_EQ(part.floor_bytes, all.floor_bytes);
+    EXPECT_EQ(part.prefill_chunk, all.prefill_chunk);
+    // usable RAM bounds the spare too (a cgroup's limit), and unknown
+    // availability (macOS) falls back to it
+    EXPECT_EQ(plan_with(available, roomy).recommended_bytes, available / 8 * 7);
+    EXPECT_EQ(plan_with(available, 0).recommended_bytes, available / 8 * 7);
+    // less than the floor to spare: the floor (the open then runs at it)
+    const auto tight = plan_with(roomy, all.floor_bytes / 2);
+    EXPECT_EQ(tight.recommended_bytes, tight.floor_bytes);
+    EXPECT_TRUE(tight.budget_ok);
+    EXPECT_STREQ(waste::runtime::recommended_covers(tight), "floor");
+    // a named budget is the user's, above the spare or not
+    EXPECT_EQ(plan_with(roomy, all.floor_bytes / 2, all.everything_bytes).budget_bytes, all.everything_bytes);
+    EXPECT_TRUE(plan_with(roomy, all.floor_bytes / 2, all.everything_bytes).budget_requested);
+    // the int8 mode's everything holds every expert decoded too
+    const auto int8 = plan_with(roomy, roomy, 0, true);
+    ASSERT_GT(int8.all_decoded_bytes, 0u);
+    EXPECT_EQ(int8.everything_bytes, int8.floor_bytes - int8.min_cache_bytes + int8.all_experts_bytes + int8.all_decoded_bytes);
+    EXPECT_EQ(int8.decoded_bytes, int8.all_decoded_bytes);
+}
+
 // The int8 mode's decoded experts (model/decoded_experts.h) get what the
 // budget leaves once every record is cached, in whole experts, never more;
 // by default all of them when everything fits under the RAM ceiling.

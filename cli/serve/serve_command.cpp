@@ -182,7 +182,7 @@ int serve(const ServeArgs& args) {
         options.snapshot_bytes = parse_size(args.prompt_cache);
         options.vision = args.vision ? 1 : 0;  // each slot's session gets its image queue
         model = open_model(args.model, options);
-        report_open(args.stream, model.get());
+        report_open(args.stream, model.get(), false);
         waste_error error{};
         waste_tokenizer* t = nullptr;
         if (waste_model_tokenizer(model.get(), nullptr, &t, &error) != WASTE_OK)

@@ -113,7 +113,10 @@ typedef enum waste_cache_policy {
 
 typedef struct waste_open_options {
     uint32_t flags;            /* a set of waste_open_flags                     */
-    uint64_t budget_bytes;     /* RAM ceiling; 0 = the default budget            */
+    uint64_t budget_bytes;     /* RAM ceiling; 0 = the default budget: every
+                                  expert cached where 7/8 of the RAM available
+                                  at open holds it, else that 7/8 (never below
+                                  the floor); waste_model_info_json says which */
     uint32_t context_length;   /* tokens a session may hold; 0 = 4096            */
     uint32_t threads;          /* compute threads; 0 = one per core; at most
                                   WASTE_MAX_THREADS                             */
@@ -201,8 +204,9 @@ typedef struct waste_plan_options {
 } waste_plan_options;
 
 /* The memory plan for this model: trunk, state at the context length,
- * scratch, minimum expert cache, floor, recommended, physical and usable RAM
- * (cgroup v2 aware), the resolved budget and expert cache. A JSON object,
+ * scratch, minimum expert cache, floor, recommended, physical, usable and
+ * available RAM (cgroup aware; the availability the model's open saw), the
+ * resolved budget and expert cache. A JSON object,
  * documented in docs/CLI.md ("waste plan --json"). A budget below the floor
  * is not an error here: the plan says so in "budget_ok": false. The compute
  * threads, sessions and snapshot reserve are the model's open options. */

@@ -182,6 +182,12 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
         info["tensor_prefix"] = container.manifest().tensor_prefix;
         info["direct_io"] = container.expert_io_mode() == waste::platform::IoMode::direct;
         info["io_mode"] = container.expert_io_reason();
+        info["budget_bytes"] = model->plan.budget_bytes;
+        info["budget_source"] = model->plan.budget_requested ? "requested" : "default";
+        info["budget_covers"] = model->plan.budget_requested ? "requested" : waste::runtime::recommended_covers(model->plan);
+        info["available_ram_bytes"] = model->plan.memory.available_bytes;
+        info["spare_bytes"] = model->plan.spare_bytes;
+        info["everything_bytes"] = model->plan.everything_bytes;
         info["expert_cache_bytes"] = model->plan.cache_bytes;
         info["prefill_chunk"] = model->plan.prefill_chunk;  // the tokens a session evaluates together
         if (model->engine) {
@@ -219,7 +225,9 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         request.grammars = model->options.grammars;
         request.prefill_chunk = model->options.prefill_chunk;
         request.vision = model->options.vision != 0;
-        const auto plan = waste::runtime::plan_memory(*model->container, request, waste::platform::query_memory_info());
+        // the RAM the model's open saw: the default budget shown is the one
+        // the model holds, not one recomputed around what it already uses
+        const auto plan = waste::runtime::plan_memory(*model->container, request, model->plan.memory);
         json out;
         out["ctx"] = plan.context_length;
         out["sessions"] = plan.sessions;
@@ -240,9 +248,13 @@ waste_status waste_model_plan_json(const waste_model* model, const waste_plan_op
         out["floor_bytes"] = plan.floor_bytes;
         out["working_set_bytes"] = plan.working_set_bytes;
         out["all_experts_bytes"] = plan.all_experts_bytes;
+        out["everything_bytes"] = plan.everything_bytes;
+        out["spare_bytes"] = plan.spare_bytes;
         out["recommended_bytes"] = plan.recommended_bytes;
+        out["recommended_covers"] = waste::runtime::recommended_covers(plan);
         out["physical_ram_bytes"] = plan.memory.physical_bytes;
         out["usable_ram_bytes"] = plan.memory.usable_bytes;
+        out["available_ram_bytes"] = plan.memory.available_bytes;
         out["cgroup_limit_bytes"] = plan.memory.cgroup_limit_bytes;
         out["budget_bytes"] = plan.budget_bytes;
         out["budget_source"] = plan.budget_requested ? "requested" : "default";

@@ -17,6 +17,24 @@ uint64_t parse_cgroup_memory_max(const std::string& text) {
     return std::stoull(value);
 }
 
+uint64_t parse_meminfo_available(const std::string& proc_meminfo) {
+    std::istringstream in(proc_meminfo);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("MemAvailable:", 0) != 0) continue;
+        // "MemAvailable:   12345678 kB"
+        const size_t digits = line.find_first_of("0123456789");
+        if (digits == std::string::npos) return 0;
+        uint64_t kib = 0;
+        for (size_t i = digits; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) {
+            if (kib > (UINT64_MAX - 9) / 10 / 1024) return 0;  // not a size this machine could have
+            kib = kib * 10 + static_cast<uint64_t>(line[i] - '0');
+        }
+        return kib * 1024;
+    }
+    return 0;
+}
+
 std::string cgroup_path_of(const std::string& proc_self_cgroup, const std::string& controller) {
     std::istringstream lines(proc_self_cgroup);
     for (std::string line; std::getline(lines, line);) {

@@ -12,6 +12,9 @@
 //     smallest binds), which is what a Windows container or a launcher that
 //     caps memory uses.
 //   macOS (memory_info_apple.cpp): sysctl hw.memsize; no per-process limit.
+// Beside them, what is available now (the default budget's ceiling):
+// Linux's MemAvailable and a limited cgroup's memory.current (v2) or
+// memory.usage_in_bytes (v1); Windows' ullAvailPhys; unknown on macOS.
 #pragma once
 
 #include <cstdint>
@@ -23,10 +26,18 @@ struct MemoryInfo {
     uint64_t physical_bytes = 0;
     uint64_t cgroup_limit_bytes = 0;  // 0 = no limit found (a cgroup's, or a Windows job object's)
     uint64_t usable_bytes = 0;        // min(physical, cgroup limit)
+    // What the system could give this process now without swapping: Linux's
+    // MemAvailable (free plus reclaimable page cache), within a limited
+    // cgroup also its limit less its current use; Windows' available
+    // physical memory. 0 = not known (macOS): the plan then takes usable.
+    uint64_t available_bytes = 0;
     std::string cgroup_path;          // where the limit came from, if any
 };
 
 MemoryInfo query_memory_info();
+
+// The MemAvailable line of /proc/meminfo's text, bytes; 0 when absent.
+uint64_t parse_meminfo_available(const std::string& proc_meminfo);
 
 // Parses a cgroup v2 memory.max value ("max" or bytes); 0 for "max" or junk.
 uint64_t parse_cgroup_memory_max(const std::string& text);

@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include <fstream>
 #include <sstream>
 
@@ -57,6 +60,18 @@ MemoryInfo query_memory_info() {
     take_smallest_limit(info, "/sys/fs/cgroup/memory", cgroup_path_of(self, "memory"), "memory.limit_in_bytes");
     info.usable_bytes = info.physical_bytes;
     if (info.cgroup_limit_bytes && info.cgroup_limit_bytes < info.usable_bytes) info.usable_bytes = info.cgroup_limit_bytes;
+    info.available_bytes = std::min(parse_meminfo_available(read_text("/proc/meminfo")), info.usable_bytes);
+    if (info.cgroup_limit_bytes) {
+        // the limiting cgroup's use beside its limit (v2 memory.current, v1
+        // memory.usage_in_bytes, in the folder the limit came from)
+        const std::string folder = info.cgroup_path.substr(0, info.cgroup_path.rfind('/') + 1);
+        const bool v1 = info.cgroup_path.ends_with("memory.limit_in_bytes");
+        const uint64_t used = parse_cgroup_memory_max(read_text(folder + (v1 ? "memory.usage_in_bytes" : "memory.current")));
+        if (used) {  // 0: unreadable (a cgroup in use never reads 0)
+            const uint64_t left = used < info.cgroup_limit_bytes ? info.cgroup_limit_bytes - used : 0;
+            info.available_bytes = info.available_bytes ? std::min(info.available_bytes, left) : left;
+        }
+    }
     return info;
 }
 

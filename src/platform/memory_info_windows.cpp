@@ -1,6 +1,8 @@
 // memory_info_windows.cpp — memory_info.h's queries on Windows.
 #include "platform/memory_info.h"
 
+#include <algorithm>
+
 #include <windows.h>
 #include <psapi.h>
 
@@ -20,7 +22,10 @@ MemoryInfo query_memory_info() {
     MemoryInfo info;
     MEMORYSTATUSEX status{};
     status.dwLength = sizeof status;
-    if (::GlobalMemoryStatusEx(&status)) info.physical_bytes = status.ullTotalPhys;
+    if (::GlobalMemoryStatusEx(&status)) {
+        info.physical_bytes = status.ullTotalPhys;
+        info.available_bytes = status.ullAvailPhys;
+    }
     // The innermost job object's limits (a null handle asks about the job
     // this process is in). Nested jobs' limits are enforced together, and a
     // job's limit can only tighten its parent's, so the innermost binds.
@@ -40,6 +45,7 @@ MemoryInfo query_memory_info() {
     }
     info.usable_bytes = info.physical_bytes;
     if (info.cgroup_limit_bytes && info.cgroup_limit_bytes < info.usable_bytes) info.usable_bytes = info.cgroup_limit_bytes;
+    info.available_bytes = std::min(info.available_bytes, info.usable_bytes);
     return info;
 }
 

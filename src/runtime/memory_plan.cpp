@@ -61,6 +61,16 @@ uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant,
     return bytes;
 }
 
+uint64_t spare_bytes(const platform::MemoryInfo& memory) {
+    const uint64_t usable = memory.usable_bytes / 8 * 7;
+    return memory.available_bytes ? std::min(usable, memory.available_bytes / 8 * 7) : usable;
+}
+
+const char* recommended_covers(const MemoryPlan& plan) {
+    if (plan.recommended_bytes >= plan.everything_bytes) return "everything";
+    return plan.recommended_bytes > plan.floor_bytes ? "spare" : "floor";
+}
+
 MemoryPlan plan_memory(const format::Container& container, uint32_t context_length, uint64_t requested_budget,
                        const platform::MemoryInfo& memory, unsigned compute_threads, bool int8_tables) {
     PlanRequest request;
@@ -134,24 +144,16 @@ MemoryPlan plan_at_chunk(const format::Container& container, const PlanRequest& 
     plan.floor_bytes = plan.trunk_bytes + plan.state_bytes + plan.scratch_bytes + plan.io_bytes + plan.runtime_bytes +
                        plan.snapshot_bytes + plan.grammar_bytes + plan.vision_bytes + plan.min_cache_bytes;
 
-    const uint64_t ceiling = memory.usable_bytes / 8 * 7;
-    plan.recommended_bytes = plan.floor_bytes;
-    for (uint64_t multiple : {3, 2, 1}) {
-        const uint64_t extra = std::min(multiple * plan.working_set_bytes, plan.all_experts_bytes);
-        if (plan.floor_bytes + extra <= ceiling) {
-            plan.recommended_bytes = plan.floor_bytes + extra;
-            break;
-        }
-    }
-    // The int8 mode holds decoded experts where RAM allows (model/decoded_experts.h):
-    // by default, all of them and every record when that fits.
-    if (request.int8_tables && container.has_experts()) {
+    // The default budget: every expert record (and in the int8 mode every
+    // decoded expert) where what the machine can spare holds them, else
+    // all it can spare, never below the floor.
+    plan.spare_bytes = spare_bytes(memory);
+    if (request.int8_tables && container.has_experts())
         plan.all_decoded_bytes = model::DecodedExpert::held_bytes(c.expert_input(), c.moe_intermediate) *
                                  static_cast<uint64_t>(moe_layers) * c.experts;
-        const uint64_t everything = plan.floor_bytes - plan.min_cache_bytes + std::max(plan.all_experts_bytes, plan.min_cache_bytes) +
-                                    plan.all_decoded_bytes;
-        if (everything <= ceiling) plan.recommended_bytes = std::max(plan.recommended_bytes, everything);
-    }
+    plan.everything_bytes = plan.floor_bytes - plan.min_cache_bytes + std::max(plan.all_experts_bytes, plan.min_cache_bytes) +
+                            plan.all_decoded_bytes;
+    plan.recommended_bytes = std::max(plan.floor_bytes, std::min(plan.everything_bytes, plan.spare_bytes));
     plan.budget_requested = requested_budget != 0;
     plan.budget_bytes = plan.budget_requested ? requested_budget : plan.recommended_bytes;
     plan.budget_ok = plan.budget_bytes >= plan.floor_bytes;

@@ -61,7 +61,9 @@ struct MemoryPlan {
     uint64_t floor_bytes = 0;
     uint64_t working_set_bytes = 0;   // one token's expert records
     uint64_t all_experts_bytes = 0;
-    uint64_t recommended_bytes = 0;   // the default budget
+    uint64_t everything_bytes = 0;    // the floor with every expert record cached (int8: and every expert decoded)
+    uint64_t spare_bytes = 0;         // what the machine can spare (spare_bytes below)
+    uint64_t recommended_bytes = 0;   // the default budget: everything, within spare, at least the floor
     uint64_t budget_bytes = 0;        // resolved: requested, or the default
     bool budget_requested = false;
     bool budget_ok = true;            // budget >= floor
@@ -73,6 +75,16 @@ struct MemoryPlan {
     uint64_t all_decoded_bytes = 0;   // every routed expert decoded
     platform::MemoryInfo memory;
 };
+
+// What the default budget may take: 7/8 of the RAM available when the plan
+// is made (MemoryInfo::available_bytes), at most 7/8 of the usable RAM (all
+// of it where availability is unknown). The eighth left is the system's and
+// other programs' margin; a budget the user names is not bounded by it.
+uint64_t spare_bytes(const platform::MemoryInfo& memory);
+// What the default budget covers: "everything" (every expert cached),
+// "spare" (all the machine can spare, less than everything) or "floor"
+// (the machine spares less than the floor: the floor).
+const char* recommended_covers(const MemoryPlan& plan);
 
 // Session state bytes at a context length: KDA state + conv rings, the MLA
 // latent cache, AttnRes block residuals and the residual stream.
