@@ -254,7 +254,17 @@ void run_bench(const BenchArgs& args) {
         {"prefetched_per_token", (after.prefetched - before.prefetched) / n},
         {"prefetch_used_per_token", (after.prefetch_used - before.prefetch_used) / n},
         {"prefetch_bytes_per_token", (after.prefetch_bytes - before.prefetch_bytes) / n},
+        {"prefetch_late_per_token", (after.prefetch_late - before.prefetch_late) / n},
+        {"prefetch_wasted_per_token", (after.prefetch_wasted - before.prefetch_wasted) / n},
         {"misses_per_token", misses / n}};
+    // the demand lookups apart: found in the cache on their own, found
+    // because lookahead read them ahead, read on demand
+    const uint64_t lookahead_hits = after.prefetch_used - before.prefetch_used;
+    const double lookups = static_cast<double>(hits + misses);
+    out["demand_last_run"] = {{"lookups_per_token", lookups / n},
+                              {"cache_hit_rate", lookups > 0 ? (hits - lookahead_hits) / lookups : 0},
+                              {"lookahead_hit_rate", lookups > 0 ? lookahead_hits / lookups : 0},
+                              {"miss_rate", lookups > 0 ? misses / lookups : 0}};
     if (args.json_output) {
         fmt::print("{}\n", out.dump());
         return;
@@ -267,11 +277,15 @@ void run_bench(const BenchArgs& args) {
                    out["decoded_experts"]["held"].get<uint64_t>(), out["decoded_experts"]["held_bytes"].get<double>() / 1e6,
                    out["decoded_experts"]["capacity_bytes"].get<double>() / 1e6);
     const json& st = out["streaming_last_run"];
-    fmt::print("streaming    hit {:.1f}%, {:.2f} MB read/token ({:.2f} speculative), {:.2f} ms/token waiting on reads, "
-               "{:.2f} prefetched/token ({:.2f} used), lookahead {}\n",
-               100 * out["expert_hit_rate_last_run"].get<double>(), st["bytes_read_per_token"].get<double>() / 1e6,
-               st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>(),
-               st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(), args.stream.lookahead);
+    const json& demand = out["demand_last_run"];
+    fmt::print("streaming    demand lookups {:.1f}% cache hits, {:.1f}% lookahead hits, {:.1f}% read on demand; {:.2f} MB "
+               "read/token ({:.2f} speculative), {:.2f} ms/token waiting on reads\n",
+               100 * demand["cache_hit_rate"].get<double>(), 100 * demand["lookahead_hit_rate"].get<double>(),
+               100 * demand["miss_rate"].get<double>(), st["bytes_read_per_token"].get<double>() / 1e6,
+               st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>());
+    fmt::print("lookahead    {} a layer: {:.2f} reads issued/token, {:.2f} used ({:.2f} late), {:.2f} evicted unused\n",
+               args.stream.lookahead, st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(),
+               st["prefetch_late_per_token"].get<double>(), st["prefetch_wasted_per_token"].get<double>());
     fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens, chunks of {})\n", median(prefill_rates),
                prefill_rates.size(), args.prompt, chunk);
     if (args.prompt > 0) {

@@ -153,6 +153,10 @@ void run_generate(RunArgs& args) {
         j["prefetched"] = stats.prefetched;
         j["prefetch_used"] = stats.prefetch_used;
         j["prefetch_bytes"] = stats.prefetch_bytes;
+        j["prefetch_late"] = stats.prefetch_late;
+        j["prefetch_wasted"] = stats.prefetch_wasted;
+        // the demand lookups found in the cache without lookahead's help
+        j["cache_hit_rate"] = lookups ? static_cast<double>(stats.expert_hits - stats.prefetch_used) / lookups : 0;
         j["seed"] = g.seed ? nlohmann::json(*g.seed) : nlohmann::json(nullptr);  // null: greedy
         fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         return;

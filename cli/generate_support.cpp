@@ -16,13 +16,15 @@ void add_generate_options(CLI::App* command, GenerateArgs& args, int default_tok
     command->add_option("-n,--tokens", args.tokens, "Most tokens to generate (per answer in chat)")
         ->default_val(default_tokens)
         ->check(CLI::Range(0, 1 << 24));
-    command->add_option("--temp", args.temperature, "Sampling temperature (0 = greedy)")->default_val(0.8)->check(CLI::Range(0.0, 100.0));
-    command->add_option("--top-k", args.top_k, "Keep the k most likely tokens (0 = off)")->default_val(0);
+    command->add_option("--temp", args.temperature, "Sampling temperature (0 = greedy)")
+        ->default_str("the model's: its generation_config.json, else 0.8")
+        ->check(CLI::Range(0.0, 100.0));
+    command->add_option("--top-k", args.top_k, "Keep the k most likely tokens (0 = off)")->default_str("the model's, else 0");
     command->add_option("--top-p", args.top_p, "Keep the most likely tokens up to this probability (1 = off)")
-        ->default_val(0.95)
+        ->default_str("the model's, else 0.95")
         ->check(CLI::Range(0.0, 1.0));
     command->add_option("--min-p", args.min_p, "Drop tokens less likely than min-p x the most likely (0 = off)")
-        ->default_val(0.0)
+        ->default_str("the model's, else 0")
         ->check(CLI::Range(0.0, 1.0));
     command->add_option_function<uint64_t>("--seed", [&args](const uint64_t& seed) { args.seed = seed; },
                                            "Sampling seed: the same seed gives the same text")
@@ -70,22 +72,31 @@ std::vector<int32_t> user_turn_with_images(const Generator& g, const std::vector
     return out;
 }
 
-Generator open_generator(const GenerateArgs& args, bool want_chat) {
-    waste_sampler_options sampler_options;
-    waste_sampler_options_init(&sampler_options);
-    sampler_options.temperature = args.temperature;
-    sampler_options.top_k = args.top_k;
-    sampler_options.top_p = args.top_p;
-    sampler_options.min_p = args.min_p;
-    Generator g;
-    if (args.temperature > 0) g.seed = args.seed ? *args.seed : std::random_device{}();
-    sampler_options.seed = g.seed.value_or(args.seed.value_or(0));
+namespace {
+
+// The options given over `defaults`; a sampler made from them, so a bad
+// option is a usage error.
+waste_sampler* sampler_over(const GenerateArgs& args, waste_sampler_options options) {
+    if (args.temperature) options.temperature = *args.temperature;
+    if (args.top_k) options.top_k = *args.top_k;
+    if (args.top_p) options.top_p = *args.top_p;
+    if (args.min_p) options.min_p = *args.min_p;
     waste_error error{};
     waste_sampler* sampler = nullptr;
-    if (waste_sampler_create(&sampler_options, &sampler, &error) != WASTE_OK) throw CLI::ValidationError("sampling", error.message);
-    g.sampler.reset(sampler);
+    if (waste_sampler_create(&options, &sampler, &error) != WASTE_OK) throw CLI::ValidationError("sampling", error.message);
+    return sampler;
+}
+
+}  // namespace
+
+Generator open_generator(const GenerateArgs& args, bool want_chat) {
+    Generator g;
+    waste_sampler_options greedy;
+    waste_sampler_options_init(&greedy);
+    waste_sampler_free(sampler_over(args, greedy));  // the options checked before the model loads
     for (const auto& stop : args.stops)
         if (stop.empty()) throw CLI::ValidationError("--stop", "a stop string cannot be empty");
+    waste_error error{};
 
     waste_open_options options = model_open_options(args.context, args.threads, args.budget, args.verify, args.policy, args.stream);
     const bool constrained = !args.grammar_file.empty() || !args.schema_file.empty() || args.json_value;
@@ -93,6 +104,12 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     options.vision = args.images.empty() && !args.vision ? 0 : 1;
     g.model = open_model(args.model, options);
     report_open(args.stream, g.model.get(), args.quiet);
+    waste_sampler_options sampling;
+    if (waste_model_sampling_defaults(g.model.get(), &sampling, nullptr, &error) != WASTE_OK) fail_with(error, "sampling defaults");
+    const double temperature = args.temperature.value_or(sampling.temperature);
+    if (temperature > 0) g.seed = args.seed ? *args.seed : std::random_device{}();
+    sampling.seed = g.seed.value_or(args.seed.value_or(0));
+    g.sampler.reset(sampler_over(args, sampling));
     waste_session* session = nullptr;
     if (waste_session_create(g.model.get(), &session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
     g.session.reset(session);

@@ -29,11 +29,12 @@ struct GenerateArgs {
     int tokens = 256;
     // Sampled by default, as llama.cpp does (greedy decoding loops on small
     // models: "and the LORD thy God, and the LORD thy God, ..."); --temp 0 is
-    // greedy.
-    double temperature = 0.8;
-    uint32_t top_k = 0;
-    double top_p = 0.95;
-    double min_p = 0;
+    // greedy. None given: the model's (waste_model_sampling_defaults: its
+    // release's generation_config.json, else temperature 0.8, top-p 0.95).
+    std::optional<double> temperature;
+    std::optional<uint32_t> top_k;
+    std::optional<double> top_p;
+    std::optional<double> min_p;
     std::optional<uint64_t> seed;  // none: a fresh one, reported
     std::vector<std::string> stops;
     std::string system;

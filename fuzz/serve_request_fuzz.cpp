@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!request.is_object()) __builtin_trap();  // parse_body promises an object
     for (const auto endpoint : {waste_serve::Endpoint::chat, waste_serve::Endpoint::completion}) {
         try {
-            check_params(waste_serve::read_sampling_params(request, endpoint, kVocabulary));
+            check_params(waste_serve::read_sampling_params(request, endpoint, kVocabulary, waste_serve::SamplingDefaults{0.8, 0.95, 0, 0}));
         } catch (const waste_serve::ApiError& error) {
             check_error(error);
         }

@@ -14,6 +14,7 @@
 namespace {
 
 using waste::runtime::CacheIndex;
+using waste::runtime::CacheLookup;
 using waste::runtime::CacheKey;
 using waste::runtime::CachePolicyKind;
 
@@ -58,6 +59,39 @@ TEST(LruPolicy, HandSequence) {
     EXPECT_TRUE(index.contains(0, 1) && index.contains(0, 4) && index.contains(0, 2));
     EXPECT_EQ(index.hits(), 1u);
     EXPECT_EQ(index.misses(), 5u);
+}
+
+// Lookahead accounting (ExpertCache's prefetch_wasted): a speculative fill
+// evicted before any demand lookup is reported as evicted unused; one that a
+// lookup used, or a demand fill, is not. 2 slots under LRU.
+TEST(LruPolicy, ASpeculativeFillEvictedBeforeUseIsReportedUnused) {
+    CacheIndex index(2, CachePolicyKind::lru);
+    CacheLookup spec;
+    ASSERT_TRUE(index.fill_speculative(0, 1, 0, &spec));  // A, speculative
+    index.unpin(spec.slot);
+    CacheLookup demand = index.lookup(0, 2);  // B, demand
+    index.unpin(demand.slot);
+    CacheLookup c = index.lookup(0, 3);  // C evicts A (least recent), never used
+    index.unpin(c.slot);
+    EXPECT_TRUE(c.evicted);
+    EXPECT_EQ(c.evicted_key.expert, 1);
+    EXPECT_TRUE(c.evicted_unused);
+    CacheLookup d = index.lookup(0, 4);  // D evicts B, a demand fill
+    index.unpin(d.slot);
+    EXPECT_TRUE(d.evicted);
+    EXPECT_FALSE(d.evicted_unused);
+    ASSERT_TRUE(index.fill_speculative(0, 5, 0, &spec));  // E, speculative, evicts C
+    index.unpin(spec.slot);
+    EXPECT_FALSE(spec.evicted_unused);
+    CacheLookup used = index.lookup(0, 5);  // E used: a prefetched hit
+    index.unpin(used.slot);
+    EXPECT_TRUE(used.hit && used.prefetched);
+    CacheLookup f = index.lookup(0, 6);  // F evicts D
+    index.unpin(f.slot);
+    CacheLookup g = index.lookup(0, 7);  // G evicts E, used
+    index.unpin(g.slot);
+    EXPECT_EQ(g.evicted_key.expert, 5);
+    EXPECT_FALSE(g.evicted_unused);
 }
 
 // A A A B B C through 3 slots, then D evicts C (1 use); E evicts D; C comes

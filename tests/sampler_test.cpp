@@ -11,8 +11,14 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "format/model_config.h"
 #include "platform/error.h"
 #include "runtime/sampler.h"
+#include "test_support.h"
 #include "text/chat_template.h"
 #include "text/stop_strings.h"
 #include "waste/waste.h"
@@ -350,6 +356,72 @@ TEST(ChatTemplate, ParsesAndRefusesMalformed) {
             EXPECT_NE(std::string(e.what()).find("chat.json"), std::string::npos) << e.what();
         }
     }
+}
+
+// A release's generation_config.json over the engine's defaults
+// (format/model_config.h, waste_model_sampling_defaults): the fields it names,
+// do_sample false as greedy, nulls as absent, a bad value refused by name.
+TEST(SamplingDefaults, TheReleaseNamesWhatItNamesAndTheEngineTheRest) {
+    using nlohmann::json;
+    using waste::format::parse_sampling_defaults;
+    const auto qwen = parse_sampling_defaults(json::parse(R"({"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.95,
+                                                                "eos_token_id": [1, 2], "repetition_penalty": 1.05})"),
+                                              "generation_config.json");
+    EXPECT_EQ(qwen.temperature, 0.6);
+    EXPECT_EQ(qwen.top_k, 20u);
+    EXPECT_EQ(qwen.top_p, 0.95);
+    EXPECT_FALSE(qwen.min_p.has_value());
+    const auto greedy = parse_sampling_defaults(json::parse(R"({"do_sample": false, "temperature": 0.6, "top_p": 0.9})"), "g");
+    EXPECT_EQ(greedy.temperature, 0.0);
+    EXPECT_FALSE(greedy.top_p.has_value());
+    const auto nulls = parse_sampling_defaults(json::parse(R"({"temperature": null, "top_k": null, "min_p": 0.05})"), "g");
+    EXPECT_FALSE(nulls.temperature.has_value());
+    EXPECT_FALSE(nulls.top_k.has_value());
+    EXPECT_EQ(nulls.min_p, 0.05);
+    for (const char* bad : {R"({"temperature": "hot"})", R"({"temperature": -1})", R"({"temperature": 101})", R"({"top_p": 0})",
+                            R"({"top_p": 1.5})", R"({"top_k": -1})", R"({"top_k": 2.5})", R"({"min_p": 2})",
+                            R"({"do_sample": "yes"})", R"([1, 2])"}) {
+        try {
+            parse_sampling_defaults(json::parse(bad), "generation_config.json");
+            ADD_FAILURE() << bad << " was accepted";
+        } catch (const waste::Error& e) {
+            EXPECT_EQ(e.status(), WASTE_ERR_FORMAT) << bad;
+            EXPECT_NE(std::string(e.what()).find("generation_config.json"), std::string::npos) << e.what();
+        }
+    }
+
+    // Through the C API: a container without the file gets the engine's,
+    // with it the release's where named.
+    waste_test::TempDir dir;
+    waste_test::copy_container(waste_test::fixture("tiny-tok.waste"), dir / "m");
+    auto defaults = [&](uint32_t* from) {
+        waste_open_options options;
+        waste_open_options_init(&options);
+        options.flags = WASTE_OPEN_METADATA_ONLY;
+        waste_model* model = nullptr;
+        waste_error error{};
+        EXPECT_EQ(waste_model_open((dir / "m").string().c_str(), &options, &model, &error), WASTE_OK) << error.message;
+        waste_sampler_options out{};
+        EXPECT_EQ(waste_model_sampling_defaults(model, &out, from, &error), WASTE_OK) << error.message;
+        waste_model_close(model);
+        return out;
+    };
+    uint32_t from = 99;
+    waste_sampler_options engine = defaults(&from);
+    EXPECT_EQ(from, 0u);
+    EXPECT_EQ(engine.temperature, waste::runtime::engine_sampling_defaults.temperature);
+    EXPECT_EQ(engine.top_p, waste::runtime::engine_sampling_defaults.top_p);
+    EXPECT_EQ(engine.top_k, waste::runtime::engine_sampling_defaults.top_k);
+    EXPECT_EQ(engine.min_p, waste::runtime::engine_sampling_defaults.min_p);
+    std::ofstream(dir / "m" / "generation_config.json") << R"({"temperature": 0.6, "top_k": 20})";
+    waste_sampler_options release = defaults(&from);
+    EXPECT_EQ(from, static_cast<uint32_t>(WASTE_SAMPLING_TEMPERATURE | WASTE_SAMPLING_TOP_K));
+    EXPECT_EQ(release.temperature, 0.6);
+    EXPECT_EQ(release.top_k, 20u);
+    EXPECT_EQ(release.top_p, waste::runtime::engine_sampling_defaults.top_p);
+    EXPECT_EQ(release.seed, 0u);
+    waste_error error{};
+    EXPECT_EQ(waste_model_sampling_defaults(nullptr, &release, nullptr, &error), WASTE_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -184,7 +184,11 @@ void expect_identical_across_placements(const std::string& path) {
                     << "budget " << budget << ", io " << io << ", lookahead " << lookahead;
                 // lookahead adds speculative reads; it never changes the demand lookups
                 EXPECT_EQ(got.stats.expert_hits + got.stats.expert_misses, demand_lookups);
-                EXPECT_LE(got.stats.prefetch_used, got.stats.prefetched);
+                EXPECT_LE(got.stats.prefetch_used + got.stats.prefetch_wasted, got.stats.prefetched);
+                EXPECT_LE(got.stats.prefetch_late, got.stats.prefetch_used);
+                if (budget == full) {
+                    EXPECT_EQ(got.stats.prefetch_wasted, 0u) << "nothing is evicted when every record fits";
+                }
                 EXPECT_LE(got.stats.prefetch_bytes, got.stats.bytes_read);
                 if (lookahead == 0 || io == WASTE_IO_SYNC) {
                     EXPECT_EQ(got.stats.prefetched, 0u);

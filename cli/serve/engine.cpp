@@ -28,6 +28,10 @@ waste_session_stats minus(const waste_session_stats& a, const waste_session_stat
     d.expert_hits = a.expert_hits - b.expert_hits;
     d.expert_misses = a.expert_misses - b.expert_misses;
     d.bytes_read = a.bytes_read - b.bytes_read;
+    d.prefetched = a.prefetched - b.prefetched;
+    d.prefetch_used = a.prefetch_used - b.prefetch_used;
+    d.prefetch_late = a.prefetch_late - b.prefetch_late;
+    d.prefetch_wasted = a.prefetch_wasted - b.prefetch_wasted;
     return d;
 }
 
@@ -201,6 +205,10 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
     engine.metrics->expert_hits += outcome.stats.expert_hits;
     engine.metrics->expert_misses += outcome.stats.expert_misses;
     engine.metrics->bytes_read += outcome.stats.bytes_read;
+    engine.metrics->prefetched += outcome.stats.prefetched;
+    engine.metrics->prefetch_used += outcome.stats.prefetch_used;
+    engine.metrics->prefetch_late += outcome.stats.prefetch_late;
+    engine.metrics->prefetch_wasted += outcome.stats.prefetch_wasted;
     engine.metrics->generation_nanoseconds += static_cast<uint64_t>(outcome.ms * 1e6);
     if (outcome.client_gone) ++engine.metrics->disconnects;
     return outcome;

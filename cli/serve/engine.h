@@ -32,6 +32,7 @@ struct Engine {
     std::vector<waste_session*> sessions;   // one per slot, owned by the command
     uint32_t context_length = 0;
     uint32_t default_max_tokens = 4096;
+    SamplingDefaults sampling_defaults;     // for requests that name no sampling (sampling_params.h)
     // Prompt tokens evaluated per turn of the lock: the model's prefill chunk
     // with one slot (nothing else waits), at most 64 with several, so a new
     // request's prefill does not stall the other slots' token streams for

@@ -265,7 +265,8 @@ json render_chat(ServerContext& ctx, const std::string& body, const json& option
 void chat_completions(ServerContext& ctx, const std::string& body, httplib::Response& res) {
     uint64_t parsed = 0;
     const json request = parse_body(body, &request_memory(ctx), &parsed);
-    const SamplingParams params = read_sampling_params(request, Endpoint::chat, waste_tokenizer_token_count(ctx.engine.tokenizer));
+    const SamplingParams params = read_sampling_params(request, Endpoint::chat, waste_tokenizer_token_count(ctx.engine.tokenizer),
+                                                       ctx.engine.sampling_defaults);
     json options = {{"thinking", ctx.engine.thinking}, {"list_images", ctx.engine.vision}};
     if (!ctx.engine.chat_template.empty()) options["chat_template"] = ctx.engine.chat_template;
     request_memory(ctx).grow(render_bytes(request, body, parsed), "rendering the conversation");
@@ -362,7 +363,8 @@ void chat_completions(ServerContext& ctx, const std::string& body, httplib::Resp
 
 void completions(ServerContext& ctx, const std::string& body, httplib::Response& res) {
     const json request = parse_body(body, &request_memory(ctx));
-    const SamplingParams params = read_sampling_params(request, Endpoint::completion, waste_tokenizer_token_count(ctx.engine.tokenizer));
+    const SamplingParams params = read_sampling_params(request, Endpoint::completion, waste_tokenizer_token_count(ctx.engine.tokenizer),
+                                                       ctx.engine.sampling_defaults);
     const auto prompt_it = request.find("prompt");
     if (prompt_it == request.end()) throw bad_request("'prompt' is required", "prompt");
     json prompt = *prompt_it;

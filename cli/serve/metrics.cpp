@@ -26,7 +26,15 @@ std::string Metrics::prometheus_text() const {
     metric("tokens_per_second", "gauge", "Generated tokens per second of generation time", seconds > 0 ? generated_tokens.load() / seconds : 0);
     metric("expert_hits_total", "counter", "Expert lookups served from the cache", expert_hits.load());
     metric("expert_misses_total", "counter", "Expert lookups read from disk", expert_misses.load());
-    metric("expert_hit_rate", "gauge", "Expert cache hit rate (0 when nothing was looked up)", lookups > 0 ? expert_hits.load() / lookups : 0);
+    metric("expert_hit_rate", "gauge", "Expert lookups served from the cache, lookahead's reads included (0 when nothing was looked up)",
+           lookups > 0 ? expert_hits.load() / lookups : 0);
+    metric("expert_cache_hit_rate", "gauge", "Expert lookups the cache held without lookahead's help (0 when nothing was looked up)",
+           lookups > 0 ? (expert_hits.load() - prefetch_used.load()) / lookups : 0);
+    metric("lookahead_reads_total", "counter", "Expert reads issued ahead by router lookahead", prefetched.load());
+    metric("lookahead_used_total", "counter", "Lookahead reads a lookup then used", prefetch_used.load());
+    metric("lookahead_late_total", "counter", "Used lookahead reads still in flight when looked up (the lookup waited)",
+           prefetch_late.load());
+    metric("lookahead_wasted_total", "counter", "Lookahead reads evicted before any use", prefetch_wasted.load());
     metric("bytes_read_total", "counter", "Bytes of expert records read", bytes_read.load());
     metric("client_disconnects_total", "counter", "Generations whose client went away before the answer was complete", disconnects.load());
     metric("stream_tokens_sent_total", "counter", "Streamed tokens whose chunk was written to the client's socket",

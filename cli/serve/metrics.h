@@ -25,6 +25,10 @@ struct Metrics {
     std::atomic<uint64_t> expert_hits{0};
     std::atomic<uint64_t> expert_misses{0};
     std::atomic<uint64_t> bytes_read{0};
+    std::atomic<uint64_t> prefetched{0};          // lookahead reads issued
+    std::atomic<uint64_t> prefetch_used{0};       // demand hits on a record lookahead read (in expert_hits)
+    std::atomic<uint64_t> prefetch_late{0};       // of those, still in flight when asked for
+    std::atomic<uint64_t> prefetch_wasted{0};     // lookahead records evicted before any use
     std::atomic<uint64_t> disconnects{0};          // generations whose client went away
     // Tokens of streams that reached the client's socket; generated minus
     // this is what was generated for clients already gone (a stream that

@@ -86,13 +86,14 @@ std::vector<std::pair<int32_t, float>> logit_bias(const json& request, uint32_t 
 
 }  // namespace
 
-SamplingParams read_sampling_params(const json& request, Endpoint endpoint, uint32_t vocabulary) {
+SamplingParams read_sampling_params(const json& request, Endpoint endpoint, uint32_t vocabulary, const SamplingDefaults& defaults) {
     SamplingParams p;
-    p.temperature = number_in(request, "temperature", 0, 2, 0);
-    p.top_p = number_in(request, "top_p", 0, 1, 1);
+    p.temperature = number_in(request, "temperature", 0, 2, defaults.temperature);
+    p.top_p = number_in(request, "top_p", 0, 1, defaults.top_p);
     if (p.top_p == 0) p.top_p = 1e-9;  // OpenAI accepts 0: only the most likely token survives
+    p.top_k = defaults.top_k;
     if (const json* v = field(request, "top_k")) p.top_k = static_cast<uint32_t>(integer_in(*v, "top_k", 0, 1 << 30));
-    p.min_p = number_in(request, "min_p", 0, 1, 0);
+    p.min_p = number_in(request, "min_p", 0, 1, defaults.min_p);
     if (const json* v = field(request, "seed"))
         p.seed = static_cast<uint64_t>(integer_in(*v, "seed", INT64_MIN, INT64_MAX));
     p.frequency_penalty = number_in(request, "frequency_penalty", -2, 2, 0);

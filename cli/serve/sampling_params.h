@@ -23,8 +23,21 @@ constexpr size_t kMaxStopStringBytes = 1024;
 constexpr size_t kMaxLogitBiasTokens = 300;
 constexpr double kMaxLogitBias = 100;
 
+// What a request that names no temperature, top_p, top_k or min_p samples
+// with: the server's --temp/--top-p/--top-k/--min-p, else the model's
+// (waste_model_sampling_defaults: its release's generation_config.json,
+// else the engine's). This departs from k3-chat.md §13.7's greedy default,
+// as llama.cpp's server does: clients that send no temperature (many) got
+// repetitive loops (docs/SERVE.md, "Sampling").
+struct SamplingDefaults {
+    double temperature = 0;
+    double top_p = 1;
+    uint32_t top_k = 0;
+    double min_p = 0;
+};
+
 struct SamplingParams {
-    double temperature = 0;  // §13.7: greedy by default
+    double temperature = 0;
     double top_p = 1;
     uint32_t top_k = 0;
     double min_p = 0;
@@ -44,6 +57,8 @@ enum class Endpoint { chat, completion };
 
 // Throws ApiError (400) naming the field and the value. vocabulary: the
 // tokenizer's token count, the bound on the ids logit_bias may name.
-SamplingParams read_sampling_params(const nlohmann::json& request, Endpoint endpoint, uint32_t vocabulary);
+// Fields the request does not name take `defaults`.
+SamplingParams read_sampling_params(const nlohmann::json& request, Endpoint endpoint, uint32_t vocabulary,
+                                    const SamplingDefaults& defaults);
 
 }  // namespace waste_serve

@@ -53,6 +53,10 @@ struct ServeArgs {
     std::string api_key;
     std::string api_key_file;
     uint32_t max_tokens = 4096;
+    // --temp, --top-p, --top-k, --min-p: the sampling of requests that name
+    // none, over the model's (none given: the model's)
+    std::optional<double> temperature, top_p, min_p;
+    std::optional<uint32_t> top_k;
     bool no_thinking = false;
     std::string chat_template;  // --chat-template FILE ("" = the container's)
     std::string image_dir;
@@ -96,6 +100,27 @@ void print_plan(waste_model* model, const ServeArgs& args, const waste_open_opti
     fmt::print("  {:<26}{} x {} tokens\n", "sessions (--parallel)", args.parallel, options.context_length);
     fmt::print("  {:<26}{}\n", "prompt reuse (snapshots)", format_bytes(options.snapshot_bytes));
     fmt::print("{}", server_plan_text(server_plan(args), plan.value("budget_bytes", uint64_t{0}), "  ", 26));
+}
+
+// The sampling of requests that name none: the server's flags over the
+// model's (waste_model_sampling_defaults), and a line saying where each came
+// from.
+waste_serve::SamplingDefaults sampling_defaults(waste_model* model, const ServeArgs& args) {
+    waste_sampler_options o;
+    uint32_t from_release = 0;
+    waste_error error{};
+    if (waste_model_sampling_defaults(model, &o, &from_release, &error) != WASTE_OK) fail_with(error, "the model's sampling defaults");
+    waste_serve::SamplingDefaults d{args.temperature.value_or(o.temperature), args.top_p.value_or(o.top_p), args.top_k.value_or(o.top_k),
+                                    args.min_p.value_or(o.min_p)};
+    if (d.top_p == 0) d.top_p = 1e-9;  // as a request's top_p 0: only the most likely token survives
+    auto from = [&](bool flag, uint32_t bit) {
+        return flag ? "flag" : (from_release & bit) ? "generation_config.json" : "engine";
+    };
+    fmt::print("waste serve: requests that name no sampling get temperature {} ({}), top_p {} ({}), top_k {} ({}), min_p {} ({})\n",
+               d.temperature, from(args.temperature.has_value(), WASTE_SAMPLING_TEMPERATURE), d.top_p,
+               from(args.top_p.has_value(), WASTE_SAMPLING_TOP_P), d.top_k, from(args.top_k.has_value(), WASTE_SAMPLING_TOP_K),
+               d.min_p, from(args.min_p.has_value(), WASTE_SAMPLING_MIN_P));
+    return d;
 }
 
 // The key clients must send: --api-key-file's first line, $WASTE_API_KEY, or
@@ -202,6 +227,7 @@ int serve(const ServeArgs& args) {
         ctx.engine.direct_io = ctx.engine.model_info.value("direct_io", false) == true;
         const size_t chunk = ctx.engine.model_info.value("prefill_chunk", size_t{64});
         ctx.engine.prefill_turn = args.parallel == 1 ? chunk : std::min<size_t>(chunk, 64);
+        ctx.engine.sampling_defaults = sampling_defaults(model.get(), args);
         ctx.engine.model = model.get();
         ctx.engine.tokenizer = tokenizer.get();
         ctx.engine.eos_ids.resize(waste_tokenizer_eos_ids(tokenizer.get(), nullptr, 0));
@@ -274,6 +300,13 @@ void add_serve_command(CLI::App& app) {
         ->default_str("none");
     cmd->add_option("--api-key", args->api_key, "The key itself (visible to other users in ps: prefer --api-key-file)")->default_str("none");
     cmd->add_option("--max-tokens", args->max_tokens, "Reply length when a request names none")->default_val(4096)->check(CLI::Range(1, 1 << 24));
+    const char* model_default = "the model's (generation_config.json, else the engine's: temperature 0.8, top-p 0.95, top-k 0, min-p 0)";
+    cmd->add_option("--temp", args->temperature, "Sampling temperature of requests that name none (0 = greedy)")
+        ->default_str(model_default)
+        ->check(CLI::Range(0.0, 2.0));
+    cmd->add_option("--top-p", args->top_p, "top_p of requests that name none")->default_str("the model's")->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--top-k", args->top_k, "top_k of requests that name none (0 = off)")->default_str("the model's")->check(CLI::Range(0, 1 << 30));
+    cmd->add_option("--min-p", args->min_p, "min_p of requests that name none (0 = off)")->default_str("the model's")->check(CLI::Range(0.0, 1.0));
     cmd->add_flag("--no-thinking", args->no_thinking, "Answer without a reasoning phase unless a request asks for one");
     cmd->add_option("--chat-template", args->chat_template, "A Jinja chat template file to render requests with instead of the container's")
         ->default_str("none");

@@ -312,7 +312,8 @@ WASTE_API waste_status waste_session_generate_greedy(waste_session* session, siz
 typedef struct waste_session_stats {
     uint64_t tokens;          /* tokens evaluated                             */
     uint64_t expert_hits;     /* demand lookups served from the cache (incl.
-                                 records a prefetch brought in)               */
+                                 records a prefetch brought in: the cache's
+                                 own hits are expert_hits - prefetch_used)    */
     uint64_t expert_misses;   /* demand lookups read from disk                */
     uint64_t bytes_read;      /* bytes of expert records read: demand misses
                                  and prefetches                               */
@@ -322,6 +323,10 @@ typedef struct waste_session_stats {
     uint64_t prefetched;      /* speculative reads issued by router lookahead */
     uint64_t prefetch_used;   /* demand hits on a prefetched record's first use */
     uint64_t prefetch_bytes;  /* bytes of speculative reads (in bytes_read)   */
+    /* appended with lookahead accounting */
+    uint64_t prefetch_late;   /* of prefetch_used, those whose read was still
+                                 in flight when the demand came (it waited) */
+    uint64_t prefetch_wasted; /* prefetched records evicted before any use   */
 } waste_session_stats;
 
 WASTE_API waste_status waste_session_stats_get(const waste_session* session, waste_session_stats* out_stats,
@@ -705,6 +710,25 @@ typedef struct waste_sampler_options {
 
 /* Greedy: temperature 0, top_k 0, top_p 1, min_p 0, seed 0. */
 WASTE_API void waste_sampler_options_init(waste_sampler_options* options);
+
+/* Which fields of waste_model_sampling_defaults came from the release. */
+enum waste_sampling_field {
+    WASTE_SAMPLING_TEMPERATURE = 1u << 0,
+    WASTE_SAMPLING_TOP_K = 1u << 1,
+    WASTE_SAMPLING_TOP_P = 1u << 2,
+    WASTE_SAMPLING_MIN_P = 1u << 3
+};
+
+/* The sampling this model is meant to run with, for generations whose
+ * caller names none (the CLI's run and chat without --temp etc., the
+ * server's requests without "temperature" etc.): each of temperature,
+ * top_k, top_p and min_p that the release's generation_config.json names
+ * (do_sample false: temperature 0, greedy), the engine's default for the
+ * rest (temperature 0.8, top_k 0, top_p 0.95, min_p 0); seed 0.
+ * *out_from_release (may be NULL) gets the waste_sampling_field bits of the
+ * fields the release named. */
+WASTE_API waste_status waste_model_sampling_defaults(const waste_model* model, waste_sampler_options* out_options,
+                                                     uint32_t* out_from_release, waste_error* error);
 /* An out-of-range option is WASTE_ERR_INVALID_ARGUMENT naming it. */
 WASTE_API waste_status waste_sampler_create(const waste_sampler_options* options, waste_sampler** out_sampler,
                                             waste_error* error);

@@ -302,6 +302,37 @@ class CliTest(unittest.TestCase):
         proc = waste("chat", self.model, "-n", "4", "--seed", "77", stdin=b"hi\n", check=0)
         self.assertRegex(proc.stderr.decode(), r"\| seed 77\]")
 
+    def test_run_samples_with_the_models_generation_config_when_no_flag_names_it(self):
+        # A release's generation_config.json names its sampling (Qwen3:
+        # temperature 0.6, top-k 20, top-p 0.95): with no --temp etc. a run
+        # draws exactly what the same seed draws with those values named;
+        # a flag wins over it; do_sample false is greedy. Tolerance: none.
+        model = os.path.join(self.tmp, "sampling.waste")
+        shutil.copytree(self.model, model)
+        config = os.path.join(model, "generation_config.json")
+        with open(config, "w") as f:
+            json.dump({"do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.9, "min_p": 0.05}, f)
+
+        def run(*args):
+            return json.loads(waste("run", model, "A story:", "-n", "16", "--ignore-eos", "--json", *args, check=0).stdout)
+
+        for seed in ("5", "6"):
+            unnamed = run("--seed", seed)
+            self.assertEqual(unnamed["tokens"], run("--seed", seed, "--temp", "0.6", "--top-k", "20", "--top-p", "0.9",
+                                                    "--min-p", "0.05")["tokens"])
+            self.assertEqual(run("--seed", seed, "--temp", "1.3")["tokens"],
+                             run("--seed", seed, "--temp", "1.3", "--top-k", "20", "--top-p", "0.9", "--min-p", "0.05")["tokens"])
+        with open(config, "w") as f:
+            json.dump({"do_sample": False, "temperature": 0.6}, f)
+        greedy = run()
+        self.assertIsNone(greedy["seed"])
+        self.assertEqual(greedy["tokens"], self.run_json("A story:", "-n", "16", "--ignore-eos", "--temp", "0")["tokens"])
+        # a value the sampler cannot take is refused at open, naming it
+        with open(config, "w") as f:
+            json.dump({"temperature": "hot"}, f)
+        proc = waste("run", model, "A story:", "-n", "2", check=1)
+        self.assertIn("generation_config.json.temperature", proc.stderr.decode())
+
     def test_a_vocabulary_larger_than_the_tokenizer_generates_every_id(self):
         # 256 ranks and 10 specials are ids 0-265; ids 266-1023 are reserved
         # (no bytes), most of what the untrained model draws.
@@ -411,7 +442,9 @@ class CliTest(unittest.TestCase):
             for option in ("--budget", "--ctx", "-n", "--temp", "--top-p", "--top-k", "--min-p", "--seed", "--stop",
                            "--system", "--raw", "--threads", "--verify", "-q", "--learn"):
                 self.assertIn(option, text, f"{command} --help lacks {option}")
-            for option, default in (("--temp", "0.8"), ("--top-p", "0.95"), ("--top-k", "0"), ("--min-p", "0"),
+            for option, default in (("--temp", "the model's: its generation_config.json, else 0.8"),
+                                    ("--top-p", "the model's, else 0.95"), ("--top-k", "the model's, else 0"),
+                                    ("--min-p", "the model's, else 0"),
                                     ("--seed", "a fresh one"), ("--ctx", "4096"), ("--threads", "0"), ("--chunk", "the plan's")):
                 line = next(l for l in text.splitlines() if option + " " in l or l.strip().startswith(option))
                 self.assertRegex(line, r"=" + default + r"(\.0+)?(\s|$)", f"{command}: {line!r} shows no default")

@@ -96,6 +96,21 @@ void waste_sampler_options_init(waste_sampler_options* options) {
     if (options) *options = waste_sampler_options{0.0, 0, 1.0, 0.0, 0};
 }
 
+waste_status waste_model_sampling_defaults(const waste_model* model, waste_sampler_options* out_options,
+                                          uint32_t* out_from_release, waste_error* error) {
+    return guarded(error, [&] {
+        if (!model || !out_options)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_model_sampling_defaults: model and out_options are required");
+        const waste::format::SamplingDefaults& release = model->container->sampling_defaults();
+        const waste::runtime::SamplerOptions& engine = waste::runtime::engine_sampling_defaults;
+        *out_options = waste_sampler_options{release.temperature.value_or(engine.temperature), release.top_k.value_or(engine.top_k),
+                                             release.top_p.value_or(engine.top_p), release.min_p.value_or(engine.min_p), 0};
+        if (out_from_release)
+            *out_from_release = (release.temperature ? WASTE_SAMPLING_TEMPERATURE : 0u) | (release.top_k ? WASTE_SAMPLING_TOP_K : 0u) |
+                                (release.top_p ? WASTE_SAMPLING_TOP_P : 0u) | (release.min_p ? WASTE_SAMPLING_MIN_P : 0u);
+    });
+}
+
 waste_status waste_sampler_create(const waste_sampler_options* options, waste_sampler** out_sampler, waste_error* error) {
     return guarded(error, [&] {
         if (!options || !out_sampler) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_sampler_create: options and out_sampler are required");

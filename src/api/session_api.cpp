@@ -137,6 +137,8 @@ waste_session_stats to_c_stats(const waste::runtime::TokenStats& st) {
     out.prefetched = st.prefetched;
     out.prefetch_used = st.prefetch_used;
     out.prefetch_bytes = st.prefetch_bytes;
+    out.prefetch_late = st.prefetch_late;
+    out.prefetch_wasted = st.prefetch_wasted;
     return out;
 }
 

@@ -50,7 +50,8 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
     c->manifest_ = parse_manifest(text);
     c->container_bytes_ = text.size();
     // generation_config.json (optional, the release's verbatim): its EOS ids
-    // end a generation too (format/model_config.h).
+    // end a generation too, and its sampling is the model's default
+    // (format/model_config.h).
     const std::string generation_path = directory + "/generation_config.json";
     if (std::filesystem::exists(platform::utf8_path(generation_path), error)) {
         const std::string generation_text = platform::read_small_file(generation_path, max_generation_config_bytes);
@@ -59,6 +60,7 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
         if (generation.is_discarded()) fail_format("generation_config.json: not JSON");
         add_eos_ids(&c->manifest_.config,
                     parse_special_ids(generation, "generation_config.json", c->manifest_.config.vocab).eos);
+        c->sampling_ = parse_sampling_defaults(generation, "generation_config.json");
     }
     const Manifest& m = c->manifest_;
 

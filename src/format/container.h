@@ -56,6 +56,9 @@ public:
     const Manifest& manifest() const { return manifest_; }
     const ModelConfig& config() const { return manifest_.config; }
     const ExpertLayout& expert_layout() const { return layout_; }
+    // What generation_config.json recommends for sampling (none named when
+    // the container has no such file).
+    const SamplingDefaults& sampling_defaults() const { return sampling_; }
     bool has_experts() const { return !banks_.empty(); }
 
     // Every file's bytes together.
@@ -115,6 +118,7 @@ private:
     Manifest manifest_;
     ExpertLayout layout_;
     uint64_t container_bytes_ = 0;
+    SamplingDefaults sampling_;
     uint64_t trunk_file_bytes_ = 0;
     uint64_t codebook_records_ = 0;
     std::vector<float> codebook_values_;

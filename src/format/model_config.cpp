@@ -1,6 +1,7 @@
 #include "format/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "platform/error.h"
@@ -299,6 +300,32 @@ SpecialIds parse_special_ids(const json& object, const std::string& where, int64
     ids.eos = special_id_list(object, "eos_token_id", where, vocab, true);
     ids.pad = special_id_list(object, "pad_token_id", where, vocab, false);
     return ids;
+}
+
+SamplingDefaults parse_sampling_defaults(const json& object, const std::string& where) {
+    if (!object.is_object()) fail_format("{}: expected a JSON object", where);
+    SamplingDefaults d;
+    auto real = [&](const char* key, double lo, double hi, bool lo_open) -> std::optional<double> {
+        const auto it = object.find(key);
+        if (it == object.end() || it->is_null()) return std::nullopt;
+        const double v = it->is_number() ? it->get<double>() : std::nan("");
+        if (!it->is_number() || !std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo))
+            fail_format("{}.{}: {} is not a number in {}{}, {}]", where, key, it->dump(), lo_open ? "(" : "[", lo, hi);
+        return v;
+    };
+    d.temperature = real("temperature", 0, 100, false);
+    d.top_p = real("top_p", 0, 1, true);
+    d.min_p = real("min_p", 0, 1, false);
+    if (const auto it = object.find("top_k"); it != object.end() && !it->is_null()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > (int64_t{1} << 30))
+            fail_format("{}.top_k: {} is not an integer from 0 to {}", where, it->dump(), int64_t{1} << 30);
+        d.top_k = static_cast<uint32_t>(it->get<int64_t>());
+    }
+    if (const auto it = object.find("do_sample"); it != object.end() && !it->is_null()) {
+        if (!it->is_boolean()) fail_format("{}.do_sample: {} is not true or false", where, it->dump());
+        if (!it->get<bool>()) d = SamplingDefaults{0.0, std::nullopt, std::nullopt, std::nullopt};  // greedy
+    }
+    return d;
 }
 
 void add_eos_ids(ModelConfig* config, const std::vector<int32_t>& ids) {

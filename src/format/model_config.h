@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,20 @@ struct SpecialIds {
     std::vector<int32_t> bos, eos, pad;
 };
 SpecialIds parse_special_ids(const nlohmann::json& object, const std::string& where, int64_t vocab);
+
+// The sampling a release recommends, from its generation_config.json: the
+// fields it names of temperature, top_k, top_p and min_p (absent or null:
+// not named). do_sample false means greedy (temperature 0) whatever else it
+// says, as in transformers. Other fields (repetition_penalty, typical_p, …)
+// have no counterpart in the engine's sampler and are not read. A named
+// field out of the sampler's range (temperature 0–100, top_k an integer
+// 0–2^30, top_p in (0, 1], min_p in [0, 1]) or of the wrong type throws
+// naming it and its value.
+struct SamplingDefaults {
+    std::optional<double> temperature, top_p, min_p;
+    std::optional<uint32_t> top_k;
+};
+SamplingDefaults parse_sampling_defaults(const nlohmann::json& generation_config, const std::string& where);
 
 // Adds EOS ids to config.eos_ids (those not there yet, in order); the first
 // becomes config.eos when it had none.

@@ -60,6 +60,7 @@ void CacheIndex::take_slot(CacheKey k, CacheLookup* out) {
         WASTE_CHECK(result.slot < slot_count_ && occupied_[result.slot] && !pinned_[result.slot]);
         result.evicted = true;
         result.evicted_key = slot_key_[result.slot];
+        result.evicted_unused = speculative_[result.slot] != 0;
         slot_of_.erase(result.evicted_key.packed());
         policy_->on_remove(result.slot, result.evicted_key);
     }

@@ -26,6 +26,7 @@ struct CacheLookup {
     bool evicted = false;   // a miss that displaced evicted_key
     CacheKey evicted_key;
     bool prefetched = false; // a hit on a speculative fill's first use
+    bool evicted_unused = false;  // the evicted record was a speculative fill never used
 };
 
 class CacheIndex final : private SlotView {

@@ -76,6 +76,8 @@ TokenStats delta(const ExpertCacheStats& after, const ExpertCacheStats& before) 
     d.prefetched = after.prefetched - before.prefetched;
     d.prefetch_used = after.prefetch_used - before.prefetch_used;
     d.prefetch_bytes = after.prefetch_bytes - before.prefetch_bytes;
+    d.prefetch_late = after.prefetch_late - before.prefetch_late;
+    d.prefetch_wasted = after.prefetch_wasted - before.prefetch_wasted;
     return d;
 }
 
@@ -91,6 +93,8 @@ void TokenStats::add(const TokenStats& o) {
     prefetched += o.prefetched;
     prefetch_used += o.prefetch_used;
     prefetch_bytes += o.prefetch_bytes;
+    prefetch_late += o.prefetch_late;
+    prefetch_wasted += o.prefetch_wasted;
 }
 
 Engine::Engine(const format::Container& container, const MemoryPlan& plan, const EngineOptions& options)

@@ -41,6 +41,7 @@ struct TokenStats {
     uint64_t expert_hits = 0, expert_misses = 0, bytes_read = 0;
     double io_seconds = 0, compute_seconds = 0;
     uint64_t prefetched = 0, prefetch_used = 0, prefetch_bytes = 0;
+    uint64_t prefetch_late = 0, prefetch_wasted = 0;
     void add(const TokenStats& other);
 };
 

@@ -245,10 +245,19 @@ void ExpertCache::request(int layer, std::span<const int> experts) {
         wanted_.push_back(Wanted{expert, found.slot, false});
         if (found.hit) {
             ++stats_.hits;
-            if (found.prefetched) ++stats_.prefetch_used;
+            if (found.prefetched) {
+                ++stats_.prefetch_used;
+                if (state_[found.slot] == SlotState::loading) {
+                    // reads done but not yet reaped are not late
+                    platform::ReadCompletion done;
+                    while (state_[found.slot] == SlotState::loading && reader_ && reader_->poll(&done)) complete(done);
+                    if (state_[found.slot] == SlotState::loading) ++stats_.prefetch_late;
+                }
+            }
             continue;
         }
         ++stats_.misses;
+        if (found.evicted_unused) ++stats_.prefetch_wasted;
         speculative_[found.slot] = 0;
         submit_read(found.slot, layer, expert);
     }
@@ -282,6 +291,7 @@ void ExpertCache::prefetch(int layer, std::span<const int> experts, uint64_t res
         CacheLookup found;
         if (!index_->fill_speculative(layer, expert, reserve, &found)) continue;
         ++stats_.prefetched;
+        if (found.evicted_unused) ++stats_.prefetch_wasted;
         speculative_[found.slot] = 1;
         prefetch_pins_.emplace_back(layer, found.slot);
         submit_read(found.slot, layer, expert);

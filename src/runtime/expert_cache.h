@@ -57,6 +57,8 @@ struct ExpertCacheStats {
     uint64_t hits = 0, misses = 0;          // demand lookups
     uint64_t prefetched = 0;                // speculative reads issued
     uint64_t prefetch_used = 0;             // demand hits on a prefetched record's first use
+    uint64_t prefetch_late = 0;             // of those, hits whose read was still in flight (the demand waited)
+    uint64_t prefetch_wasted = 0;           // prefetched records evicted before any use
     uint64_t bytes_read = 0;                // every byte read: demand misses and prefetches
     uint64_t prefetch_bytes = 0;            // of which speculative
     double read_seconds = 0;                // time the consumer was blocked on reads

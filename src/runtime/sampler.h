@@ -38,6 +38,12 @@ struct SamplerOptions {
     uint64_t seed = 0;
 };
 
+// What a generation samples with when neither the request nor the model's
+// release names a field (llama.cpp's temperature and top-p; no top-k, no
+// min-p). waste_model_sampling_defaults lays a release's
+// generation_config.json over it.
+inline constexpr SamplerOptions engine_sampling_defaults{0.8, 0, 0.95, 0.0, 0};
+
 constexpr double max_temperature = 100;  // beyond this every token is equally likely to the bit
 
 struct SampledToken {

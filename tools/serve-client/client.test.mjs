@@ -143,6 +143,41 @@ test('tool_choice that demands a call through a Jinja template is a 400 naming t
   assert.equal(auto.choices.length, 1);
 });
 
+test('a request that names no sampling gets the model\'s: generation_config.json, else the engine\'s; --temp overrides (issue 41)', async () => {
+  // kimi-mini ships no generation_config.json: a copy gets one. A request
+  // naming no sampling must draw exactly what the same seed draws with the
+  // release's values named (tolerance: none, the sampler is seeded).
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'waste-sampling-'));
+  const copy = path.join(dir, 'kimi-mini-sampling.waste');
+  cpSync(kimiMini, copy, { recursive: true });
+  writeFileSync(path.join(copy, 'generation_config.json'), JSON.stringify({ do_sample: true, temperature: 0.7, top_k: 5, top_p: 0.9 }));
+  const release = await startServer(copy, ['--model-id', 'sampling'], { modelSampling: true });
+  const engine = await startServer(kimiMini, ['--model-id', 'engine-sampling'], { modelSampling: true });
+  const flagged = await startServer(copy, ['--model-id', 'flag-sampling', '--temp', '0']);
+  try {
+    assert.match(release.output(), /temperature 0\.7 \(generation_config\.json\), top_p 0\.9 \(generation_config\.json\), top_k 5 \(generation_config\.json\), min_p 0 \(engine\)/);
+    assert.match(engine.output(), /temperature 0\.8 \(engine\), top_p 0\.95 \(engine\), top_k 0 \(engine\)/);
+    assert.match(flagged.output(), /temperature 0 \(flag\)/);
+    const ask = (server, extra) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 })
+      .chat.completions.create({ model: 'x', messages: question, max_tokens: 24, ...extra });
+    for (const seed of [11, 12, 13]) {
+      const unnamed = (await ask(release, { seed })).choices[0].message.content;
+      const named = (await ask(release, { seed, temperature: 0.7, top_k: 5, top_p: 0.9 })).choices[0].message.content;
+      assert.equal(unnamed, named, `seed ${seed}: the release's sampling`);
+      const engineUnnamed = (await ask(engine, { seed })).choices[0].message.content;
+      const engineNamed = (await ask(engine, { seed, temperature: 0.8, top_p: 0.95 })).choices[0].message.content;
+      assert.equal(engineUnnamed, engineNamed, `seed ${seed}: the engine's sampling`);
+    }
+    // a request's own field wins over the model's, and --temp 0 is greedy
+    const greedy = (await ask(release, { temperature: 0 })).choices[0].message.content;
+    assert.equal((await ask(flagged, { seed: 11 })).choices[0].message.content, greedy);
+    assert.equal((await ask(flagged, {})).choices[0].message.content, greedy);
+  } finally {
+    for (const server of [release, engine, flagged]) assert.equal((await server.stop()).code, 0);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('every EOS id the model lists ends a reply: generation_config.json\'s too (issue 37)', async () => {
   // A copy of kimi-mini whose generation_config.json adds " and" to the EOS
   // ids (as Qwen3's adds <|endoftext|> to config.json's <|im_end|>); +100 on

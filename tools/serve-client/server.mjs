@@ -16,8 +16,12 @@ export const k3Tiny = path.resolve(repo, '..', 'shared', 'fixtures', 'upstream',
 // The sanitizer builds run several times slower: the tests scale their load.
 export const sanitized = process.env.WASTE_SANITIZED === '1';
 
-export async function startServer(model, extraArgs = [], { env = {} } = {}) {
-  const child = spawn(cli, ['serve', model, '--port', '0', ...extraArgs], {
+// The tests were written for greedy replies to requests that name no
+// temperature: each server gets --temp 0 unless the test names --temp itself
+// or asks for the model's own sampling ({ modelSampling: true }).
+export async function startServer(model, extraArgs = [], { env = {}, modelSampling = false } = {}) {
+  const sampling = modelSampling || extraArgs.includes('--temp') ? [] : ['--temp', '0'];
+  const child = spawn(cli, ['serve', model, '--port', '0', ...sampling, ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
