@@ -94,7 +94,7 @@ void add_synth_command(CLI::App& app) {
     auto args = std::make_shared<SynthArgs>();
     CLI::App* synth = app.add_subcommand("synth", "Write a seeded synthetic container (tiny, tiny-k3, mid, k3)");
     synth->add_option("OUT", args->out, "Container directory to write (its old container files are replaced)");
-    synth->add_option("--preset", args->preset, "Preset: tiny, tiny-k3, mid or k3 (--list describes them)")->capture_default_str();
+    synth->add_option("--preset", args->preset, "Preset: tiny, mid, k3, a family's tiny-/mid- shape, or a release's shape such as qwen3-30b-a3b (--list describes them with their sizes)")->capture_default_str();
     synth->add_option("--seed", args->seed, "Seed; the same preset, seed and overrides give identical bytes")->capture_default_str();
     synth->add_option("--set", args->sets,
                       "Override a config key, e.g. --set num_hidden_layers=8; also tensor_prefix=, "
@@ -112,7 +112,8 @@ void add_synth_command(CLI::App& app) {
             char* text = nullptr;
             if (waste_synth_presets_json(&text, &error) != WASTE_OK) fail_with(error, "synth --list");
             for (const json& preset : json::parse(take_string(text)))
-                fmt::print("{:<9} {}\n", preset["name"].get<std::string>(), preset["summary"].get<std::string>());
+                fmt::print("{:<16} {:>10}  {}\n", preset["name"].get<std::string>(),
+                           format_bytes(preset["container_bytes"].get<uint64_t>()), preset["summary"].get<std::string>());
             return;
         }
         if (args->out.empty()) throw CLI::RequiredError("OUT");

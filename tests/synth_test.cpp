@@ -125,7 +125,7 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 12u);
+    ASSERT_EQ(synth::presets().size(), 18u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
@@ -160,7 +160,7 @@ TEST(Synth, EveryPresetConfigParses) {
             EXPECT_GT(c.mla_layer_count(), 0);
             EXPECT_FALSE(c.mla_rope);
         }
-        EXPECT_EQ(c.first_dense, 1);
+        EXPECT_EQ(c.first_dense, preset.name == "deepseek-v3" ? 3 : 1);
         EXPECT_FALSE(preset.summary.empty());
     }
     const format::ModelConfig tiny = format::parse_model_config(synth::preset_config(options_for("tiny")));
@@ -362,6 +362,69 @@ TEST(Synth, ReservedTokensLeaveATailWithoutTokens) {
     EXPECT_NE(message.find("reserved_tokens 5 needs the synthetic tokenizer"), std::string::npos) << message;
 }
 
+// The release-shape presets against the releases' configs as
+// other-families.md copies them (§§1, 3, 4, 7, 8): every dimension that sets
+// a tensor's shape. Tolerance: none.
+TEST(Synth, ReleaseShapePresetsHaveTheReleasesDimensions) {
+    struct Shape {
+        const char* preset;
+        int hidden, layers, first_dense, heads, kv_heads, head_dim, experts, top_k, moe_intermediate, shared, vocab;
+    };
+    // kv_heads and head_dim: GQA only (0 = MLA)
+    const Shape shapes[] = {
+        {"qwen3-30b-a3b", 2048, 48, 0, 32, 4, 128, 128, 8, 768, 0, 151936},
+        {"gpt-oss-20b", 2880, 24, 0, 64, 8, 64, 32, 4, 2880, 0, 201088},
+        {"gpt-oss-120b", 2880, 36, 0, 64, 8, 64, 128, 4, 2880, 0, 201088},
+        {"glm-4.5-air", 4096, 46, 1, 96, 8, 128, 128, 8, 1408, 1, 151552},
+        {"deepseek-v3", 7168, 61, 3, 128, 0, 0, 256, 8, 2048, 1, 129280},
+        {"kimi-linear-48b", 2304, 27, 1, 32, 0, 0, 256, 8, 1024, 1, 163840},
+    };
+    for (const Shape& want : shapes) {
+        SCOPED_TRACE(want.preset);
+        const format::ModelConfig c = format::parse_model_config(synth::preset_config(options_for(want.preset)));
+        EXPECT_EQ(c.hidden, want.hidden);
+        EXPECT_EQ(c.layers, want.layers);
+        EXPECT_EQ(c.first_dense, want.first_dense);
+        EXPECT_EQ(c.heads, want.heads);
+        if (want.kv_heads) {
+            EXPECT_EQ(c.kv_heads, want.kv_heads);
+            EXPECT_EQ(c.head_dim, want.head_dim);
+        }
+        EXPECT_EQ(c.experts, want.experts);
+        EXPECT_EQ(c.top_k, want.top_k);
+        EXPECT_EQ(c.moe_intermediate, want.moe_intermediate);
+        EXPECT_EQ(c.shared_experts, want.shared);
+        EXPECT_EQ(c.vocab, want.vocab);
+    }
+    const format::ModelConfig ds = format::parse_model_config(synth::preset_config(options_for("deepseek-v3")));
+    EXPECT_EQ(ds.q_lora, 1536);
+    EXPECT_EQ(ds.kv_lora, 512);
+    EXPECT_EQ(ds.qk_nope, 128);
+    EXPECT_EQ(ds.qk_rope, 64);
+    EXPECT_EQ(ds.v_head, 128);
+    EXPECT_EQ(ds.expert_groups, 8);
+    EXPECT_EQ(ds.intermediate, 18432);
+    const format::ModelConfig kl = format::parse_model_config(synth::preset_config(options_for("kimi-linear-48b")));
+    EXPECT_EQ(kl.kda_heads, 32);
+    EXPECT_EQ(kl.kda_head_dim, 128);
+    EXPECT_EQ(kl.mla_layer_count(), 7);  // 0-based 3, 7, ..., 23, 26
+    EXPECT_EQ(kl.layer_kinds[26], format::LayerKind::mla);
+    EXPECT_EQ(kl.intermediate, 9216);
+    const format::ModelConfig oss = format::parse_model_config(synth::preset_config(options_for("gpt-oss-120b")));
+    EXPECT_EQ(oss.sliding_window, 128);
+    // a full-width slice: the layers shrink, nothing else
+    const format::ModelConfig slice =
+        format::parse_model_config(synth::preset_config(options_for("deepseek-v3", {{"num_hidden_layers", 4}})));
+    EXPECT_EQ(slice.layers, 4);
+    EXPECT_EQ(slice.hidden, 7168);
+    EXPECT_EQ(slice.experts, 256);
+    // head_dim and the key/value heads can be overridden now
+    const format::ModelConfig narrow = format::parse_model_config(
+        synth::preset_config(options_for("mid-qwen3", {{"head_dim", 128}, {"num_key_value_heads", 8}})));
+    EXPECT_EQ(narrow.head_dim, 128);
+    EXPECT_EQ(narrow.kv_heads, 8);
+}
+
 TEST(Synth, PresetsListThroughTheCApi) {
     char* text = nullptr;
     waste_error error{};
@@ -371,8 +434,10 @@ TEST(Synth, PresetsListThroughTheCApi) {
     std::vector<std::string> names;
     for (const json& preset : list) names.push_back(preset["name"]);
     EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3", "tiny-glm",
-                                               "mid-glm", "tiny-gpt-oss", "mid-gpt-oss",
-                                               "k3"}));
+                                               "mid-glm", "tiny-gpt-oss", "mid-gpt-oss", "qwen3-30b-a3b",
+                                               "gpt-oss-20b", "gpt-oss-120b", "glm-4.5-air", "deepseek-v3",
+                                               "kimi-linear-48b", "k3"}));
+    for (const json& preset : list) EXPECT_GT(preset["container_bytes"].get<uint64_t>(), 0u) << preset["name"];
 }
 
 // Each preset opens through the C API (trunk loaded, every record's CRC

@@ -522,7 +522,8 @@ WASTE_API waste_status waste_synth(const char* out_dir, const char* preset, uint
                                    const char* overrides_json, waste_progress_fn progress,
                                    void* user, waste_error* error);
 
-/* The names of the synth presets, as a JSON array of {"name","summary"}. */
+/* The synth presets, as a JSON array of {"name","summary","container_bytes"}
+ * (the bytes the preset writes without overrides, manifest.json aside). */
 WASTE_API waste_status waste_synth_presets_json(char** out_json, waste_error* error);
 
 /* ---------------------------------------------------------------- convert */

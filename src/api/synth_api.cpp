@@ -39,8 +39,13 @@ waste_status waste_synth_presets_json(char** out_json, waste_error* error) {
     return guarded(error, [&] {
         if (!out_json) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_synth_presets_json: out_json is required");
         json list = json::array();
-        for (const auto& preset : waste::synth::presets())
-            list.push_back(json{{"name", preset.name}, {"summary", preset.summary}});
+        for (const auto& preset : waste::synth::presets()) {
+            waste::synth::SynthOptions options;
+            options.preset = preset.name;
+            list.push_back(json{{"name", preset.name},
+                                {"summary", preset.summary},
+                                {"container_bytes", waste::synth::synthetic_container_bytes(options)}});
+        }
         *out_json = to_c_string(list.dump());
     });
 }

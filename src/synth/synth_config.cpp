@@ -262,6 +262,17 @@ ordered_json gpt_oss_config(const Dimensions& d, int window) {
     };
 }
 
+// gpt-oss-20b and -120b share their layer (other-families.md §8): hidden
+// 2880, 64 query over 8 key/value heads of 64, window 128, experts of width
+// 2880 top-4, vocab 201088.
+ordered_json gpt_oss_release(int layers, int experts) {
+    return gpt_oss_config({.hidden = 2880, .layers = layers, .intermediate = 0, .moe_intermediate = 2880,
+                           .experts = experts, .top_k = 4, .shared_experts = 0, .routed_scaling = 1.0, .heads = 64,
+                           .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 201088, .kda_heads = 0,
+                           .kda_head_dim = 0, .kv_heads = 8, .head_dim = 64},
+                          128);
+}
+
 const PresetDefinition preset_definitions[] = {
     {"tiny", "Kimi-Linear-like, ~1 MB: hidden 128, 4 layers (KDA 1,2,4; MLA 3), 8 experts top-2, vocab 316 with a tokenizer",
      "kimi_linear", "", 10, MlaPattern::third_of_four, false,
@@ -373,6 +384,62 @@ const PresetDefinition preset_definitions[] = {
                                 .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768,
                                 .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64},
                                128);
+     }},
+    // The releases' own shapes (other-families.md §§1, 3, 4, 7, 8), random
+    // weights: streaming at the sizes users run. Shrink a slice with
+    // num_hidden_layers; `waste synth --list` prints each container's size.
+    {"qwen3-30b-a3b",
+     "Qwen3-30B-A3B's dimensions: hidden 2048, 48 layers of GQA (32 query over 4 key/value heads of 128), "
+     "128 experts top-8 of width 768, vocab 151936",
+     "qwen3_moe", "", 256, MlaPattern::none, false,
+     [] {
+         return qwen3_config({.hidden = 2048, .layers = 48, .intermediate = 6144, .moe_intermediate = 768,
+                              .experts = 128, .top_k = 8, .shared_experts = 0, .routed_scaling = 1.0, .heads = 32,
+                              .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 151936, .kda_heads = 0,
+                              .kda_head_dim = 0, .kv_heads = 4, .head_dim = 128});
+     }},
+    {"gpt-oss-20b",
+     "gpt-oss-20b's dimensions: hidden 2880, 24 layers of GQA (64 query over 8 key/value heads of 64, sliding "
+     "window 128 on even layers), 32 experts top-4 of width 2880, vocab 201088",
+     "gpt_oss", "", 256, MlaPattern::none, false,
+     [] { return gpt_oss_release(24, 32); }},
+    {"gpt-oss-120b",
+     "gpt-oss-120b's dimensions: gpt-oss-20b's layer on 36 layers with 128 experts top-4",
+     "gpt_oss", "", 256, MlaPattern::none, false,
+     [] { return gpt_oss_release(36, 128); }},
+    {"glm-4.5-air",
+     "GLM-4.5-Air's dimensions: hidden 4096, 46 layers of GQA (96 query over 8 key/value heads of 128, RoPE on "
+     "half), a dense first layer (10944), 128 experts top-8 of width 1408 with 1 shared, vocab 151552",
+     "glm4_moe", "", 256, MlaPattern::none, false,
+     [] {
+         return glm4_config({.hidden = 4096, .layers = 46, .intermediate = 10944, .moe_intermediate = 1408,
+                             .experts = 128, .top_k = 8, .shared_experts = 1, .routed_scaling = 1.0, .heads = 96,
+                             .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 151552, .kda_heads = 0,
+                             .kda_head_dim = 0, .kv_heads = 8, .head_dim = 128});
+     }},
+    {"deepseek-v3",
+     "DeepSeek-V3's dimensions: hidden 7168, 61 layers of MLA (128 heads, q-LoRA 1536, KV-LoRA 512), 3 dense "
+     "first layers (18432), 256 experts in 8 groups (4 kept) top-8 of width 2048 with 1 shared, vocab 129280; "
+     "a slice with num_hidden_layers",
+     "deepseek_v3", "", 256, MlaPattern::none, false,
+     [] {
+         ordered_json c = deepseek_config({.hidden = 7168, .layers = 61, .intermediate = 18432, .moe_intermediate = 2048,
+                                           .experts = 256, .top_k = 8, .shared_experts = 1, .routed_scaling = 2.5,
+                                           .heads = 128, .qk_nope = 128, .qk_rope = 64, .v_head = 128, .kv_lora = 512,
+                                           .vocab = 129280, .kda_heads = 0, .kda_head_dim = 0, .q_lora = 1536},
+                                          8, 4);
+         c["first_k_dense_replace"] = 3;
+         return c;
+     }},
+    {"kimi-linear-48b",
+     "Kimi-Linear-48B-A3B's dimensions: hidden 2304, 27 layers (MLA 4,8,...,24,27, KDA the rest; 32 heads of "
+     "128), a dense first layer (9216), 256 experts top-8 of width 1024 with 1 shared, vocab 163840",
+     "kimi_linear", "", 256, MlaPattern::every_fourth_and_last, false,
+     [] {
+         return kimi_linear_config({.hidden = 2304, .layers = 27, .intermediate = 9216, .moe_intermediate = 1024,
+                                    .experts = 256, .top_k = 8, .shared_experts = 1, .routed_scaling = 2.446,
+                                    .heads = 32, .qk_nope = 128, .qk_rope = 64, .v_head = 128, .kv_lora = 512,
+                                    .vocab = 163840, .kda_heads = 32, .kda_head_dim = 128});
      }},
     {"k3",
      "Kimi K3's real dimensions (~1 TB): hidden 7168, 93 layers, 896 experts top-16, latent 3584; shrink with "
