@@ -41,14 +41,6 @@ void print_info(const json& info) {
     fmt::print("expert reads      {}\n", info["io_mode"].get<std::string>());
 }
 
-// Why the recommended budget is what it is (memory_plan.h: spare_bytes).
-std::string default_budget_reason(const json& plan) {
-    const std::string covers = plan["recommended_covers"].get<std::string>();
-    if (covers == "everything") return "every expert cached: it fits in 7/8 of the available RAM";
-    if (covers == "spare") return "7/8 of the available RAM: every expert cached does not fit";
-    return "the floor: 7/8 of the available RAM is below it";
-}
-
 void print_plan(const json& plan) {
     auto line = [&](const char* label, const char* key) {
         fmt::print("{:<22}{}\n", label, format_bytes(plan[key].get<uint64_t>()));
@@ -83,7 +75,8 @@ void print_plan(const json& plan) {
     if (plan["available_ram_bytes"].get<uint64_t>() > 0) line("available RAM", "available_ram_bytes");
     line("spare (7/8)", "spare_bytes");
     fmt::print("{:<22}{} ({})\n", "recommended budget", format_bytes(plan["recommended_bytes"].get<uint64_t>()),
-               default_budget_reason(plan));
+               budget_reason(plan["recommended_covers"].get<std::string>(), plan["spare_bytes"].get<uint64_t>(),
+                             plan["everything_bytes"].get<uint64_t>()));
     fmt::print("{:<22}{} ({})\n", "budget", format_bytes(plan["budget_bytes"].get<uint64_t>()),
                plan["budget_source"].get<std::string>());
     if (plan["budget_ok"].get<bool>()) {

@@ -64,29 +64,25 @@ void apply_open_options(const StreamArgs& args, waste_open_options& options) {
     options.prefill_chunk = args.prefill_chunk;
 }
 
-std::string budget_line(const nlohmann::json& info) {
-    const uint64_t budget = info.value("budget_bytes", uint64_t{0});
-    const std::string covers = info.value("budget_covers", std::string("requested"));
-    std::string why;
-    if (covers == "requested") why = "--budget";
-    else if (covers == "everything") why = "default: every expert cached";
-    else {
-        const uint64_t available = info.value("available_ram_bytes", uint64_t{0});
-        why = fmt::format("default: 7/8 of the {} RAM {}; every expert cached needs {}{}",
-                          format_bytes(available ? available : info.value("spare_bytes", uint64_t{0}) / 7 * 8),
-                          available ? "available" : "usable", format_bytes(info.value("everything_bytes", uint64_t{0})),
-                          covers == "floor" ? ", the floor more than it spares" : "");
-    }
-    return fmt::format("budget {}, expert cache {} ({})", format_bytes(budget),
-                       format_bytes(info.value("expert_cache_bytes", uint64_t{0})), why);
+std::string budget_reason(const std::string& covers, uint64_t spare_bytes, uint64_t everything_bytes) {
+    if (covers == "requested") return "--budget";
+    if (covers == "everything") return "every expert cached: it fits in what this machine spares";
+    const std::string spare = fmt::format("this machine spares {} (7/8 of its available RAM)", format_bytes(spare_bytes));
+    if (covers == "spare") return fmt::format("{}; every expert cached needs {}", spare, format_bytes(everything_bytes));
+    return fmt::format("the floor: {}, less than it", spare);
 }
 
 void report_open(const StreamArgs& args, waste_model* model, bool quiet) {
+    if (quiet && !args.mlock) return;
     char* text = nullptr;
     waste_error error{};
     if (waste_model_info_json(model, &text, &error) != WASTE_OK) fail_with(error, "info");
     const auto info = nlohmann::json::parse(take_string(text));
-    if (!quiet) fmt::print(stderr, "{}\n", budget_line(info));
+    if (!quiet)
+        fmt::print(stderr, "budget {}, expert cache {} ({})\n", format_bytes(info.value("budget_bytes", uint64_t{0})),
+                   format_bytes(info.value("expert_cache_bytes", uint64_t{0})),
+                   budget_reason(info.value("budget_covers", std::string("requested")), info.value("spare_bytes", uint64_t{0}),
+                                 info.value("everything_bytes", uint64_t{0})));
     if (args.mlock && !info.value("trunk_locked", false))
         fmt::print(stderr, "warning: --mlock: {}\n", info.value("trunk_mlock", std::string("refused")));
 }

@@ -38,6 +38,9 @@ void apply_open_options(const StreamArgs& args, waste_open_options& options);
 // --threads, --budget, --verify, --policy, then apply_open_options.
 waste_open_options model_open_options(uint32_t context, unsigned threads, const std::string& budget, bool verify,
                                       const std::string& policy, const StreamArgs& stream);
+// Why a budget is what it is, in words: `covers` is `waste plan --json`'s
+// recommended_covers or info's budget_covers ("requested" for --budget).
+std::string budget_reason(const std::string& covers, uint64_t spare_bytes, uint64_t everything_bytes);
 // After the open, on stderr: the start line (the budget and why: --budget, or
 // what the default covers) unless quiet, and a warning when --mlock was
 // refused.

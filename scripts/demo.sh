@@ -22,7 +22,8 @@ echo "== waste info"
 "$waste" info "$model"
 echo "== waste plan"
 "$waste" plan "$model"
-# Sampled (run's default: temperature 0.8, top-p 0.95); greedy decoding
+# Sampled (run's default: the model's generation_config.json, which kimi-mini
+# has none of, so temperature 0.8, top-p 0.95); greedy decoding
 # (--temp 0) loops on a model this small ("and the LORD thy God, and the
 # LORD thy God, ..."). Each run draws a fresh seed; the summary line on stderr
 # ends with it, and --seed N repeats that run.

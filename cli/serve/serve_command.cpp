@@ -112,7 +112,6 @@ waste_serve::SamplingDefaults sampling_defaults(waste_model* model, const ServeA
     if (waste_model_sampling_defaults(model, &o, &from_release, &error) != WASTE_OK) fail_with(error, "the model's sampling defaults");
     waste_serve::SamplingDefaults d{args.temperature.value_or(o.temperature), args.top_p.value_or(o.top_p), args.top_k.value_or(o.top_k),
                                     args.min_p.value_or(o.min_p)};
-    if (d.top_p == 0) d.top_p = 1e-9;  // as a request's top_p 0: only the most likely token survives
     auto from = [&](bool flag, uint32_t bit) {
         return flag ? "flag" : (from_release & bit) ? "generation_config.json" : "engine";
     };

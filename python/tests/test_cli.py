@@ -302,6 +302,19 @@ class CliTest(unittest.TestCase):
         proc = waste("chat", self.model, "-n", "4", "--seed", "77", stdin=b"hi\n", check=0)
         self.assertRegex(proc.stderr.decode(), r"\| seed 77\]")
 
+    def test_the_start_line_says_the_budget_and_why(self):
+        # The default budget holds every record of this ~1 MB model on any
+        # machine that runs the tests; a named one says so; -q prints none.
+        err = waste("run", self.model, "A story:", "-n", "1", "--temp", "0", check=0).stderr.decode()
+        self.assertRegex(err, r"budget [0-9.]+ [KMG]iB, expert cache [0-9.]+ [KMG]iB "
+                              r"\(every expert cached: it fits in what this machine spares\)")
+        err = waste("run", self.model, "A story:", "-n", "1", "--temp", "0", "--budget", "64M", check=0).stderr.decode()
+        self.assertRegex(err, r"budget 64\.00 MiB, expert cache [0-9.]+ [KMG]iB \(--budget\)")
+        self.assertNotIn(b"budget", waste("run", self.model, "A story:", "-n", "1", "--temp", "0", "-q", check=0).stderr)
+        plan = waste("plan", self.model, check=0).stdout.decode()
+        self.assertRegex(plan, r"recommended budget +[0-9.]+ [KMG]iB \(every expert cached: it fits in what this machine spares\)")
+        self.assertRegex(plan, r"spare \(7/8\) +[0-9.]+ [KMG]iB")
+
     def test_run_samples_with_the_models_generation_config_when_no_flag_names_it(self):
         # A release's generation_config.json names its sampling (Qwen3:
         # temperature 0.6, top-k 20, top-p 0.95): with no --temp etc. a run
