@@ -20,6 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "chat/jinja_render.h"
+#include "chat/replies/reply_formats.h"
+#include "chat/replies/token_reply_reader.h"
+#include "chat/segments.h"
 #include "jinja_reference.h"
 #include "small_tokenizer_json.h"
 #include "test_support.h"
@@ -279,6 +282,75 @@ TEST(JinjaChat, TypedSpecialTokensNeverBecomeControlTokens) {
             EXPECT_NE(joined(attacked.prompt.segments, 0).find(payload.substr(payload.size() - 40)), std::string::npos);
             EXPECT_EQ(joined(attacked.prompt.segments, 1).find("zq"), std::string::npos);
         }
+    }
+}
+
+// Each family's call syntax (what the server writes for a demanded call,
+// cli/serve/tool_call_plan.h) against the two independent sides it must
+// agree with: the release's template renders that very text for the call
+// in a conversation, and the family's reply parser reads it back to the
+// same name and arguments. Tolerance: none (text and JSON compared exactly).
+TEST(JinjaChat, CallSyntaxIsWhatTheTemplateWritesAndTheParserReads) {
+    const std::vector<std::pair<std::string, std::string>> pairs = {{"Qwen-Qwen3-0.6B", "hermes"},
+                                                                    {"deepseek-ai-DeepSeek-V3.1", "deepseek"},
+                                                                    {"GLM-4.6", "glm"},
+                                                                    {"openai-gpt-oss-120b", "harmony"},
+                                                                    {"moonshotai-Kimi-K2", "kimi-k2"}};
+    const ordered_json arguments = {{"city", "Paris"}, {"days", 3}, {"unit", "celsius"}};
+    const std::string as_tojson = R"({"city": "Paris", "days": 3, "unit": "celsius"})";  // Jinja's tojson: ", " and ": "
+    for (const auto& [template_name, format_name] : pairs) {
+        SCOPED_TRACE(template_name);
+        const auto family = std::find_if(families().begin(), families().end(), [&](const Family& f) { return f.template_name == template_name; });
+        ASSERT_NE(family, families().end());
+        const auto* format = waste::chat::replies::find_reply_format(format_name);
+        ASSERT_NE(format, nullptr);
+        ASSERT_FALSE(format->call_syntax.call.empty());
+        // The call as the syntax writes it: markers as markup, the rest text;
+        // JSON as the templates' tojson writes it (", " and ": ").
+        std::vector<waste::chat::Segment> written;
+        const auto add = [&](const std::vector<waste::chat::replies::CallPart>& parts, const std::string& key, const ordered_json* value,
+                             const auto& self) -> void {
+            using Kind = waste::chat::replies::CallPart::Kind;
+            for (const auto& part : parts) {
+                switch (part.kind) {
+                    case Kind::marker: written.push_back({part.text, true}); break;
+                    case Kind::text: written.push_back({part.text, false}); break;
+                    case Kind::name: written.push_back({"get_weather", false}); break;
+                    case Kind::arguments: written.push_back({as_tojson, false}); break;
+                    case Kind::key: written.push_back({key, false}); break;
+                    case Kind::value: written.push_back({value->is_string() ? value->get<std::string>() : value->dump(), false}); break;
+                    case Kind::each_argument:
+                        for (const auto& [k, v] : arguments.items()) self(part.argument, k, &v, self);
+                        break;
+                }
+            }
+        };
+        add(format->call_syntax.call, "", nullptr, add);
+        const std::string call_text = joined(written, 2);
+
+        ordered_json context;
+        context["messages"] = ordered_json::array(
+            {{{"role", "user"}, {"content", "Weather in Paris?"}},
+             {{"role", "assistant"},
+              {"content", ""},
+              {"tool_calls",
+               {{{"id", "functions.get_weather:0"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", arguments.dump()}}}}}}},
+             {{"role", "tool"}, {"tool_call_id", "functions.get_weather:0"}, {"name", "get_weather"}, {"content", "sunny"}}});
+        context["tools"] = ordered_json::array({{{"type", "function"},
+                                                 {"function", {{"name", "get_weather"}, {"description", "Weather"}, {"parameters", {{"type", "object"}}}}}}});
+        context["add_generation_prompt"] = true;
+        const Outcome rendered = render(*family, context);
+        ASSERT_TRUE(rendered.ok) << rendered.error;
+        EXPECT_NE(rendered.prompt.text.find(call_text), std::string::npos) << "written: " << call_text << "\nrendered: " << rendered.prompt.text;
+
+        const auto tokenizer = tokenizer_for(*family);
+        waste::chat::replies::TokenReplyReader reader(tokenizer, *format, "");
+        for (const int32_t id : waste::chat::encode_segments(*tokenizer, written)) reader.push(id);
+        reader.finish();
+        const auto& calls = reader.parser().tool_calls();
+        ASSERT_EQ(calls.size(), 1u) << call_text;
+        EXPECT_EQ(calls[0].name, "get_weather");
+        EXPECT_EQ(Json::parse(calls[0].arguments_text()), Json::parse(arguments.dump()));
     }
 }
 

@@ -33,6 +33,13 @@ Markup::Markup(const waste_tokenizer* t, bool is_xtml) : tokenizer(t), xtml(is_x
     close = one("<|close|>");
     sep = one("<|sep|>");
     end_of_msg = one("<|end_of_msg|>");
+    think_exit = close;
+    think_masked = {open, end_of_msg};
+}
+
+int32_t Markup::special(const std::string& marker) const {
+    const auto ids = tokenize(tokenizer, marker, WASTE_TOKENIZE_MARKUP);
+    return ids.size() == 1 ? ids[0] : -1;
 }
 
 std::vector<int32_t> Markup::plain(const std::string& text) const { return tokenize(tokenizer, text, 0); }
@@ -93,20 +100,29 @@ ConstrainedReply::Next ConstrainedReply::next(float* logits, size_t vocab) {
             return {Action::force, stage.tokens.at(forced_)};
         case Stage::Kind::think:
             for (const int32_t id : think_ends_) mask(id);
-            mask(markup_->open);
-            mask(markup_->end_of_msg);
+            for (const int32_t id : markup_->think_masked) mask(id);
             return {};
         case Stage::Kind::grammar: {
             if (waste_grammar_state_must_end(state_)) {
                 if (stage.final) return {Action::end};
+                if (stage.ends.empty()) {  // complete by itself: the next stage
+                    finish_stage();
+                    return next(logits, vocab);
+                }
                 return {Action::force, stage.ends.at(0)};
             }
             size_t allowed = 0;
             waste_error error{};
             if (waste_grammar_state_mask(state_, logits, vocab, &allowed, &error) != WASTE_OK)
                 throw std::runtime_error(error.message);
+            for (const int32_t id : markup_->structure)
+                if (std::find(stage.ends.begin(), stage.ends.end(), id) == stage.ends.end()) mask(id);
             if (allowed == 0) {  // complete, and no end token in the vocabulary
                 if (stage.final) return {Action::end};
+                if (stage.ends.empty()) {
+                    finish_stage();
+                    return next(logits, vocab);
+                }
                 return {Action::force, stage.ends.at(0)};
             }
             return {};
@@ -124,7 +140,7 @@ bool ConstrainedReply::accept(int32_t token) {
             if (++forced_ == stage.tokens.size()) finish_stage();
             return false;
         case Stage::Kind::think:
-            if (token == markup_->close) finish_stage();
+            if (token == markup_->think_exit) finish_stage();
             return false;
         case Stage::Kind::grammar: {
             if (std::find(stage.ends.begin(), stage.ends.end(), token) != stage.ends.end()) {

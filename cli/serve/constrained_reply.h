@@ -17,8 +17,10 @@
 //   allowed only where the grammar may end. A final stage's end token ends
 //   the reply (it is not part of it); another's is emitted (`<|close|>` of
 //   an argument) and the next stage begins. When the grammar allows
-//   nothing more, a final stage ends the reply at once and another emits
-//   its first end token.
+//   nothing more, a final stage ends the reply at once, another emits its
+//   first end token, and one without end tokens (a JSON object, a name and
+//   the text after it: grammars that end by themselves) gives way to the
+//   next stage.
 // The reply ends after the last stage (the closing tags are not generated:
 // nothing reads them, the reply parser files what it has).
 #pragma once
@@ -42,8 +44,18 @@ struct Markup {
     const waste_tokenizer* tokenizer = nullptr;
     bool xtml = false;
     int32_t open = -1, close = -1, sep = -1, end_of_msg = -1;
+    // What ends a think stage, and what it may not write: XTML's <|close|>,
+    // and <|open|> and <|end_of_msg|>; a Jinja family's from its call
+    // syntax (its </think>; the markers that would open a call).
+    int32_t think_exit = -1;
+    std::vector<int32_t> think_masked;
+    // A Jinja family's call markers: masked in every grammar stage (but
+    // where one is the stage's end), so a value cannot write structure.
+    std::vector<int32_t> structure;
     // Throws std::runtime_error when a marker is not one token.
     Markup(const waste_tokenizer* tokenizer, bool xtml);
+    // A marker's id where the tokenizer has it as one special token, else -1.
+    int32_t special(const std::string& marker) const;
     // Text to ids without markup (k3-chat.md Rule 1: a name or key that
     // spells "<|open|>" is text, never a marker).
     std::vector<int32_t> plain(const std::string& text) const;

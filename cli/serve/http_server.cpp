@@ -203,7 +203,7 @@ std::unique_ptr<ConstrainedReply> constraint_for(ServerContext& ctx, const json&
     } catch (const GrammarRefused& refused) {
         throw bad_request(std::string("response_format cannot be enforced: ") + refused.what(), "response_format");
     }
-    auto call = constrain_tool_call(request, body, *ctx.engine.grammars, ctx.engine.tokenizer, format, channel, end_ids);
+    auto call = constrain_tool_call(request, body, *ctx.engine.grammars, ctx.engine.tokenizer, rendered, channel, end_ids);
     if (call || !answer_grammar) return call;
     return constrain_answer(std::move(answer_grammar), ctx.engine.tokenizer, format, channel, std::move(end_ids));
 }

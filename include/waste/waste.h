@@ -1041,7 +1041,14 @@ WASTE_API uint64_t waste_model_snapshot_bytes(const waste_model* model, uint32_t
  *    "stop_ids": [...],                     XTML: <|end_of_msg|>'s id; chat.json: the assistant suffix
  *                                           when it is one token, and the EOS; jinja: the family's
  *                                           single-token ends (<|im_end|>, <|eot_id|>, <|call|>...), EOS
- *    "images": [...]}                       image references, in block order
+ *    "images": [...],                       image references, in block order
+ *    "reply_format": "xtml" | "hermes" | ..., the reply parser's format (waste_reply_parser_create's)
+ *    "call_syntax": {...}}                  jinja, where that format writes tool calls: how one call is
+ *                                           written, for holding a reply to a demanded call (docs/SERVE.md
+ *                                           "tool_choice"): {"call": [part...], "think_close": text,
+ *                                           "think_masked": [text...]}, each part {"kind": "marker" |
+ *                                           "text" | "name" | "arguments" | "each_argument" | "key" |
+ *                                           "value", "text"?, "argument"?: [part...]}
  * A request the server would refuse (k3-chat.md §§5-10, §13.12) is WASTE_ERR_INVALID_ARGUMENT; then
  * *out_json is OpenAI's error object {"message", "type": "invalid_request_error", "param", "code"} (code
  * null, or e.g. "vision_disabled": this engine has no vision tower, so an image is refused unless

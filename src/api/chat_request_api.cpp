@@ -15,6 +15,7 @@
 #include "chat/chat_request.h"
 #include "chat/image_source.h"
 #include "chat/jinja_render.h"
+#include "chat/replies/reply_formats.h"
 #include "chat/segments.h"
 #include "chat/xtml_render.h"
 #include "platform/utf8_path.h"
@@ -231,6 +232,14 @@ waste_status waste_chat_render_json(const waste_model* model, const char* reques
             for (const auto& segment : prompt.segments) segments.push_back(Json::array({segment.text, segment.markup}));
             Json out = Json::object();
             out["format"] = format->xtml ? "xtml" : jinja ? "jinja" : "chat.json";
+            // How the reply reads back, and (Jinja) how the family writes a
+            // call: what a server needs to hold a reply to a demanded call.
+            const std::string reply_format = waste::api::model_reply_format(*model);
+            out["reply_format"] = reply_format;
+            if (jinja && !format->xtml)
+                if (const auto* family = waste::chat::replies::find_reply_format(reply_format))
+                    if (Json syntax = waste::chat::replies::call_syntax_json(*family); !syntax.is_null())
+                        out["call_syntax"] = std::move(syntax);
             std::string text = prompt.text;
             if (!jinja || format->xtml)
                 for (const auto& segment : prompt.segments) text += segment.text;

@@ -41,8 +41,8 @@ struct waste_model {
     // server renders every request with it (chat_request_api.cpp).
     mutable std::mutex chat_format_mutex;
     mutable std::shared_ptr<const waste::chat::ChatFormat> chat_format;
-    // The reply format (chat/replies/reply_formats.h), chosen on the first
-    // waste_reply_parser_create under chat_format_mutex and kept.
+    // The reply format (chat/replies/reply_formats.h), chosen on first use
+    // (model_reply_format) under chat_format_mutex and kept.
     mutable std::string reply_format;
     ~waste_model();
 };
@@ -50,4 +50,6 @@ struct waste_model {
 namespace waste::api {
 // The model's chat format, read on first use and cached (chat_request_api.cpp).
 std::shared_ptr<const chat::ChatFormat> model_chat_format(const waste_model& model);
+// The name of the model's reply format, chosen on first use and kept (reply_parser_api.cpp).
+std::string model_reply_format(const waste_model& model);
 }  // namespace waste::api

@@ -69,6 +69,20 @@ std::string container_template(const waste_model& model) {
 
 }  // namespace
 
+std::string waste::api::model_reply_format(const waste_model& model) {
+    const auto format = model_chat_format(model);
+    std::lock_guard<std::mutex> lock(model.chat_format_mutex);
+    if (model.reply_format.empty()) {
+        // A chat.json model without a Jinja template reads every token as
+        // content, as before; otherwise the tokenizer tells.
+        const std::string jinja = container_template(model);
+        model.reply_format = !format->xtml && format->chat_template && jinja.empty()
+                                 ? std::string("content")
+                                 : waste::chat::replies::select_reply_format(*format->tokenizer, jinja);
+    }
+    return model.reply_format;
+}
+
 extern "C" {
 
 waste_status waste_reply_parser_create(const waste_model* model, const char* channel, waste_reply_parser** out_parser,
@@ -78,20 +92,7 @@ waste_status waste_reply_parser_create(const waste_model* model, const char* cha
         if (!model || !out_parser) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_reply_parser_create: model and out_parser are required");
         const std::string name = checked_channel(channel, "waste_reply_parser_create");
         const auto format = waste::api::model_chat_format(*model);
-        std::string chosen;
-        {
-            std::lock_guard<std::mutex> lock(model->chat_format_mutex);
-            if (model->reply_format.empty()) {
-                // A chat.json model without a Jinja template reads every token
-                // as content, as before; otherwise the tokenizer tells.
-                const std::string jinja = container_template(*model);
-                model->reply_format = !format->xtml && format->chat_template && jinja.empty()
-                                          ? std::string("content")
-                                          : waste::chat::replies::select_reply_format(*format->tokenizer, jinja);
-            }
-            chosen = model->reply_format;
-        }
-        const auto* reply_format = waste::chat::replies::find_reply_format(chosen);
+        const auto* reply_format = waste::chat::replies::find_reply_format(waste::api::model_reply_format(*model));
         auto parser = std::make_unique<waste_reply_parser>();
         parser->tokenizer = format->tokenizer;
         parser->reader = std::make_unique<waste::chat::replies::TokenReplyReader>(format->tokenizer, *reply_format, name);

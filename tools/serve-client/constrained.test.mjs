@@ -10,6 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { startMiniAndK3, sanitized } from './server.mjs';
+import { weather, clock } from './call_tools.mjs';
 
 // The project's independent validator: Ajv's draft 2020-12 build with
 // ajv-formats, pinned in tools/json-schema-validator (scripts/setup.sh).
@@ -254,29 +255,7 @@ test('XTML, thinking on: think is free text, the answer after it is constrained'
 });
 
 // tool_choice: the call's arguments held to the function's parameters, in
-// K3's call format (XTML only: tiny-tok). Every string is bounded so that a
-// noise model's call ends well inside max_tokens.
-const weather = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Weather of a city',
-    parameters: {
-      type: 'object',
-      properties: {
-        city: { type: 'string', maxLength: 12 },
-        days: { type: 'integer', minimum: 1, maximum: 7 },
-        unit: { enum: ['celsius', 'fahrenheit'] },
-        options: { type: 'object', properties: { wind: { type: 'boolean' }, hours: { type: 'array', items: { type: 'integer', minimum: 0, maximum: 23 }, maxItems: 3 } }, required: ['wind'], additionalProperties: false },
-      },
-      required: ['city', 'days'],
-    },
-  },
-};
-const clock = {
-  type: 'function',
-  function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', minLength: 1, maxLength: 6 }, precise: { type: 'boolean' } }, required: ['zone'], additionalProperties: false } },
-};
+// K3's call format (tiny-tok; the Jinja families' are tool_calls.test.mjs's).
 const toolMessages = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
 function checkCall(r, tools) {

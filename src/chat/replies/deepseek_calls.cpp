@@ -14,7 +14,7 @@
 namespace waste::chat::replies {
 
 ReplyFormat deepseek_reply_format() {
-    return marked_calls_format(
+    ReplyFormat format = marked_calls_format(
         "deepseek",
         {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>",
          "<｜end▁of▁sentence｜>", "<think>", "</think>"},
@@ -26,6 +26,12 @@ ReplyFormat deepseek_reply_format() {
                 return DecodedCall{std::string(head), message.next_call_id(), {}};
             };
         });
+    using namespace call_parts;  // as V3.1's template writes a call
+    format.call_syntax = {{marker("<｜tool▁calls▁begin｜>"), marker("<｜tool▁call▁begin｜>"), name(), marker("<｜tool▁sep｜>"), arguments(),
+                           marker("<｜tool▁call▁end｜>"), marker("<｜tool▁calls▁end｜>")},
+                          "</think>",
+                          {"<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<think>"}};
+    return format;
 }
 
 }  // namespace waste::chat::replies

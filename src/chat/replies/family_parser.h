@@ -33,6 +33,44 @@ public:
     virtual const std::vector<ReplyToolCall>& tool_calls() const = 0;
 };
 
+// How the family writes one tool call, for a server that holds a reply to a
+// demanded call (tool_choice): the call as a sequence of parts, in order.
+//   marker  a marker's text: one special token where the tokenizer has it
+//           as one, else its text (a marker the format reads from text)
+//   text    literal text
+//   name    the tool's name
+//   arguments        the arguments as one JSON object (JSON text)
+//   each_argument    per property of the tool's parameters, in the schema's
+//                    order, `argument`'s parts, where `key` is the
+//                    property's name and `value` its value: a string bare
+//                    (the template writes strings as they are), anything
+//                    else as JSON text
+// What the parser reads back from exactly these parts is the call.
+struct CallPart {
+    enum class Kind { marker, text, name, arguments, each_argument, key, value } kind;
+    std::string text;               // marker, text
+    std::vector<CallPart> argument;  // each_argument
+};
+
+namespace call_parts {
+inline CallPart marker(std::string text) { return {CallPart::Kind::marker, std::move(text), {}}; }
+inline CallPart text(std::string text) { return {CallPart::Kind::text, std::move(text), {}}; }
+inline CallPart name() { return {CallPart::Kind::name, {}, {}}; }
+inline CallPart arguments() { return {CallPart::Kind::arguments, {}, {}}; }
+inline CallPart each_argument(std::vector<CallPart> argument) { return {CallPart::Kind::each_argument, {}, std::move(argument)}; }
+inline CallPart key() { return {CallPart::Kind::key, {}, {}}; }
+inline CallPart value() { return {CallPart::Kind::value, {}, {}}; }
+}  // namespace call_parts
+
+struct CallSyntax {
+    std::vector<CallPart> call;  // empty: the format writes no calls
+    // Reasoning the prompt left open ends at this marker (empty: the format
+    // has none); while in it, think_masked may not be written (the
+    // structure a call would open, another reasoning block).
+    std::string think_close;
+    std::vector<std::string> think_masked;
+};
+
 struct ReplyFormat {
     std::string name;
     // Marker texts, in the order push_marker numbers them. A marker counts
@@ -51,6 +89,7 @@ struct ReplyFormat {
     bool specials_as_text = false;
     // channel: "think" (the reply starts inside reasoning), else "".
     std::function<std::unique_ptr<FamilyParser>(std::string_view channel)> make;
+    CallSyntax call_syntax;
 };
 
 // The formats by name (reply_formats.cpp documents each); nullptr if unknown.

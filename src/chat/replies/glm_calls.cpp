@@ -42,7 +42,7 @@ std::optional<DecodedCall> decode_glm_call(std::string_view body, const ReplyMes
 }  // namespace
 
 ReplyFormat glm_reply_format() {
-    return marked_calls_format("glm",
+    ReplyFormat format = marked_calls_format("glm",
                                {"<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
                                 "<think>", "</think>", "<|user|>", "<|observation|>"},
                                6, [](MarkedCallsSpec& spec) {
@@ -53,6 +53,14 @@ ReplyFormat glm_reply_format() {
                                    spec.end_markers = {8, 9};
                                    spec.decode_body = decode_glm_call;
                                });
+    using namespace call_parts;  // as GLM-4.6's template writes a call
+    format.call_syntax = {{marker("<tool_call>"), name(), text("\n"),
+                           each_argument({marker("<arg_key>"), key(), marker("</arg_key>"), text("\n"), marker("<arg_value>"), value(),
+                                          marker("</arg_value>"), text("\n")}),
+                           marker("</tool_call>")},
+                          "</think>",
+                          {"<tool_call>", "<think>"}};
+    return format;
 }
 
 }  // namespace waste::chat::replies

@@ -177,6 +177,11 @@ ReplyFormat harmony_reply_format() {
     format.make = [markers = format.markers](std::string_view channel_name) {
         return std::make_unique<HarmonyParser>(markers, channel_name);
     };
+    // As gpt-oss's template writes a call, after the generation prompt's
+    // "<|start|>assistant" (no analysis message first: the reply is the call).
+    using namespace call_parts;
+    format.call_syntax.call = {text(" to=functions."), name(),      marker("<|channel|>"), text("commentary json"),
+                               marker("<|message|>"),  arguments(), marker("<|call|>")};
     return format;
 }
 

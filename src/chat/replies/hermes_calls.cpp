@@ -80,7 +80,7 @@ std::optional<DecodedCall> decode_xml_call(std::string_view body, const ReplyMes
 }  // namespace
 
 ReplyFormat hermes_reply_format() {
-    return marked_calls_format("hermes", {"<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_end|>"}, 2,
+    ReplyFormat format = marked_calls_format("hermes", {"<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_end|>"}, 2,
                                [](MarkedCallsSpec& spec) {
                                    spec.call_open = 0;
                                    spec.call_close = 1;
@@ -93,6 +93,12 @@ ReplyFormat hermes_reply_format() {
                                        return decode_xml_call(body, message);
                                    };
                                });
+    using namespace call_parts;  // as Qwen3's template writes a call
+    format.call_syntax = {{marker("<tool_call>"), text("\n{\"name\": \""), name(), text("\", \"arguments\": "), arguments(),
+                           text("}\n"), marker("</tool_call>")},
+                          "</think>",
+                          {"<tool_call>", "<think>"}};
+    return format;
 }
 
 }  // namespace waste::chat::replies

@@ -11,7 +11,7 @@
 namespace waste::chat::replies {
 
 ReplyFormat kimi_k2_reply_format() {
-    return marked_calls_format(
+    ReplyFormat format = marked_calls_format(
         "kimi-k2",
         {"<|tool_calls_section_begin|>", "<|tool_calls_section_end|>", "<|tool_call_begin|>", "<|tool_call_end|>",
          "<|tool_call_argument_begin|>", "<|im_end|>", "<think>", "</think>"},
@@ -26,6 +26,13 @@ ReplyFormat kimi_k2_reply_format() {
                 return DecodedCall{std::string(name), std::string(head), {}};
             };
         });
+    using namespace call_parts;  // as K2's template writes the first call of a message
+    format.call_syntax = {{marker("<|tool_calls_section_begin|>"), marker("<|tool_call_begin|>"), text("functions."), name(), text(":0"),
+                           marker("<|tool_call_argument_begin|>"), arguments(), marker("<|tool_call_end|>"),
+                           marker("<|tool_calls_section_end|>")},
+                          "</think>",
+                          {"<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<think>"}};
+    return format;
 }
 
 }  // namespace waste::chat::replies

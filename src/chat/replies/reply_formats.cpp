@@ -48,6 +48,28 @@ std::string missing_marker(const ReplyFormat& format, const text::Tokenizer& tok
     return {};
 }
 
+namespace {
+
+Json parts_json(const std::vector<CallPart>& parts) {
+    static const char* const kinds[] = {"marker", "text", "name", "arguments", "each_argument", "key", "value"};
+    Json out = Json::array();
+    for (const CallPart& part : parts) {
+        Json one = {{"kind", kinds[static_cast<int>(part.kind)]}};
+        if (part.kind == CallPart::Kind::marker || part.kind == CallPart::Kind::text) one["text"] = part.text;
+        if (part.kind == CallPart::Kind::each_argument) one["argument"] = parts_json(part.argument);
+        out.push_back(std::move(one));
+    }
+    return out;
+}
+
+}  // namespace
+
+Json call_syntax_json(const ReplyFormat& format) {
+    const CallSyntax& syntax = format.call_syntax;
+    if (syntax.call.empty()) return nullptr;
+    return {{"call", parts_json(syntax.call)}, {"think_close", syntax.think_close}, {"think_masked", syntax.think_masked}};
+}
+
 std::string select_reply_format(const text::Tokenizer& tokenizer, std::string_view chat_template) {
     std::array<int32_t, 4> xtml_ids{};
     if (speaks_xtml(tokenizer, xtml_ids)) return "xtml";

@@ -29,6 +29,12 @@ namespace waste::chat::replies {
 
 std::string select_reply_format(const text::Tokenizer& tokenizer, std::string_view chat_template);
 
+// A format's call syntax as JSON: {"call": [PART...], "think_close": text,
+// "think_masked": [text...]}, each PART {"kind": "marker"|"text"|"name"|
+// "arguments"|"each_argument"|"key"|"value"} with "text" (marker, text) or
+// "argument": [PART...] (each_argument). null when the format writes no calls.
+Json call_syntax_json(const ReplyFormat& format);
+
 // The first required marker the tokenizer lacks as one special token (and,
 // with text_allowed, that the format cannot read from text), or "".
 std::string missing_marker(const ReplyFormat& format, const text::Tokenizer& tokenizer, bool text_allowed = false);
