@@ -3,7 +3,7 @@
 
     scripts/bench_serve.py WASTE [--model MID] [--mini KIMI_MINI] [--json]
 
-Three measurements (docs/BENCHMARKS.md, "Server"), each against a baseline
+Three measurements (docs/bench-log/server.md), each against a baseline
 taken in the same run, so ratios hold even on a noisy machine:
 
 1. overhead: decode tok/s of one streamed greedy answer over HTTP against
@@ -133,7 +133,7 @@ def overhead(args):
     Each pair starts a fresh server (one warming answer, then the measured
     one), as each bench run is a fresh process: the same process's speed
     varies from one start to the next (by up to ~10% on the Xeon SPR VM,
-    docs/BENCHMARKS.md), so one long-lived server against seven fresh benches
+    docs/bench-log/server.md), so one long-lived server against seven fresh benches
     compared one draw of that variation against the median of seven."""
     server_args = ["--budget", args.budget, "--threads", str(args.threads), "--max-tokens", str(args.tokens)]
     bench_rates, server_rates, ratios, client_ms, misses = [], [], [], [], []

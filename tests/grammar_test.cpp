@@ -624,8 +624,8 @@ TEST(Grammar, MaskEqualsAPerTokenCheckAlongRandomGenerations) {
     EXPECT_GT(inside_characters, 10u);
 }
 
-// Not a check: the measurement behind docs/BENCHMARKS.md ("Constrained
-// decoding"). Run with
+// Not a check: the measurement behind docs/bench-log/constrained-decoding.md.
+// Run with
 //   build/release/grammar_test --gtest_also_run_disabled_tests --gtest_filter='*MaskCost*'
 // Wall time and the thread's CPU time are both printed: on a shared machine
 // a preemption inside one mask (a scheduler slice, ~4 ms) lands in the wall

@@ -74,7 +74,7 @@ TEST(JinjaTemplates, EveryTemplateRendersEveryConversationLikeJinja2) {
 }
 
 // Render time of the 50-message conversation (printed for
-// docs/BENCHMARKS.md, never asserted): the median of 15 renders.
+// docs/bench-log/chat-templates.md, never asserted): the median of 15 renders.
 class JinjaRenderTime : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(JinjaRenderTime, FiftyMessages) {

@@ -137,7 +137,7 @@ TEST(Simulate, KimiLinearTraceOrdering) {
 
 // A trained router's routing: the bundled kimi-mini (3 MoE layers, top-4 of
 // 32) generating 400 tokens from a held-out chapter opening (Exodus 10,
-// T 0.8, seed 1; docs/BENCHMARKS.md says how it was made; ids only). Nearly
+// T 0.8, seed 1; docs/bench-log/cache-policies.md says how it was made; ids only). Nearly
 // memoryless and mildly skewed, in a cache of 12-96 records: the case where
 // ours once trailed sampled LFRU (it counted lifetime uses, which stop
 // telling records apart on a long run of a small model). The reuse policy

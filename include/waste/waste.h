@@ -91,7 +91,8 @@ typedef enum waste_io_backend {
 
 /* Which cached expert record to evict when a new one must be read. Placement
  * only: every policy gives bit-identical output, at different hit rates
- * (docs/BENCHMARKS.md, "Expert cache policies"). The numbers are stable. */
+ * (docs/bench-log/cache-policies.md, "Expert cache policies"). The numbers
+ * are stable. */
 typedef enum waste_cache_policy {
     WASTE_CACHE_POLICY_DEFAULT = 0, /* the library's choice: today REUSE            */
     WASTE_CACHE_POLICY_REUSE = 1,   /* "reuse": the fewest expected hits per unit of
@@ -177,7 +178,9 @@ typedef enum waste_lut_mode {
      * and the LM head take their inputs quantised to int8 per weight group
      * (the routers stay exact). Identical for every thread count, ISA and
      * budget. Its logit error and perplexity cost: docs/QUALITY.md and
-     * docs/BENCHMARKS.md. */
+     * docs/bench-log/decode-and-prefill.md ("Decode after the lookup-kernel
+     * work": the int8 tables) and llama-cpp-kimi.md (the int8 rows and the
+     * trunk's int8 inputs). */
     WASTE_LUT_INT8 = 1
 } waste_lut_mode;
 
@@ -494,7 +497,8 @@ WASTE_API waste_status waste_cache_policy_parse(const char* name, uint32_t* out_
  *   "synthetic": {"tokens", "layers", "experts", "top_k", "zipf",
  *                 "stickiness", "shift_every", "shift_fraction", "seed"}
  *                 a seeded Zipf-with-drift trace instead of a file (every
- *                 member optional; docs/BENCHMARKS.md gives the defaults)
+ *                 member optional; docs/bench-log/cache-policies.md,
+ *                 "Synthetic Zipf-with-drift routing", gives the defaults)
  *
  * *out_json:
  *   {"trace": path or "synthetic", "tokens": T, "layers": L, "top_k": K,

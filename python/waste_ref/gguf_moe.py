@@ -135,8 +135,9 @@ def _common(w, cfg, n_ff, n_head=None):
 def _matrices_as_f16(w):
     """Every matrix the writer takes from here on is written F16 (the input of
     llama.cpp's quantiser), vectors F32; attn_k_b / attn_v_b stay F32: this
-    llama.cpp build asserts on F16 ones with an F32 KV cache (BENCHMARKS,
-    "llama.cpp on the same weights")."""
+    llama.cpp build asserts on F16 ones with an F32 KV cache
+    (docs/bench-log/llama-cpp-kimi.md, "llama.cpp on the same weights"; this
+    writer's families: docs/bench-log/llama-cpp-other-families.md)."""
     w.u32("general.file_type", 1)  # llama_ftype MOSTLY_F16
     plain = w.tensor
 

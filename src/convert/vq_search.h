@@ -93,8 +93,9 @@ struct SearchStats {
 // else scalar. The screened paths evaluate ~0.8-1.6 exact distances per
 // vector instead of 256, but their per-vector work (quantising x, the bound,
 // the threshold, data-dependent branches) is serial and costs more than the
-// f32 chains it saves: avx2_screened measured 0.9-1.4x avx2's time, and
-// avx512_screened ~3x avx512's (docs/BENCHMARKS.md).
+// f32 chains it saves: as measured, neither screened path pays against its
+// exhaustive one (docs/bench-log/conversion.md, "Zen 5, AVX-512" and
+// "Earlier: the Zen 3 VM, AVX2 only").
 void nearest_centroids(const SearchBook& book, const float* vectors, size_t count, uint8_t* out,
                        SearchPath path = SearchPath::best, SearchStats* stats = nullptr);
 

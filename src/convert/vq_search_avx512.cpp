@@ -85,10 +85,11 @@ inline uint8_t answer(const Running& r) {
 }
 
 // Centroids e..e+16*chains-1 for `vecs` vectors at once: each column load
-// feeds every vector's chain (loads, not FMAs, bound a one-vector loop:
-// 2 vectors x 4 chains measured 35 ns per vector, 4 x 4 28 ns, 6 x 2 and
-// 8 x 2 30-38 ns). x' is broadcast from a small array as needed (4 vectors'
-// 32 values do not all fit in registers beside 16 chains and 4 minima).
+// feeds every vector's chain (loads, not FMAs, bound a one-vector loop; 4
+// vectors x 4 chains measured fastest of the shapes tried:
+// docs/bench-log/conversion.md, "Zen 5, AVX-512"). x' is broadcast from a
+// small array as needed (4 vectors' 32 values do not all fit in registers
+// beside 16 chains and 4 minima).
 // Every chain is the scalar formula's: n[e], then x'0..x'7 in order.
 template <int vecs, int chains>
 inline void step(const float* const* columns, const float* n, int e, const float (*x)[8], Running* r) {

@@ -1,8 +1,8 @@
 // compute_peak.h — the f32 multiply-add rate the CPU sustains with the
 // kernels' instruction set, measured: the ceiling `waste bench` sets the
-// engine's per-token multiply-adds against (docs/BENCHMARKS.md, "Where a
-// token's time goes"), as it sets its bytes against the measured memory
-// bandwidth.
+// engine's per-token multiply-adds against (docs/bench-log/decode-and-prefill.md,
+// "Issue 19's first kernel work": where a token's time goes), as it sets its
+// bytes against the measured memory bandwidth.
 #pragma once
 
 #include "kernels/isa.h"

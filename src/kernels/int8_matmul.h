@@ -2,9 +2,9 @@
 // a VQ matrix decoded into int8 rows, times int8 activations, with integer
 // dot products (AVX-512 VNNI: 64 multiply-adds an instruction; AVX2: the
 // pairwise byte multiply). Exact VQ weights cost S codebook loads per 8
-// weights for every chunk; decoded rows cost one byte per weight, and an
-// integer multiply-add is ~4x an f32 one on the x86 CPUs measured
-// (docs/BENCHMARKS.md).
+// weights for every chunk; decoded rows cost one byte per weight, and the
+// x86 CPUs measured run integer multiply-adds at several times their f32
+// rate (docs/bench-log/llama-cpp-kimi.md, "int8 rows in prefill").
 //
 // The approximation, both sides symmetric round-to-nearest int8:
 //   weights:     row r's dequantised VQ weights w (before the f16 row scale),
@@ -15,7 +15,8 @@
 // with dot_g exact in int32 and the f32 steps in that order (products
 // rounded, never fused): every ISA variant gives the scalar reference's
 // bits, and a (token, row) is one thread's, so thread splits change nothing.
-// Its cost in logits and perplexity: docs/BENCHMARKS.md.
+// Its cost in perplexity: docs/QUALITY.md and docs/bench-log/llama-cpp-kimi.md,
+// "int8 rows in prefill".
 #pragma once
 
 #include <cstddef>

@@ -280,9 +280,10 @@ bool dequantize_rows(const TrunkView& t, size_t row_begin, size_t n, float* out,
 // and the rows' index lines as the working set of the first step, and the
 // tile and a few tokens' x as that of the second. The earlier kernel summed
 // the codebook entries inside the token loop (the codebooks and six tokens'
-// x together overflow L1): 2.8x slower at 8 tokens per expert, 1.7x at one,
-// same bits (docs/BENCHMARKS.md). Per (token, row) the sum is 8 lanes of fmas
-// along the positions, a horizontal sum, times the row scale.
+// x together overflow L1): slower at one token per expert and more so at 8,
+// same bits (docs/bench-log/decode-and-prefill.md, "Decode and prefill on the
+// Zen 5"). Per (token, row) the sum is 8 lanes of fmas along the positions, a
+// horizontal sum, times the row scale.
 // S: the stage count when known at compile time (1-4; VQ4P: 4), else 0.
 template <bool P6, int S>
 inline __m256 vq_weights(const uint8_t* p, const float* books, size_t stages, size_t book_floats) {
@@ -424,8 +425,9 @@ bool build_table(const VqTableShape& shape, const float* books, const float* x, 
 //
 // The region is compiled without SLP vectorisation: GCC otherwise packs the
 // row accumulators into one ymm and assembles each vector of eight table
-// values with inserts and shuffles, which measured ~2x slower in the engine's
-// access pattern (docs/BENCHMARKS.md, "Kernels").
+// values with inserts and shuffles, which measured slower in the engine's
+// access pattern (docs/bench-log/kernels.md, "VQ expert matvec (lookup
+// tables)").
 #pragma GCC push_options
 #pragma GCC optimize("no-tree-slp-vectorize")
 
@@ -525,8 +527,8 @@ inline void apply_rows(const uint8_t* block_idx, size_t in_block, size_t stages,
 // bytes of a 64-row block sit [position][row][stage], so each block is a
 // stream advancing one chunk at a time: the chunk two ahead is prefetched
 // (the hardware prefetcher does not follow eight interleaved streams that
-// jump between pages; measured ~1.7x on decode-shaped work, expert records
-// in DRAM).
+// jump between pages; measured faster on decode-shaped work, expert records
+// in DRAM: docs/bench-log/kernels.md, "VQ expert matvec (lookup tables)").
 inline size_t chunk_positions(size_t per_position_floats) {
     return std::max<size_t>(1, 3072 / std::max<size_t>(1, per_position_floats));
 }

@@ -38,8 +38,8 @@ inline void finish_u(float* u, const float* v, float b, size_t d) {
 // layer). Its first column block prefetches the rows 16 on, every line of
 // them, into L1, and the next head's rows follow on from the last ones (the
 // heads' states lie back to back); the hardware's prefetchers had followed
-// the walk's row stride poorly (Zen 5, mid, one thread: KDA 0.76 -> 0.48 ms
-// a token). Later sweeps find S in L1 or L2.
+// the walk's row stride poorly (the gain: docs/bench-log/llama-cpp-kimi.md,
+// "Scales, cold state and the nibble span"). Later sweeps find S in L1 or L2.
 constexpr size_t cold_rows_ahead = 16;
 
 inline void prefetch_row(const float* state, size_t d, size_t i) {

@@ -165,11 +165,12 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
 // (row, group) pairs lie in storage order, G bytes each: they are walked as
 // one forward stream, n ≤ 16 pairs at a time, each pair's G columns summed
 // into a vector of its own and the 16 reduced together, the weights
-// prefetched ahead into L2 and, near, into L1. On the Zen 5, one thread,
-// streamed from DRAM: the 4 × 4 tile below (4 rows at once) read a
-// 32768 × 1024 Q8G matrix at ~19 GB/s, this walk at ~25 (a plain read: ~35).
-// Q4G keeps the tile: its nibble unpack makes a pair's work dearer, and
-// there this walk was no faster streamed and half as fast in cache.
+// prefetched ahead into L2 and, near, into L1. Streamed from DRAM, this walk
+// reads a 32768 × 1024 Q8G matrix faster than the 4 × 4 tile below (4 rows at
+// once), nearer a plain read (docs/bench-log/llama-cpp-kimi.md, "The apply's
+// segment walk and the LM head's pair walk"). Q4G keeps the tile: its nibble
+// unpack makes a pair's work dearer, and there this walk was no faster
+// streamed and slower in cache.
 //
 // run_products: lane j is pair p0 + j's product s · Σ q·xq, as the
 // reference rounds it; x_scale and x_sum hold the lanes' token scale and
@@ -177,7 +178,8 @@ void tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t t0, si
 constexpr size_t far_ahead = 16384, near_ahead = 512;  // bytes on in the stream: into L2, into L1
 // The f16 scales are a stream of their own (2 bytes a pair, after the
 // weights), too thin for the hardware's prefetchers to follow: waiting on
-// them was ~17% of this walk's time. Fetched into L1 this many bytes on.
+// them was a good share of this walk's time (docs/bench-log/llama-cpp-kimi.md,
+// "Scales, cold state and the nibble span"). Fetched into L1 this many bytes on.
 constexpr size_t scales_ahead = 1024;
 
 inline __m512 run_products(const format::LoadedTensor& w, const TrunkInt8Input& in, const int8_t* xq, size_t p0, size_t n,
@@ -293,9 +295,11 @@ void token_tile(const format::LoadedTensor& w, const TrunkInt8Input& in, size_t 
             for (size_t c = (g0 + I) * G; c < (g0 + I + 1) * G; c += step) {
                 // the rows ~32 KB on (rows are back to back), to L2: a decode
                 // step streams the matrix once, and the hardware's
-                // prefetchers alone left it at ~7 GB/s of ~27; and the rows
-                // two tiles on from L2 to L1 (Zen 5, mid: the projections
-                // 1.70 -> 1.49 ms a token)
+                // prefetchers alone left it far below the memory's rate; and
+                // the rows two tiles on from L2 to L1 (each measured:
+                // docs/bench-log/llama-cpp-kimi.md, "The trunk in integers,
+                // and prefetching into L2" and "Scales, cold state and the
+                // nibble span")
                 const uint8_t* ahead = base + prefetch_rows * stride + c / 2;
                 for (int k = 0; k < 4; ++k) {
                     _mm_prefetch(reinterpret_cast<const char*>(ahead + k * stride), _MM_HINT_T1);
@@ -355,7 +359,8 @@ size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, s
     size_t r = row_begin;
     // a decode step's tiles fetch the scales rows_ahead rows on (token_tile);
     // the first tiles' own are fetched here, where the slice starts (this
-    // took ~7% off the engine's Q4G projections)
+    // shortened the engine's Q4G projections: docs/bench-log/llama-cpp-kimi.md,
+    // "Scales, cold state and the nibble span")
     if constexpr (Q4)
         if (in.tokens % 4 != 0) prefetch_scales(w, row_begin, std::min(row_end, row_begin + rows_ahead(w.info->row_stride)));
     for (; r + 4 <= row_end; r += 4) {
@@ -518,7 +523,9 @@ void quantize_trunk_input(Isa isa, const format::TrunkTensor& w, const float* x,
             }
             // nibble_position span by span, written out: with its run-time
             // span's divisions per column (or as a loop over a compile-time
-            // span) the engine's projections took ~5% longer
+            // span) the engine's projections took longer
+            // (docs/bench-log/llama-cpp-kimi.md, "Scales, cold state and the
+            // nibble span")
             const size_t span = in.nibble_span, half = span / 2;
             for (size_t base = 0; base < G; base += span)
                 for (size_t i = 0; i < half; ++i) {

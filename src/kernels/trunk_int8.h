@@ -4,8 +4,8 @@
 // (AVX-512 VNNI: 64 multiply-adds an instruction; AVX2: the pairwise byte
 // multiply; NEON: the scalar reference for now). The exact path
 // (trunk_matvec.h) decodes every weight to f32 for every token, which kept
-// decode's trunk and LM head compute-bound at ~14 G multiply-adds/s a core
-// (docs/BENCHMARKS.md).
+// decode's trunk and LM head compute-bound (docs/bench-log/llama-cpp-kimi.md,
+// "The trunk in integers, and prefetching into L2").
 //
 // The approximation is the activations' only; the weights are the
 // container's integers:

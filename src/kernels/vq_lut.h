@@ -60,7 +60,9 @@ inline void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_
 // Approximate fast mode: OFF by default. The engine uses it only when the
 // model is opened with it (waste_open_options.lut_mode = WASTE_LUT_INT8,
 // `--lut int8`), for the decode step's expert matvecs; its cost in logits
-// and perplexity is measured in docs/BENCHMARKS.md (models.md §4).
+// and perplexity is measured in docs/QUALITY.md and
+// docs/bench-log/decode-and-prefill.md, "Decode after the lookup-kernel
+// work" (models.md §4).
 //
 // The f32 table is quantised to int8 with one f32 scale per block of
 // vq_int8_block consecutive positions (all their stages and entries):
@@ -74,7 +76,8 @@ inline void apply_vq_table(const VqTableShape& shape, bool packed6, const uint8_
 // position is 768 bytes: a mid-sized layer's gate and up tables fit in L2).
 // Every path gives the same bits, so thread counts and ISAs never change the
 // output. Error vs the exact f32 path: see tests/kernels_test.cpp
-// (VqInt8Error) and docs/BENCHMARKS.md.
+// (VqInt8Error) and docs/bench-log/kernels.md, "VQ expert matvec (lookup
+// tables)".
 enum class VqLutMode { exact, int8 };
 constexpr int vq_int8_block = 32;
 inline size_t vq_int8_blocks(const VqTableShape& shape) {

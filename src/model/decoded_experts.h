@@ -1,11 +1,12 @@
 // decoded_experts.h — routed experts held decoded into int8 rows for the
 // int8 mode's prefill (kernels/int8_matmul.h), shared by an engine's
 // sessions. Decoding costs more than one chunk's exact product
-// (docs/BENCHMARKS.md), so an expert is decoded once and kept while the
-// memory plan gives room: only what the budget has left after the expert
-// cache holds every record (MemoryPlan::decoded_bytes). An expert that does
-// not fit is decoded into the session's workspace for each chunk instead —
-// the same bytes, so placement never changes a bit.
+// (docs/bench-log/llama-cpp-kimi.md, "int8 rows in prefill"), so an expert
+// is decoded once and kept while the memory plan gives room: only what the
+// budget has left after the expert cache holds every record
+// (MemoryPlan::decoded_bytes). An expert that does not fit is decoded into
+// the session's workspace for each chunk instead — the same bytes, so
+// placement never changes a bit.
 //
 // Entries are never evicted or changed once published (pointers stay valid
 // for the store's life); find and insert take a mutex, the products none.

@@ -22,7 +22,8 @@ AlignedBuffer::AlignedBuffer(size_t bytes) : size_(bytes) {
         // mode is Debian's default): the trunk and the expert cache are
         // streamed through every token, and with 4 KiB pages each page
         // costs a TLB walk and stops the hardware prefetcher — the LM head
-        // ran at 11.5 GB/s with them, 17 with 2 MiB pages (docs/BENCHMARKS.md).
+        // read its rows faster on 2 MiB pages (docs/bench-log/decode-and-prefill.md,
+        // "Issue 19's first kernel work").
         // The resident bytes are the same: every page is touched either way.
         void* memory = map_resident_pages(rounded);
         if (!memory) fail(WASTE_ERR_OUT_OF_MEMORY, "cannot map an aligned buffer of {} bytes", bytes);

@@ -2,9 +2,10 @@
 //
 // For activations the SIMD kernels read 16 floats at a time: from an
 // ordinary heap block (16-byte aligned) every such load straddles two cache
-// lines. Prefill's expert inputs are held this way (model/forward.h); one
-// mid gate matrix against 8 tokens took 171 µs with unaligned inputs and
-// 160 µs aligned (tests/kernels_test.cpp, KernelSpeed.VqMatmul).
+// lines. Prefill's expert inputs are held this way (model/forward.h); a mid
+// gate matrix against 8 tokens measured faster with aligned inputs
+// (tests/kernels_test.cpp, KernelSpeed.VqMatmul; docs/bench-log/decode-and-prefill.md,
+// "Figures moved from code comments").
 #pragma once
 
 #include <cstddef>

@@ -13,7 +13,8 @@
 //          unpinned record expected to give the fewest hits per unit of cache
 //          space-time — counting how soon its layer comes round again — is
 //          evicted. Nothing in it is fitted to one trace
-//          (cache_policy_reuse.cpp; docs/BENCHMARKS.md for the measurements).
+//          (cache_policy_reuse.cpp; docs/bench-log/cache-policies.md for the
+//          measurements).
 //
 // A policy only ranks; runtime/cache_index owns the slots, the keys and the
 // pins, and only asks for a victim when an unpinned occupied slot exists.

@@ -17,7 +17,8 @@
 // rate, so a class means the same thing at token 50 and at token 5000: a
 // lifetime count does not (on a long run every record of a small model
 // climbs into the top class, and the classes stop telling records apart —
-// kimi-mini's 96 records did, docs/BENCHMARKS.md).
+// kimi-mini's 96 records did: docs/bench-log/cache-policies.md, "kimi-mini,
+// routing it learned").
 //
 // The hazard h(c, a): the probability that a record idle for a visits of its
 // layer is used at the next one, per class c. It is counted exactly for every
@@ -44,9 +45,10 @@
 //
 // Measured against LRU, upstream's LFRU and Belady on the Kimi-Linear trace,
 // on kimi-mini's own routing and on synthetic traces of other shapes:
-// docs/BENCHMARKS.md. The only constants are the class and age resolution,
-// the prior weight and the two half-lives; BENCHMARKS says how far the hit
-// rates move with them.
+// docs/bench-log/cache-policies.md (the latest figures: docs/BENCHMARKS.md).
+// The only constants are the class and age resolution, the prior weight and
+// the two half-lives; cache-policies.md, "Expert cache policies", says how
+// far the hit rates move with them.
 #include <algorithm>
 #include <array>
 #include <bit>

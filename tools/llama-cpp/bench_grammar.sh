@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # llama.cpp's grammar sampling beside WASTE's grammar mask, on the same
-# vocabularies and the same grammar (docs/BENCHMARKS.md, "llama.cpp's grammar
-# sampling beside ours (issue 15)"). A measurement, not a test: not in ctest
-# nor scripts/test.sh.
+# vocabularies and the same grammar (docs/bench-log/constrained-decoding.md,
+# "llama.cpp's grammar sampling beside ours (issue 15)"; the latest figures in
+# docs/BENCHMARKS.md). A measurement, not a test: not in ctest nor
+# scripts/test.sh.
 #
 #   tools/llama-cpp/bench_grammar.sh [BUILD_DIR=build/release] [MIN_MASKS=3000] [ROUNDS=1]
 #
