@@ -298,11 +298,12 @@ TEST(JinjaChat, CallSyntaxIsWhatTheTemplateWritesAndTheParserReads) {
                                                                     {"moonshotai-Kimi-K2", "kimi-k2"}};
     const ordered_json arguments = {{"city", "Paris"}, {"days", 3}, {"unit", "celsius"}};
     const std::string as_tojson = R"({"city": "Paris", "days": 3, "unit": "celsius"})";  // Jinja's tojson: ", " and ": "
-    for (const auto& [template_name, format_name] : pairs) {
+    for (const auto& pair : pairs) {
+        const std::string& template_name = pair.first;  // a plain reference: lambdas below capture it
         SCOPED_TRACE(template_name);
         const auto family = std::find_if(families().begin(), families().end(), [&](const Family& f) { return f.template_name == template_name; });
         ASSERT_NE(family, families().end());
-        const auto* format = waste::chat::replies::find_reply_format(format_name);
+        const auto* format = waste::chat::replies::find_reply_format(pair.second);
         ASSERT_NE(format, nullptr);
         ASSERT_FALSE(format->call_syntax.call.empty());
         // The call as the syntax writes it: markers as markup, the rest text;
