@@ -99,7 +99,7 @@ std::vector<int32_t> answer_stop_tokens(const Generator& g) {
 }
 
 void run_generate(RunArgs& args) {
-    Generator g = open_generator(args.gen, true);
+    Generator g = open_generator(args.gen, true, args.json_output);
     bool templated = false;
     const std::vector<int32_t> prompt = prompt_tokens(args, g, templated);
     if (!g.chat && !g.chat_missing.empty() && args.ids.empty() && !args.gen.quiet && !args.json_output)

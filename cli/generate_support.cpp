@@ -89,7 +89,7 @@ waste_sampler* sampler_over(const GenerateArgs& args, waste_sampler_options opti
 
 }  // namespace
 
-Generator open_generator(const GenerateArgs& args, bool want_chat) {
+Generator open_generator(const GenerateArgs& args, bool want_chat, bool json_output) {
     Generator g;
     waste_sampler_options greedy;
     waste_sampler_options_init(&greedy);
@@ -103,7 +103,7 @@ Generator open_generator(const GenerateArgs& args, bool want_chat) {
     options.grammars = constrained ? 1 : 0;  // one grammar and its generation, in the memory plan
     options.vision = args.images.empty() && !args.vision ? 0 : 1;
     g.model = open_model(args.model, options);
-    report_open(args.stream, g.model.get(), args.quiet);
+    report_open(args.stream, g.model.get(), args.quiet || json_output);
     waste_sampler_options sampling;
     if (waste_model_sampling_defaults(g.model.get(), &sampling, nullptr, &error) != WASTE_OK) fail_with(error, "sampling defaults");
     const double temperature = args.temperature.value_or(sampling.temperature);

@@ -74,7 +74,8 @@ struct Generator {
 };
 
 // Opens everything; a bad sampling option is a usage error (CLI::ValidationError).
-Generator open_generator(const GenerateArgs& args, bool want_chat);
+// The start line (report_open) goes to stderr unless -q or json_output.
+Generator open_generator(const GenerateArgs& args, bool want_chat, bool json_output = false);
 
 std::vector<int32_t> tokenize(const Generator& g, const std::string& text, uint32_t flags);
 

@@ -311,6 +311,7 @@ class CliTest(unittest.TestCase):
         err = waste("run", self.model, "A story:", "-n", "1", "--temp", "0", "--budget", "64M", check=0).stderr.decode()
         self.assertRegex(err, r"budget 64\.00 MiB, expert cache [0-9.]+ [KMG]iB \(--budget\)")
         self.assertNotIn(b"budget", waste("run", self.model, "A story:", "-n", "1", "--temp", "0", "-q", check=0).stderr)
+        self.assertNotIn(b"budget", waste("run", self.model, "A story:", "-n", "1", "--temp", "0", "--json", check=0).stderr)
         plan = waste("plan", self.model, check=0).stdout.decode()
         self.assertRegex(plan, r"recommended budget +[0-9.]+ [KMG]iB \(every expert cached: it fits in what this machine spares\)")
         self.assertRegex(plan, r"spare \(7/8\) +[0-9.]+ [KMG]iB")
