@@ -134,6 +134,20 @@ std::string raw_string_gbnf(const Ordered& schema, const std::string& where) {
     return "root ::= .{" + std::to_string(s.low) + "," + (s.high == UINT64_MAX ? std::string() : std::to_string(s.high)) + "}\n";
 }
 
+// The grammar the model picks a tool's name under: one of names, then the
+// text `after` (empty: none). Over the engine's bounds (thousands of tools)
+// is a refusal naming tool_choice.
+SharedGrammar names_grammar(GrammarCache& grammars, const std::vector<std::string>& names, const std::string& after) {
+    std::string gbnf = "root ::= (";
+    for (size_t i = 0; i < names.size(); ++i) gbnf += (i ? " | " : "") + gbnf_literal(names[i]);
+    gbnf += ")" + (after.empty() ? std::string() : " " + gbnf_literal(after)) + "\n";
+    try {
+        return grammars.get({WASTE_GRAMMAR_GBNF, gbnf});
+    } catch (const GrammarRefused& refused) {
+        throw refuse(std::string("the tools' names: ") + refused.what());
+    }
+}
+
 // How a format writes a string argument's value: the GBNF of its text.
 using StringGrammar = std::function<std::string(const Ordered& schema, const std::string& where)>;
 
@@ -270,11 +284,25 @@ struct FamilyCall {
     SharedGrammar names;  // several tools: the names, and the text after the name part
 };
 
-// The text parts right after parts[at] (the name), joined; next: the part after them.
-std::string text_after(const std::vector<Part>& parts, size_t at, size_t& next) {
+// parts[at]'s id when it is a marker the tokenizer has as one special token, else -1.
+int32_t special_at(const std::vector<Part>& parts, size_t at, const Markup& m) {
+    return at < parts.size() && parts[at].kind == "marker" ? m.special(parts[at].text) : -1;
+}
+
+// What ends the name part parts[at]: the text parts right after it, joined
+// (`after`), or, with none, the marker right after it (`end`, -1: none);
+// `next` is the first part after those. Neither: the name is undelimited.
+struct NameEnd {
     std::string after;
-    for (next = at + 1; next < parts.size() && parts[next].kind == "text"; ++next) after += parts[next].text;
-    return after;
+    int32_t end = -1;
+    size_t next = 0;
+};
+
+NameEnd name_end(const std::vector<Part>& parts, size_t at, const Markup& m) {
+    NameEnd out;
+    for (out.next = at + 1; out.next < parts.size() && parts[out.next].kind == "text"; ++out.next) out.after += parts[out.next].text;
+    if (out.after.empty() && (out.end = special_at(parts, out.next, m)) >= 0) ++out.next;
+    return out;
 }
 
 // A name the family's call holds exactly: written bare into JSON strings,
@@ -382,8 +410,10 @@ void add_family_stages(ConstrainedReply& reply, const std::shared_ptr<const Fami
     const auto value_stage = [&](const SharedGrammar& grammar, const std::vector<Part>& parts, size_t& i) {
         flush();
         std::vector<int32_t> ends;
-        if (i + 1 < parts.size() && parts[i + 1].kind == "marker" && m.special(parts[i + 1].text) >= 0)
-            ends.push_back(m.special(parts[++i].text));
+        if (const int32_t end = special_at(parts, i + 1, m); end >= 0) {
+            ends.push_back(end);
+            ++i;
+        }
         reply.add(Stage::held(grammar, std::move(ends), false));
     };
     const auto& parts = call->parts;
@@ -397,18 +427,16 @@ void add_family_stages(ConstrainedReply& reply, const std::shared_ptr<const Fami
             append(forced, m.plain(tool->name));
         } else if (part.kind == "name") {
             flush();
-            size_t next = 0;
-            const std::string after = text_after(parts, i, next);
             // Text after the name ends its grammar; a marker right after it is its end.
+            const NameEnd delimiter = name_end(parts, i, m);
             std::vector<int32_t> ends;
-            if (after.empty() && next < parts.size() && parts[next].kind == "marker" && m.special(parts[next].text) >= 0)
-                ends.push_back(m.special(parts[next++].text));
+            if (delimiter.end >= 0) ends.push_back(delimiter.end);
             Stage pick = Stage::held(call->names, ends, false);
-            pick.on_done = [call, next, after, has_end = !ends.empty()](ConstrainedReply& r, const std::vector<int32_t>& taken) {
-                const std::vector<int32_t> chosen(taken.begin(), taken.end() - (has_end ? 1 : 0));
+            pick.on_done = [call, delimiter](ConstrainedReply& r, const std::vector<int32_t>& taken) {
+                const std::vector<int32_t> chosen(taken.begin(), taken.end() - (delimiter.end >= 0 ? 1 : 0));
                 const std::string text = r.markup().text(chosen);
                 for (const auto& candidate : call->tools)
-                    if (text == candidate.name + after) return add_family_stages(r, call, next, &candidate);
+                    if (text == candidate.name + delimiter.after) return add_family_stages(r, call, delimiter.next, &candidate);
                 throw std::runtime_error("the grammar of tool names let through '" + text + "'");
             };
             reply.add(std::move(pick));
@@ -459,7 +487,7 @@ std::unique_ptr<ConstrainedReply> constrain_family_call(const Ordered& ordered, 
     auto markup = std::make_shared<Markup>(tokenizer, false);
     const auto add_structure = [&](const std::vector<Part>& parts, const auto& self) -> void {
         for (const Part& part : parts) {
-            if (part.kind == "marker" && markup->special(part.text) >= 0) markup->structure.push_back(markup->special(part.text));
+            if (const int32_t id = part.kind == "marker" ? markup->special(part.text) : -1; id >= 0) markup->structure.push_back(id);
             self(part.argument, self);
         }
     };
@@ -475,20 +503,12 @@ std::unique_ptr<ConstrainedReply> constrain_family_call(const Ordered& ordered, 
     }
     if (call->tools.size() > 1) {
         const auto at = std::find_if(call->parts.begin(), call->parts.end(), [](const Part& p) { return p.kind == "name"; });
-        size_t next = 0;
-        const std::string after = at == call->parts.end() ? std::string() : text_after(call->parts, at - call->parts.begin(), next);
-        const bool marker_follows = next < call->parts.size() && call->parts[next].kind == "marker" &&
-                                    markup->special(call->parts[next].text) >= 0;
-        if (at == call->parts.end() || (after.empty() && !marker_follows))
+        const NameEnd delimiter = at == call->parts.end() ? NameEnd{} : name_end(call->parts, at - call->parts.begin(), *markup);
+        if (at == call->parts.end() || (delimiter.after.empty() && delimiter.end < 0))
             throw refuse("this model's call format does not delimit a tool's name; name the function in tool_choice");
-        std::string names = "root ::= (";
-        for (size_t t = 0; t < call->tools.size(); ++t) names += (t ? " | " : "") + gbnf_literal(call->tools[t].name);
-        names += ")" + (after.empty() ? std::string() : " " + gbnf_literal(after)) + "\n";
-        try {
-            call->names = grammars.get({WASTE_GRAMMAR_GBNF, names});
-        } catch (const GrammarRefused& refused) {  // over the engine's bounds (thousands of tools)
-            throw refuse(std::string("the tools' names: ") + refused.what());
-        }
+        std::vector<std::string> names;
+        for (const auto& tool : call->tools) names.push_back(tool.name);
+        call->names = names_grammar(grammars, names, delimiter.after);
     }
     auto reply = std::make_unique<ConstrainedReply>(std::move(markup), std::move(think_ends));
     if (channel == "think") reply->add(Stage::think());
@@ -559,16 +579,9 @@ std::unique_ptr<ConstrainedReply> constrain_tool_call(const nlohmann::json& requ
     // then that tool's arguments follow.
     append(m.plain("call tool=\""));
     reply->add(Stage::force(std::move(opening)));
-    std::string names = "root ::= (";
-    for (size_t i = 0; i < tools.size(); ++i) names += (i ? " | " : "") + gbnf_literal(attribute(tools[i].name));
-    names += ") " + gbnf_literal("\" index=\"1\"") + "\n";
-    SharedGrammar names_grammar;
-    try {
-        names_grammar = grammars.get({WASTE_GRAMMAR_GBNF, names});
-    } catch (const GrammarRefused& refused) {  // over the engine's bounds (thousands of tools)
-        throw refuse(std::string("the tools' names: ") + refused.what());
-    }
-    Stage pick = Stage::held(std::move(names_grammar), {m.sep}, false);
+    std::vector<std::string> names;
+    for (const auto& tool : tools) names.push_back(attribute(tool.name));
+    Stage pick = Stage::held(names_grammar(grammars, names, "\" index=\"1\""), {m.sep}, false);
     pick.on_done = [tools](ConstrainedReply& r, const std::vector<int32_t>& taken) {
         const std::string text = r.markup().text(std::vector<int32_t>(taken.begin(), taken.end() - 1));  // less the <|sep|>
         for (const auto& tool : tools)
