@@ -84,7 +84,7 @@ std::vector<Variant> variants() {
                            }});
 #if defined(WASTE_TEST_EMULATED_NEON)
     out.push_back({"neon-emulated", neon_emu::rmsnorm_simd, neon_emu::glu_simd, neon_emu::mul_sigmoid_simd,
-                   neon_emu::dot_simd, neon_emu::axpy_simd, neon_emu::dots_simd, neon_emu::axpys_simd});
+                   neon_emu::dot_simd, neon_emu::axpy_simd, neon_emu::dots_simd<>, neon_emu::axpys_simd});
 #endif
     return out;
 }
@@ -330,7 +330,8 @@ TEST(Elementwise, AxpysAreEachRowsAxpyInTurn) {
                    {}, [](const float* a, const float* x, size_t stride, size_t rows, float* y, size_t n) {
                        axpys(Isa::scalar, a, x, stride, rows, y, n);
                    }});
-    for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{33}, size_t{64}, size_t{160}})
+    // lengths through the 8- and 4-vector passes (AVX-512: 128 = 8 vectors, 64 = 4, 160 = 8 + 2; AVX2 at twice as many)
+    for (size_t n : {size_t{1}, size_t{7}, size_t{16}, size_t{33}, size_t{64}, size_t{128}, size_t{160}, size_t{200}})
         for (size_t rows : {size_t{0}, size_t{1}, size_t{5}, size_t{70}}) {
             const size_t stride = n + 5;
             std::vector<float> a(rows), x(rows * stride), y0(n);
@@ -348,12 +349,13 @@ TEST(Elementwise, AxpysAreEachRowsAxpyInTurn) {
 
 // dots: every row's sum bit for bit the variant's own dot of that row (the
 // rows interleave, their operations do not change), over row counts around
-// the 4-row pass and lengths around the vector widths.
+// the 4-row pass and the 16-row transposed pass (AVX-512) and lengths
+// around the vector widths.
 TEST(Elementwise, DotsAreEachRowsDot) {
     std::mt19937 rng(23);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (size_t n : {size_t{1}, size_t{15}, size_t{32}, size_t{33}, size_t{160}})
-        for (size_t rows : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{9}}) {
+    for (size_t n : {size_t{1}, size_t{15}, size_t{32}, size_t{33}, size_t{128}, size_t{160}})
+        for (size_t rows : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{9}, size_t{16}, size_t{17}, size_t{39}}) {
             const size_t stride = n + 3;
             std::vector<float> a(n), b(rows * stride + 1);
             for (float& v : a) v = normal(rng);

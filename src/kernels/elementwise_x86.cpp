@@ -112,6 +112,34 @@ struct V {
         }
         return _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
     }
+    // out[r] = 0 + v[r]₀ + v[r]₁ + … + v[r]₁₅, added in that order, for the
+    // 16 rows at once: v transposed (columns c = lane c of every row), then
+    // the columns added in order — each row's adds are sum_lanes's.
+    static void sum_lanes_transposed(const T* v, float* out) {
+        T u[16];
+        for (size_t a = 0; a < 16; a += 4) {
+            // rows a..a+3: within each 128-bit lane L, u[a + j] holds their element 4L + j
+            const T t0 = _mm512_unpacklo_ps(v[a], v[a + 1]), t1 = _mm512_unpackhi_ps(v[a], v[a + 1]);
+            const T t2 = _mm512_unpacklo_ps(v[a + 2], v[a + 3]), t3 = _mm512_unpackhi_ps(v[a + 2], v[a + 3]);
+            u[a] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+            u[a + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+            u[a + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+            u[a + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+        }
+        T column[16];
+        for (size_t j = 0; j < 4; ++j) {
+            // 128-bit lanes L of rows 0..3 | 4..7 | 8..11 | 12..15 gathered: column 4L + j
+            const T x01 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44), y01 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xEE);
+            const T x23 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44), y23 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xEE);
+            column[j] = _mm512_shuffle_f32x4(x01, x23, 0x88);
+            column[4 + j] = _mm512_shuffle_f32x4(x01, x23, 0xDD);
+            column[8 + j] = _mm512_shuffle_f32x4(y01, y23, 0x88);
+            column[12 + j] = _mm512_shuffle_f32x4(y01, y23, 0xDD);
+        }
+        T sum = _mm512_setzero_ps();
+        for (size_t c = 0; c < 16; ++c) sum = _mm512_add_ps(sum, column[c]);
+        _mm512_storeu_ps(out, sum);
+    }
 };
 
 #include "kernels/elementwise_simd.inc"

@@ -16,6 +16,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/trunk_matvec.h"
 #include "model/forward.h"
+#include "model/gqa_attend.h"
 #include "platform/error.h"
 
 namespace waste::model {
@@ -36,7 +37,7 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
     const size_t heads = c.heads, kv_heads = c.kv_heads, d = c.head_dim, hidden = c.hidden, ld = ws.attn_width;
-    const size_t kv_width = kv_heads * d, row = gqa_cache_row(c), group = heads / kv_heads;
+    const size_t kv_width = kv_heads * d, row = gqa_cache_row(c);
     const float eps = static_cast<float>(c.rms_eps);
     const kernels::Isa isa = kernels::active_isa();
     // a sliding layer's cache is a ring (session_state.h): position p at row p % ring
@@ -84,53 +85,11 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
         w.rope.apply(kt, kv_heads, d, at);
     }
     s.n_kv = position + static_cast<uint32_t>(tokens);
-    const float scale = w.score_scale;
-    const float* cache = s.kv.data();
     float* head_out = ws.head_out.data();  // [T][heads][d]
-    ctx.pool.parallel_for(heads, [&](size_t begin, size_t end) {
-        std::vector<float> scores(position + tokens);
-        for (size_t h = begin; h < end; ++h) {
-            const size_t g = h / group;  // the key/value head this query head reads
-            for (size_t t = 0; t < tokens; ++t) {
-                const float* qh = q + t * ld + h * d;
-                const size_t n = position + t + 1;
-                // a sliding layer reads keys p > q - window (HF sliding_window_overlay)
-                const size_t from = window && n > window ? n - window : 0;
-                // positions [from, n) as runs of consecutive cache rows (a ring wraps once)
-                auto for_each_run = [&](auto&& body) {
-                    for (size_t p = from; p < n;) {
-                        const size_t first = slot(p), length = ring ? std::min(n - p, ring - first) : n - p;
-                        body(p, cache + first * row, length);
-                        p += length;
-                    }
-                };
-                for_each_run([&](size_t p, const float* rows, size_t length) {
-                    kernels::dots(isa, qh, rows + g * d, row, length, d, scores.data() + p);
-                });
-                float max_score = -INFINITY;
-                for (size_t p = from; p < n; ++p) {
-                    scores[p] *= scale;
-                    max_score = std::max(max_score, scores[p]);
-                }
-                // gpt-oss's sink: one more softmax column, logit sinks[h], dropped after
-                const bool sink = !w.sinks.empty();
-                if (sink) max_score = std::max(max_score, w.sinks[h]);
-                double total = 0;
-                for (size_t p = from; p < n; ++p) {
-                    scores[p] = std::exp(scores[p] - max_score);
-                    total += scores[p];
-                }
-                if (sink) total += std::exp(w.sinks[h] - max_score);
-                const float inv = static_cast<float>(1.0 / total);
-                float* oh = head_out + t * ld + h * d;
-                std::fill(oh, oh + d, 0.0f);
-                for (size_t p = from; p < n; ++p) scores[p] *= inv;  // each value's weight
-                for_each_run([&](size_t p, const float* rows, size_t length) {
-                    kernels::axpys(isa, scores.data() + p, rows + kv_width + g * d, row, length, oh, d);
-                });
-            }
-        }
-    });
+    const GqaAttendShape shape{.heads = heads, .kv_heads = kv_heads, .head_dim = d, .row = row, .ld = ld,
+                               .window = window, .ring = ring, .scale = w.score_scale,
+                               .sinks = w.sinks.empty() ? nullptr : w.sinks.data()};
+    gqa_attend(isa, ctx.pool, shape, q, s.kv.data(), position, tokens, head_out);
     project(ctx, *w.o, head_out, ld, tokens, out, hidden);
     if (!w.o_bias.empty())
         for (size_t t = 0; t < tokens; ++t)
