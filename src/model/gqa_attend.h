@@ -10,8 +10,9 @@
 // row's maximum, sums its exponentials in f64 (a sink, if any, is one more
 // column, dropped after), and the output is Σ weight·value accumulated in
 // ascending p (kernels::axpys). The work is blocked — a key/value head's
-// whole group of query heads and a block of tokens read the same run of
-// cache rows while they are in L1 — but every (token, head)'s operations and
+// keys (then values) of a run of positions are copied together and every
+// query head of its group and a block of tokens read them while they are in
+// L1 — but every (token, head)'s operations and
 // their order are those of the unblocked loop, so neither the blocking, the
 // chunk size nor the thread count changes a bit (tests/gqa_attend_test.cpp).
 #pragma once
