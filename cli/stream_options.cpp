@@ -12,7 +12,7 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
     command->add_option("--io", args.io, "Expert reads: auto (io_uring, else pread), io_uring, pread, sync")
         ->default_val("auto")
         ->check(CLI::IsMember(std::vector<std::string>{"auto", "io_uring", "uring", "pread", "sync"}));
-    command->add_option("--lookahead", args.lookahead, "Experts prefetched per MoE layer by router lookahead in decode (0 = off)")
+    command->add_option("--lookahead", args.lookahead, "Experts prefetched per MoE layer by router lookahead, per token (a prompt chunk: its tokens' union; 0 = off)")
         ->default_val(6)
         ->check(CLI::Range(0, 1 << 16));
     command->add_flag("--mlock", args.mlock, "Wire the trunk in RAM (a warning if RLIMIT_MEMLOCK refuses)");

@@ -337,10 +337,12 @@ WASTE_API waste_status waste_session_stats_get(const waste_session* session, was
 WASTE_API waste_status waste_session_stats_last(const waste_session* session, waste_session_stats* out_stats,
                                                 waste_error* error);
 
-/* Router lookahead in decode: after each layer's attention, the next MoE
- * layer's router runs on the hidden state and its top `experts` are read
- * ahead (speculatively: never evicting a pinned record, never changing the
- * output). Default 6; 0 turns it off. Ignored with WASTE_IO_SYNC. */
+/* Router lookahead: after each layer's attention, the next MoE layer's
+ * router runs on the hidden state and its top `experts` are read ahead (a
+ * prefill chunk: the union of its tokens' top `experts`, where the cache can
+ * pin two layers' experts at once), speculatively: never evicting a pinned
+ * record, never changing the output. Default 6; 0 turns it off. Ignored
+ * with WASTE_IO_SYNC. */
 WASTE_API waste_status waste_session_set_lookahead(waste_session* session, uint32_t experts, waste_error* error);
 
 /* --dump-route: from now on, each evaluated token's routing is appended to

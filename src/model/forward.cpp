@@ -259,7 +259,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
             norm_rows(x, lw.input_norm, eps, count, hidden, ws.normed.data());
             attention(ctx, layer, state, ws.normed.data(), count, ws.attn_out.data());
             for (size_t i = 0; i < count * hidden; ++i) x[i] += ws.attn_out[i];
-            if (count == 1) lookahead_prefetch(ctx, layer + 1, x);  // decode: the next MoE layer's likely experts
+            lookahead_prefetch(ctx, layer + 1, x, count);  // the next MoE layer's likely experts
             norm_rows(x, lw.post_norm, eps, count, hidden, ws.normed.data());
             ffn(ctx, layer, ws.normed.data(), count, ws.ffn_out.data());
             for (size_t i = 0; i < count * hidden; ++i) x[i] += ws.ffn_out[i];
@@ -302,7 +302,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
             for (size_t t = 0; t < count; ++t)
                 attn_res(with_blocks(t, ps + t * hidden), lw.attn_res.mlp_norm, lw.attn_res.mlp_proj, eps, hidden,
                          x + t * hidden, scratch);
-            if (count == 1) lookahead_prefetch(ctx, layer + 1, x);  // decode: the next MoE layer's likely experts
+            lookahead_prefetch(ctx, layer + 1, x, count);  // the next MoE layer's likely experts
             norm_rows(x, lw.post_norm, eps, count, hidden, ws.normed.data());
             ffn(ctx, layer, ws.normed.data(), count, ws.ffn_out.data());
             for (size_t i = 0; i < count * hidden; ++i) ps[i] += ws.ffn_out[i];

@@ -55,7 +55,8 @@ public:
     virtual void release_layer(int layer) = 0;
     // How many records a request may hold now (at least top_k).
     virtual size_t max_pinned() const = 0;
-    // Experts to prefetch per layer by router lookahead in decode (0 = off).
+    // Experts router lookahead prefetches per layer for each token (0 = off;
+    // a prefill chunk prefetches the union of its tokens').
     virtual size_t lookahead() const { return 0; }
     virtual void prefetch(int /*layer*/, std::span<const int> /*experts*/) {}
 };
@@ -207,11 +208,13 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
 void dense_ffn_chunk(ForwardContext& ctx, const FfnWeights& w, const float* x, size_t tokens, float* out);
 void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float* x, size_t tokens, float* out);
 
-// Router lookahead (decode): runs layer next_layer's router on the current
-// hidden state x [H] and prefetches its top ctx.experts.lookahead() experts
-// (ranked by biased score), recording the prediction in the route dump.
-// Uses row 1 of ws.normed and ws.router (free in a one-token chunk).
-void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x);
+// Router lookahead: runs layer next_layer's router on the current hidden
+// states x [T][H] and prefetches each token's top ctx.experts.lookahead()
+// experts (ranked by biased score). A decode step (T = 1) records its
+// prediction in the route dump and uses row 1 of ws.normed and ws.router (free
+// in a one-token chunk); a chunk prefetches its tokens' union, rows [0, T),
+// and only where the cache can pin two layers' experts at once.
+void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, size_t tokens);
 
 // log softmax(logits)[token] in double: max-shifted, the sum of exponentials
 // accumulated in double. token must be in [0, logits.size()).

@@ -1,4 +1,4 @@
-// router_lookahead.cpp — predicting the next MoE layer's experts in decode
+// router_lookahead.cpp — predicting the next MoE layer's experts
 // (docs/anchors.md: upstream measured 92% precision at rank 1 and 81% in the
 // top 6): the next layer's router, on the current post-attention hidden
 // state normed with the next layer's own FFN norm, ranked by the score the
@@ -6,6 +6,9 @@
 // softmax probability). Ungrouped: a prediction only
 // needs a ranking, and the demand step still chooses exactly. Never touches
 // what the MoE step computes; a wrong prediction costs a read, nothing else.
+// A decode token prefetches its own top `lookahead`; a prefill chunk the
+// union of its tokens' (with hundreds of tokens, nearly every expert), so
+// the next layer's reads overlap this layer's experts' products.
 #include <algorithm>
 #include <numeric>
 
@@ -16,28 +19,59 @@
 
 namespace waste::model {
 
-void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x) {
-    const size_t want = ctx.experts.lookahead();
-    const format::ModelConfig& c = ctx.config;
-    if (want == 0 || next_layer >= c.layers) return;
-    const LayerWeights& lw = ctx.weights.layers[next_layer];
-    if (!lw.moe) return;
-    const size_t hidden = c.hidden, experts = c.experts;
-    ProfileScope scope(ctx.profile, ProfileCategory::router);
-    // row 1 of the chunk buffers: a decode chunk uses only row 0
-    float* normed = ctx.ws.normed.data() + hidden;       // [H]
-    float* scores = ctx.ws.router.data() + experts;      // [E]
-    kernels::rmsnorm(kernels::active_isa(), x, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed);
-    project_exact(ctx, *lw.moe_weights.router, normed, hidden, 1, scores, experts);
-    selection_scores(c, lw.moe_weights.router_bias.data(), scores);
-    const size_t n = std::min(want, experts);
+namespace {
+
+// The `n` best experts of one token's selection scores, best first (ties: lower id).
+std::vector<int> best_experts(const float* scores, size_t experts, size_t n) {
     std::vector<int> ranked(experts);
     std::iota(ranked.begin(), ranked.end(), 0);
     std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(n), ranked.end(),
                       [&](int a, int b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
     ranked.resize(n);
-    if (ctx.routes) (*ctx.routes)[0][next_layer].lookahead = ranked;
-    ctx.experts.prefetch(next_layer, ranked);
+    return ranked;
+}
+
+}  // namespace
+
+void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, size_t tokens) {
+    const size_t want = ctx.experts.lookahead();
+    const format::ModelConfig& c = ctx.config;
+    if (want == 0 || tokens == 0 || next_layer >= c.layers) return;
+    const LayerWeights& lw = ctx.weights.layers[next_layer];
+    if (!lw.moe) return;
+    const size_t hidden = c.hidden, experts = c.experts;
+    // A chunk's prediction pins up to every expert of the next layer while
+    // this layer's own are pinned: only where the cache holds both at once
+    // (and a decode step's top-k besides), so no demand group ever shrinks for it.
+    if (tokens > 1 && ctx.experts.max_pinned() < 2 * experts + static_cast<size_t>(c.top_k)) return;
+    ProfileScope scope(ctx.profile, ProfileCategory::router);
+    // decode: row 1 of the chunk buffers (a decode chunk uses only row 0);
+    // a chunk: its own rows, which the MoE step rewrites before it reads them
+    const size_t row = tokens == 1 ? 1 : 0;
+    float* normed = ctx.ws.normed.data() + row * hidden;     // [T][H]
+    float* scores = ctx.ws.router.data() + row * experts;    // [T][E]
+    const kernels::Isa isa = kernels::active_isa();
+    for (size_t t = 0; t < tokens; ++t)
+        kernels::rmsnorm(isa, x + t * hidden, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed + t * hidden);
+    project_exact(ctx, *lw.moe_weights.router, normed, hidden, tokens, scores, experts);
+    const size_t n = std::min(want, experts);
+    if (tokens == 1) {
+        selection_scores(c, lw.moe_weights.router_bias.data(), scores);
+        std::vector<int> ranked = best_experts(scores, experts, n);
+        if (ctx.routes) (*ctx.routes)[0][next_layer].lookahead = ranked;
+        ctx.experts.prefetch(next_layer, ranked);
+        return;
+    }
+    // the union, in ascending id: the order the MoE step requests them
+    std::vector<char> predicted(experts, 0);
+    for (size_t t = 0; t < tokens; ++t) {
+        selection_scores(c, lw.moe_weights.router_bias.data(), scores + t * experts);
+        for (int e : best_experts(scores + t * experts, experts, n)) predicted[static_cast<size_t>(e)] = 1;
+    }
+    std::vector<int> union_ids;
+    for (size_t e = 0; e < experts; ++e)
+        if (predicted[e]) union_ids.push_back(static_cast<int>(e));
+    ctx.experts.prefetch(next_layer, union_ids);
 }
 
 }  // namespace waste::model

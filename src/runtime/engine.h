@@ -107,7 +107,7 @@ public:
     // The counters of the most recent eval call (one decode token, or one
     // prompt).
     const TokenStats& last_stats() const { return last_stats_; }
-    // Router lookahead in decode: experts prefetched per MoE layer (0 = off).
+    // Router lookahead: experts prefetched per MoE layer for each token (0 = off).
     void set_lookahead(uint32_t experts) { lookahead_ = experts; }
     uint32_t lookahead() const { return lookahead_; }
     // When set, each token's routing is appended (one entry per layer).

@@ -48,9 +48,13 @@ const char* expert_io_name(ExpertIo io) {
 }
 
 unsigned ExpertCache::default_depth(const format::ModelConfig& config) {
-    // a layer's top-k plus the next layer's lookahead in flight, with room
-    // for a prefill group; io_uring rings are powers of two
-    const unsigned wanted = std::max(8u, 4u * static_cast<unsigned>(std::max(config.top_k, 1)));
+    // a layer's top-k plus the next layer's lookahead in flight, and a prefill
+    // chunk's prediction of every expert of the next layer (router_lookahead.cpp)
+    // with a decode step's top-k: submit blocks beyond the depth, so a
+    // shallower ring would make the chunk wait for its own prefetch instead
+    // of computing while it lands. io_uring rings are powers of two.
+    const unsigned top_k = static_cast<unsigned>(std::max(config.top_k, 1));
+    const unsigned wanted = std::max({8u, 4u * top_k, static_cast<unsigned>(std::max(config.experts, 0)) + top_k});
     return std::min(256u, std::bit_ceil(wanted));
 }
 
