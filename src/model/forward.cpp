@@ -219,12 +219,29 @@ void ffn(ForwardContext& ctx, int layer, const float* normed, size_t tokens, flo
     else dense_ffn_chunk(ctx, lw.dense, normed, tokens, out);
 }
 
+}  // namespace
+
 void norm_rows(const float* x, const std::vector<float>& weight, float eps, size_t tokens, size_t hidden, float* out) {
     const kernels::Isa isa = kernels::active_isa();
     for (size_t t = 0; t < tokens; ++t) kernels::rmsnorm(isa, x + t * hidden, weight.data(), eps, hidden, out + t * hidden);
 }
 
-}  // namespace
+void softmax_weights(float* s, size_t n, float scale, const float* sink) {
+    float max_score = -INFINITY;
+    for (size_t p = 0; p < n; ++p) {
+        s[p] *= scale;
+        max_score = std::max(max_score, s[p]);
+    }
+    if (sink) max_score = std::max(max_score, *sink);
+    double total = 0;
+    for (size_t p = 0; p < n; ++p) {
+        s[p] = std::exp(s[p] - max_score);
+        total += s[p];
+    }
+    if (sink) total += std::exp(*sink - max_score);
+    const float inv = static_cast<float>(1.0 / total);
+    for (size_t p = 0; p < n; ++p) s[p] *= inv;
+}
 
 void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count) {
     const format::ModelConfig& c = ctx.config;

@@ -216,6 +216,15 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
 // and only where the cache can pin two layers' experts at once.
 void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, size_t tokens);
 
+// out[t] = rmsnorm(x[t]) ⊙ weight for t < tokens, rows of `hidden` floats.
+void norm_rows(const float* x, const std::vector<float>& weight, float eps, size_t tokens, size_t hidden, float* out);
+
+// An attention row's softmax, in place over s[0, n): each score times
+// scale, minus the row's maximum (a sink logit, gpt-oss's extra column, counts
+// for it), e^ of each summed in f64 in order (the sink's term last), then
+// each times 1/sum as a float. MLA and GQA both (their bits depend on it).
+void softmax_weights(float* s, size_t n, float scale, const float* sink = nullptr);
+
 // log softmax(logits)[token] in double: max-shifted, the sum of exponentials
 // accumulated in double. token must be in [0, logits.size()).
 double token_logprob(std::span<const float> logits, int32_t token);

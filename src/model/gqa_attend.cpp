@@ -11,10 +11,10 @@
 #include "model/gqa_attend.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "kernels/elementwise.h"
+#include "model/forward.h"
 #include "platform/aligned_vector.h"
 #include "platform/error.h"
 
@@ -24,25 +24,6 @@ namespace {
 constexpr size_t key_block = 64;                // cache rows a block: 64 × a head's 128 floats = 32 KiB of keys
 constexpr size_t max_token_block = 16;          // tokens a work item
 constexpr size_t scores_floats = size_t{1} << 18;  // a work item's scores aim under 1 MiB (a decode token's may exceed it)
-
-// Softmax of s[0, n) in place: scale, subtract the maximum (the sink's
-// logit counts), exponentials summed in f64, then each times 1/sum.
-void softmax_weights(float* s, size_t n, float scale, const float* sink) {
-    float max_score = -INFINITY;
-    for (size_t p = 0; p < n; ++p) {
-        s[p] *= scale;
-        max_score = std::max(max_score, s[p]);
-    }
-    if (sink) max_score = std::max(max_score, *sink);
-    double total = 0;
-    for (size_t p = 0; p < n; ++p) {
-        s[p] = std::exp(s[p] - max_score);
-        total += s[p];
-    }
-    if (sink) total += std::exp(*sink - max_score);
-    const float inv = static_cast<float>(1.0 / total);
-    for (size_t p = 0; p < n; ++p) s[p] *= inv;
-}
 
 }  // namespace
 

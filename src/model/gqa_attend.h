@@ -6,9 +6,9 @@
 // Contract: token t of the chunk (position `position + t`) and query head h
 // read key/value head h / (heads / kv_heads) at the positions p with
 // max(0, position + t + 1 − window) <= p <= position + t (window 0: from 0);
-// scores are dot(q, k) · scale (kernels::dots), the softmax subtracts the
-// row's maximum, sums its exponentials in f64 (a sink, if any, is one more
-// column, dropped after), and the output is Σ weight·value accumulated in
+// scores are dot(q, k) (kernels::dots), their softmax is softmax_weights
+// (model/forward.h: scaled, max-shifted, summed in f64; a sink, if any, one
+// more column, dropped after), and the output is Σ weight·value accumulated in
 // ascending p (kernels::axpys). The work is blocked — a key/value head's
 // keys (then values) of a run of positions are copied together and every
 // query head of its group and a block of tokens read them while they are in

@@ -66,19 +66,8 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                 std::copy(q_pe, q_pe + rope, query.begin() + rank);
                 const size_t n = position + t + 1;
                 kernels::dots(isa, query.data(), s.latent.data(), row, n, row, scores.data());
-                float max_score = -INFINITY;
-                for (size_t p = 0; p < n; ++p) {
-                    scores[p] *= scale;
-                    max_score = std::max(max_score, scores[p]);
-                }
-                double total = 0;
-                for (size_t p = 0; p < n; ++p) {
-                    scores[p] = std::exp(scores[p] - max_score);
-                    total += scores[p];
-                }
-                const float inv = static_cast<float>(1.0 / total);
+                softmax_weights(scores.data(), n, scale);  // each cached latent's weight
                 std::fill(context.begin(), context.end(), 0.0f);
-                for (size_t p = 0; p < n; ++p) scores[p] *= inv;  // each cached latent's weight
                 kernels::axpys(isa, scores.data(), s.latent.data(), row, n, context.data(), rank);
                 float* oh = head_out + t * ld + h * vd;  // o_h = W_UV · context
                 kernels::dots(isa, context.data(), uv.data(), rank, vd, rank, oh);

@@ -50,24 +50,21 @@ void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, siz
     const size_t row = tokens == 1 ? 1 : 0;
     float* normed = ctx.ws.normed.data() + row * hidden;     // [T][H]
     float* scores = ctx.ws.router.data() + row * experts;    // [T][E]
-    const kernels::Isa isa = kernels::active_isa();
-    for (size_t t = 0; t < tokens; ++t)
-        kernels::rmsnorm(isa, x + t * hidden, lw.post_norm.data(), static_cast<float>(c.rms_eps), hidden, normed + t * hidden);
+    norm_rows(x, lw.post_norm, static_cast<float>(c.rms_eps), tokens, hidden, normed);
     project_exact(ctx, *lw.moe_weights.router, normed, hidden, tokens, scores, experts);
     const size_t n = std::min(want, experts);
-    if (tokens == 1) {
-        selection_scores(c, lw.moe_weights.router_bias.data(), scores);
-        std::vector<int> ranked = best_experts(scores, experts, n);
-        if (ctx.routes) (*ctx.routes)[0][next_layer].lookahead = ranked;
-        ctx.experts.prefetch(next_layer, ranked);
-        return;
-    }
-    // the union, in ascending id: the order the MoE step requests them
     std::vector<char> predicted(experts, 0);
     for (size_t t = 0; t < tokens; ++t) {
         selection_scores(c, lw.moe_weights.router_bias.data(), scores + t * experts);
-        for (int e : best_experts(scores + t * experts, experts, n)) predicted[static_cast<size_t>(e)] = 1;
+        std::vector<int> ranked = best_experts(scores + t * experts, experts, n);
+        if (tokens == 1) {  // decode: best first, and recorded in the route dump
+            if (ctx.routes) (*ctx.routes)[0][next_layer].lookahead = ranked;
+            ctx.experts.prefetch(next_layer, ranked);
+            return;
+        }
+        for (int e : ranked) predicted[static_cast<size_t>(e)] = 1;
     }
+    // a chunk: the union, in ascending id (the order the MoE step requests them)
     std::vector<int> union_ids;
     for (size_t e = 0; e < experts; ++e)
         if (predicted[e]) union_ids.push_back(static_cast<int>(e));

@@ -73,10 +73,6 @@ bool cpu_folds() {
 }  // namespace
 
 uint32_t crc32(const void* data, size_t bytes, uint32_t previous) {
-    // libdeflate treats a NULL buffer as "give me the initial value" and
-    // returns 0, which an empty vector's data() can be: an empty span must
-    // leave a running CRC unchanged instead.
-    if (bytes == 0) return previous;
 #if WASTE_CRC_FOLD
     if (bytes >= fold_min_bytes && cpu_folds()) return crc32_folded(static_cast<const uint8_t*>(data), bytes, previous);
 #endif
@@ -84,6 +80,9 @@ uint32_t crc32(const void* data, size_t bytes, uint32_t previous) {
 }
 
 uint32_t crc32_library(const void* data, size_t bytes, uint32_t previous) {
+    // libdeflate treats a NULL buffer as "give me the initial value" and
+    // returns 0, which an empty vector's data() can be: an empty span must
+    // leave a running CRC unchanged instead.
     if (bytes == 0) return previous;
     return static_cast<uint32_t>(libdeflate_crc32(previous, data, bytes));
 }
