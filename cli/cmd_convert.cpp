@@ -24,7 +24,8 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct ConvertArgs {
-    std::string source, out, quant = "VQ3R", reclaim = "off", small_matrices = "f32";
+    std::string source, out, quant = "VQ3R", reclaim = "off", small_matrices = "f32", trunk_matrices = "q4",
+                trunk_scales = "fitted";
     int stages = 0, entries = 0, sample_experts = 16, iterations = 12;
     unsigned jobs = 0;
     uint64_t seed = 1, train_vectors = 65536;
@@ -116,6 +117,16 @@ void add_convert_command(CLI::App& app) {
                         "ones (Q8G embedding and LM head, Q4G the rest)")
         ->default_val("f32")
         ->check(CLI::IsMember({"f32", "quantized"}));
+    convert->add_option("--trunk-matrices", a->trunk_matrices,
+                        "Trunk matrices other than the embedding and LM head (attention, dense FFN, shared experts, "
+                        "router): q4 (Q4G) or q8 (Q8G: the most precise conversion; docs/QUALITY.md)")
+        ->default_val("q4")
+        ->check(CLI::IsMember({"q4", "q8"}));
+    convert->add_option("--trunk-scales", a->trunk_scales,
+                        "Q4G group scales: fitted (least squared error) or absmax (container-v0's convention, "
+                        "upstream's bytes)")
+        ->default_val("fitted")
+        ->check(CLI::IsMember({"fitted", "absmax"}));
     convert->add_option("--reclaim", a->reclaim, "dry: list source shards that could be deleted; on: delete them once "
                                                 "everything they hold is converted and verified")
         ->default_val("off")
@@ -126,7 +137,8 @@ void add_convert_command(CLI::App& app) {
                               {"entries", a->entries},     {"jobs", a->jobs},
                               {"seed", a->seed},           {"sample_experts", a->sample_experts},
                               {"train_vectors", a->train_vectors}, {"iterations", a->iterations},
-                              {"reclaim", a->reclaim},     {"small_matrices", a->small_matrices}};
+                              {"reclaim", a->reclaim},     {"small_matrices", a->small_matrices},
+                              {"trunk_matrices", a->trunk_matrices}, {"trunk_scales", a->trunk_scales}};
         ConvertProgress progress;
         progress.terminal = ::isatty(STDERR_FILENO) == 1;
         progress.json_output = a->json_output;

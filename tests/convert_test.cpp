@@ -701,6 +701,42 @@ TEST(Convert, SmallMatricesQuantizedLikeLargeOnes) {
     EXPECT_EQ(plain->manifest().find("model.layers.0.self_attn.q_proj.weight")->fmt, waste::format::TrunkFormat::f32);
 }
 
+// --trunk-matrices q8 stores what the rule would store Q4G as Q8G (and
+// nothing else); --trunk-scales absmax gives container-v0's convention, the
+// default fitted scales a smaller error on every Q4G tensor (verify
+// --source's relative RMS error, the same weights); each is part of the
+// conversion's identity, so a conversion with the other starts over.
+TEST(Convert, TrunkMatricesAndScalesOptions) {
+    waste_test::TempDir tmp;
+    write_checkpoint(tmp / "src", tiny_tensors());
+    ConvertOptions options = small_options(2);
+    options.trunk_matrices = waste::format::TrunkFormat::q8g;
+    convert_checkpoint((tmp / "src").string(), (tmp / "c").string(), options);
+    {
+        const auto q8 = waste::format::Container::open((tmp / "c").string(), {});
+        EXPECT_EQ(q8->manifest().find("model.layers.0.mlp.down_proj.weight")->fmt, waste::format::TrunkFormat::q8g);
+        EXPECT_EQ(q8->manifest().find("model.layers.0.self_attn.q_proj.weight")->fmt, waste::format::TrunkFormat::f32);
+        EXPECT_EQ(q8->manifest().find("model.norm.weight")->fmt, waste::format::TrunkFormat::f32);
+        const json report = verify_against_source((tmp / "c").string(), (tmp / "src").string(), {});
+        EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
+    }
+    std::map<std::string, double> q4_error[2];
+    for (const bool fitted : {false, true}) {
+        ConvertOptions o = small_options(2);
+        o.trunk_scales = fitted ? waste::format::TrunkScales::fitted : waste::format::TrunkScales::absmax;
+        convert_checkpoint((tmp / "src").string(), (tmp / "c").string(), o);  // the same folder: starts over
+        const auto c = waste::format::Container::open((tmp / "c").string(), {});
+        EXPECT_EQ(c->manifest().find("model.layers.0.mlp.down_proj.weight")->fmt, waste::format::TrunkFormat::q4g);
+        const json report = verify_against_source((tmp / "c").string(), (tmp / "src").string(), {});
+        EXPECT_TRUE(report["ok"].get<bool>()) << report.dump();
+        for (const json& t : report["trunk"])
+            if (t["fmt"] == "Q4G") q4_error[fitted][t["name"].get<std::string>()] = t["error"].get<double>();
+    }
+    ASSERT_FALSE(q4_error[0].empty());
+    ASSERT_EQ(q4_error[0].size(), q4_error[1].size());
+    for (const auto& [name, absmax_error] : q4_error[0]) EXPECT_LT(q4_error[1].at(name), absmax_error) << name;
+}
+
 TEST(Convert, ResumeAfterInterruptionIsByteIdentical) {
     waste_test::TempDir tmp;
     write_checkpoint(tmp / "src", tiny_tensors());

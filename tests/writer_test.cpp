@@ -369,6 +369,12 @@ TEST(Writer, ConverterFormatConvention) {
     EXPECT_EQ(format::converter_trunk_format("model.layers.0.self_attn.q_conv1d.weight", conv), TrunkFormat::f32);
     EXPECT_EQ(format::converter_trunk_format("language_model.model.embed_tokens.weight", big), TrunkFormat::q8g);
     EXPECT_EQ(format::converter_trunk_format("language_model.lm_head.weight", big), TrunkFormat::q8g);
+    // --trunk-matrices q8: what the rule stores Q4G becomes Q8G; nothing else moves.
+    EXPECT_EQ(format::converter_trunk_format("model.layers.0.self_attn.o_proj.weight", big, false, TrunkFormat::q8g),
+              TrunkFormat::q8g);
+    EXPECT_EQ(format::converter_trunk_format("model.norm.weight", vector, false, TrunkFormat::q8g), TrunkFormat::f32);
+    EXPECT_EQ(format::converter_trunk_format("model.layers.0.self_attn.o_proj.weight", small, false, TrunkFormat::q8g),
+              TrunkFormat::f32);
 }
 
 TEST(Writer, SyntheticContainersAreByteIdenticalForTheSameSeed) {

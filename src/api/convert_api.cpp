@@ -47,7 +47,8 @@ waste_status waste_convert(const char* source_dir, const char* out_dir, const ch
         const json o = parse_options(options_json, where);
         for (const auto& [key, value] : o.items()) {
             static const char* known[] = {"quant", "stages", "entries", "jobs", "seed", "sample_experts",
-                                          "train_vectors", "iterations", "reclaim", "small_matrices"};
+                                          "train_vectors", "iterations", "reclaim", "small_matrices",
+                                          "trunk_matrices", "trunk_scales"};
             if (std::find(std::begin(known), std::end(known), key) == std::end(known))
                 waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: unknown option \"{}\"", where, key);
         }
@@ -68,6 +69,15 @@ waste_status waste_convert(const char* source_dir, const char* out_dir, const ch
         if (small_matrices != "f32" && small_matrices != "quantized")
             waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: small_matrices \"{}\" is not f32 or quantized", where, small_matrices);
         options.quantize_small_matrices = small_matrices == "quantized";
+        const std::string trunk_matrices = member<std::string>(o, "trunk_matrices", "q4", where);
+        if (trunk_matrices != "q4" && trunk_matrices != "q8")
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: trunk_matrices \"{}\" is not q4 or q8", where, trunk_matrices);
+        options.trunk_matrices = trunk_matrices == "q8" ? waste::format::TrunkFormat::q8g : waste::format::TrunkFormat::q4g;
+        const std::string trunk_scales = member<std::string>(o, "trunk_scales", "fitted", where);
+        if (trunk_scales != "fitted" && trunk_scales != "absmax")
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "{}: trunk_scales \"{}\" is not fitted or absmax", where, trunk_scales);
+        options.trunk_scales =
+            trunk_scales == "fitted" ? waste::format::TrunkScales::fitted : waste::format::TrunkScales::absmax;
         const std::string reclaim = member<std::string>(o, "reclaim", "off", where);
         if (reclaim == "off") options.reclaim = waste::convert::Reclaim::off;
         else if (reclaim == "dry") options.reclaim = waste::convert::Reclaim::dry;

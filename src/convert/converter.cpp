@@ -245,7 +245,7 @@ void clear_container(const fs::path& out, bool keep_banks) {
 
 // A unit's trunk tensors, written to a part file: payload then scales per
 // tensor, back to back (the same bytes trunk.bin will hold).
-json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool quantize_small_matrices,
+json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const ConvertOptions& options,
                       const fs::path& part_path, const std::function<void(uint64_t)>& advance) {
     platform::OutputFileOptions file_options;
     file_options.buffer_bytes = part_buffer_bytes;
@@ -255,7 +255,8 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
     json entries = json::array();
     std::vector<float> values;
     for (const TrunkItem& item : unit.trunk) {
-        const format::TrunkFormat fmt = format::converter_trunk_format(item.name, item.shape, quantize_small_matrices);
+        const format::TrunkFormat fmt =
+            format::converter_trunk_format(item.name, item.shape, options.quantize_small_matrices, options.trunk_matrices);
         format::TrunkTensor t;
         t.name = item.name;
         t.fmt = fmt;
@@ -276,7 +277,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, bool 
                 if (!std::isfinite(values[i]))
                     fail(WASTE_ERR_FORMAT, "checkpoint: tensor {} has a non-finite value at row {}, column {}",
                          item.name, row + i / t.cols, i % t.cols);
-            const std::vector<uint8_t> encoded = format::quantize_tensor(fmt, trunk_group, rows, t.cols, values);
+            const std::vector<uint8_t> encoded = format::quantize_tensor(fmt, trunk_group, rows, t.cols, values, options.trunk_scales);
             const uint64_t payload = rows * t.row_stride;
             for (size_t i = payload; i + 1 < encoded.size(); i += 2)
                 if ((encoded[i + 1] & 0x7C) == 0x7C)
@@ -651,7 +652,9 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                         {"sample_experts", options.sample_experts},
                         {"train_vectors", options.train_vectors},
                         {"iterations", options.iterations},
-                        {"quantize_small_matrices", options.quantize_small_matrices}};
+                        {"quantize_small_matrices", options.quantize_small_matrices},
+                        {"trunk_matrices", options.trunk_matrices == format::TrunkFormat::q8g ? "q8" : "q4"},
+                        {"trunk_scales", options.trunk_scales == format::TrunkScales::fitted ? "fitted" : "absmax"}};
     json tensors = json::array();
     for (const ConvertUnit& u : plan.units) {
         for (const TrunkItem& t : u.trunk) tensors.push_back({t.name, source.info(t.name).storage});
@@ -716,7 +719,9 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     Job job{source, plan, quant, layout, options, out, work, pool};
     for (const ConvertUnit& u : plan.units) {
         for (const TrunkItem& t : u.trunk)
-            job.total += format::trunk_tensor_bytes(format::converter_trunk_format(t.name, t.shape, options.quantize_small_matrices), t.shape,
+            job.total += format::trunk_tensor_bytes(format::converter_trunk_format(t.name, t.shape, options.quantize_small_matrices,
+                                                                                options.trunk_matrices),
+                                                   t.shape,
                                                    trunk_group);
         if (u.moe) job.total += 3ull * quant.stages * quant.codebook_record_bytes() + layout.record_bytes * model.experts;
     }
@@ -738,7 +743,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
         }
         const auto unit_started = Clock::now();
         json entry;
-        entry["trunk_part"] = write_trunk_part(source, unit, options.quantize_small_matrices,
+        entry["trunk_part"] = write_trunk_part(source, unit, options,
                                                work / fmt::format("trunk-{:04}.part", index),
                                                [&](uint64_t bytes) { job.advance(bytes); });
         if (unit.moe) {

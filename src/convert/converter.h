@@ -31,6 +31,8 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/weight_source.h"
+#include "format/manifest.h"
+#include "format/trunk_codec.h"
 
 namespace waste::convert {
 
@@ -46,6 +48,8 @@ struct ConvertOptions {
     uint64_t train_vectors = 1u << 16;  // normalised 8-vectors per (layer, kind) for k-means
     int iterations = 12;          // Lloyd iterations per stage at most
     bool quantize_small_matrices = false;  // format::converter_trunk_format
+    format::TrunkFormat trunk_matrices = format::TrunkFormat::q4g;   // the same, Q4G or Q8G
+    format::TrunkScales trunk_scales = format::TrunkScales::fitted;  // format/trunk_codec.h
     Reclaim reclaim = Reclaim::off;
     // done / total work in bytes of output; false cancels (WASTE_ERR_CANCELLED).
     std::function<bool(uint64_t done, uint64_t total)> progress;

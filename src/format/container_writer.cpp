@@ -94,7 +94,9 @@ ordered_json expert_quant_json(const ExpertQuant& q) {
     return entry;
 }
 
-TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape, bool quantize_small_matrices) {
+TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape, bool quantize_small_matrices,
+                                   TrunkFormat matrices) {
+    WASTE_CHECK(matrices == TrunkFormat::q4g || matrices == TrunkFormat::q8g);
     uint64_t elements = 1;
     for (int64_t dim : shape) elements *= static_cast<uint64_t>(dim);
     const bool small_exempt = !(quantize_small_matrices && shape.size() == 2);
@@ -103,7 +105,7 @@ TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_
     if (ends_with(name, "_bias")) return TrunkFormat::f32;
     if (ends_with(name, "embed_tokens.weight") || ends_with(name, "lm_head.weight")) return TrunkFormat::q8g;
     if (name.starts_with("vision_tower.") || name.starts_with("mm_projector.")) return TrunkFormat::q8g;
-    return TrunkFormat::q4g;
+    return matrices;
 }
 
 uint64_t trunk_tensor_bytes(TrunkFormat fmt, std::span<const int64_t> shape, uint32_t group) {

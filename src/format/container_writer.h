@@ -56,8 +56,11 @@ namespace waste::format {
 // quantize_small_matrices: 2-D tensors under 65,536 elements are quantised
 // too (convolutions and vectors stay F32), so a small model stores its trunk
 // the way a large one does — to measure what Q4G costs on a small model.
+// matrices: the format of the tensors the convention stores Q4G (Q4G or
+// Q8G: `waste convert --trunk-matrices q8`, the attention and dense FFN at
+// 8 bits, as a precise conversion keeps them).
 TrunkFormat converter_trunk_format(std::string_view name, std::span<const int64_t> shape,
-                                   bool quantize_small_matrices = false);
+                                   bool quantize_small_matrices = false, TrunkFormat matrices = TrunkFormat::q4g);
 
 // Bytes of a trunk tensor in trunk.bin (payload + f16 scales), as the codec
 // encodes it. Throws WASTE_ERR_INVALID_ARGUMENT for a shape the reader refuses.
