@@ -5,33 +5,37 @@
 #
 #   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3|glm|gpt-oss] [--work DIR] [--build DIR] [--runs N]
 #        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
-#        [--headroom-mib M] [--no-quality]
+#        [--headroom-mib M] [--no-quality | --only-quality]
 #
-# --family deepseek, qwen3, glm or gpt-oss (issue 16): the model is `waste
-# synth --preset mid-FAMILY` (that architecture at the mid size, seed 1),
-# and llama.cpp gets that container's own weights (trunk and dequantised VQ
-# experts) as an F16 `deepseek2` / `qwen3moe` / `glm4moe` / `gpt-oss` GGUF (python -m
-# waste_ref.gguf_moe), then Q4_K_M; files are named mid-FAMILY*, results
+# --family deepseek, qwen3, glm or gpt-oss (issue 16): the model is a seeded
+# bf16 checkpoint of that architecture at `waste synth --preset mid-FAMILY`'s
+# shape (python -m waste_ref.hf_families), which both engines quantise for
+# themselves, as for Kimi: `waste convert` for WASTE, the same weights as an
+# F16 `deepseek2` / `qwen3moe` / `glm4moe` / `gpt-oss` GGUF then llama.cpp's
+# Q4_K_M for llama.cpp. Files are named mid-FAMILY*, results
 # results-FAMILY.json, the picture docs/compare-llama-FAMILY.svg, and
-# llama.cpp also runs the F16 file in RAM. No quality step: the F16 file is
-# the container's model itself, so there is no unquantised model to measure
-# both against.
+# llama.cpp also runs the F16 file in RAM.
 #
 # 1. installs the npm package if missing, clones the llama.cpp sources bundled
 #    in it (headers only are used), builds tools/llama-cpp/{bench_llama,
 #    quantize_gguf}.c with cc against its libraries;
 # 2. builds `waste` (cmake release preset) unless --build names a build dir;
-# 3. writes the `mid` Kimi-Linear checkpoint (python/waste_ref/hf_synth.py,
-#    1.2 B parameters, bf16, seed 1), converts it with `waste convert` (VQ3R
-#    experts), writes it as an F16 GGUF (python/waste_ref/gguf_kimi.py) and
-#    quantises that with llama.cpp's llama_model_quantize to Q4_K_M;
+# 3. writes the `mid` checkpoint (Kimi-Linear: python/waste_ref/hf_synth.py;
+#    the others: python/waste_ref/hf_families.py; about 1.2 B parameters,
+#    bf16, seed 1), converts it with `waste convert` (VQ3R experts; and, for
+#    the quality step, with `--stages 4 --trunk-matrices q8`, the converter's
+#    most precise setting), writes it as an F16 GGUF (gguf_kimi.py / gguf_moe.py) and
+#    quantises that with llama.cpp's llama_model_quantize to Q4_K_M (and
+#    Q3_K_M for the quality step);
 # 4. runs both engines (scripts/compare_llama.py): in RAM at each thread count
 #    (runs alternated between engines, medians), then under memory cgroup
 #    limits at the --sweep percentages of the Q4_K_M file's size;
 # 5. writes DIR/results.json and DIR/table.md, prints the table, and draws
 #    docs/compare-llama.svg (scripts/compare_llama_svg.py);
 # 6. unless --no-quality: what each quantisation costs, both engines' logits
-#    against the F16 model's (scripts/compare_llama_quality.py, DIR/quality.json).
+#    against the F16 model's: llama.cpp's Q4_K_M and Q3_K_M, our default and
+#    most precise containers in every timed mode (exact and int8, prefill and
+#    decode) (scripts/compare_llama_quality.py, DIR/quality[-FAMILY].json).
 # Intermediate files (about 4 GB) go to the work dir (default /tmp/compare-llama),
 # kept between runs: delete it to start over. Needs root for the cgroup
 # (/sys/fs/cgroup/memory, v1) and /proc/sys/vm/drop_caches; no swap (or the
@@ -40,7 +44,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 family=kimi work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
-quality=1
+quality=1 measure=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --family) family=$2; shift 2 ;;
@@ -51,6 +55,7 @@ while [ $# -gt 0 ]; do
     --sweep) sweep=$2; shift 2 ;;
     --no-sweep) sweep=""; shift ;;
     --no-quality) quality=0; shift ;;
+    --only-quality) measure=0 sweep=""; shift ;;
     --sweep-threads) sweep_threads=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --headroom-mib) headroom=$2; shift 2 ;;
@@ -89,39 +94,52 @@ if [ -z "$build" ]; then
 fi
 waste=$(realpath "$build/waste")
 
-# 3. the same weights for both engines
+# 3. the same weights for both engines: one bf16 checkpoint, quantised by each
 ckpt=$work/mid-hf container=$work/mid.waste f16=$work/mid-f16.gguf q4=$work/mid-q4_k_m.gguf
+q3=$work/mid-q3_k_m.gguf s4=$work/mid-s4q8.waste quality_json=$work/quality.json
 results=$work/results.json table=$work/table.md svg=docs/compare-llama.svg
 if [ "$family" != kimi ]; then
-  container=$work/mid-$family.waste f16=$work/mid-$family-f16.gguf q4=$work/mid-$family-q4_k_m.gguf
-  results=$work/results-$family.json table=$work/table-$family.md svg=docs/compare-llama-$family.svg quality=0
-  if [ ! -f "$container/manifest.json" ]; then
-    log "waste synth --preset mid-$family (VQ3R experts)"
-    rm -rf "$container"
-    "$waste" synth "$container" --preset "mid-$family" --seed 1 > /dev/null
-  fi
-  if [ ! -f "$q4" ]; then
-    log "the container's weights as an F16 GGUF, then llama.cpp's quantiser to Q4_K_M"
-    PYTHONPATH=python $py -m waste_ref.gguf_moe "$container" "$f16.part" --f16 >/dev/null && mv "$f16.part" "$f16"
-    "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "$work/quantize-$family.log" 2>&1 && mv "$q4.part" "$q4"
-  fi
+  ckpt=$work/mid-$family-hf container=$work/mid-$family.waste f16=$work/mid-$family-f16.gguf
+  q4=$work/mid-$family-q4_k_m.gguf q3=$work/mid-$family-q3_k_m.gguf s4=$work/mid-$family-s4q8.waste
+  quality_json=$work/quality-$family.json
+  results=$work/results-$family.json table=$work/table-$family.md svg=docs/compare-llama-$family.svg
 fi
-if [ "$family" = kimi ] && [ ! -f "$ckpt/config.json" ]; then
-  log "writing the mid Kimi-Linear checkpoint (1.2 B parameters, bf16)"
+if [ ! -f "$f16" ]; then
   rm -rf "$ckpt"
-  PYTHONPATH=python $py -m waste_ref.hf_synth "$ckpt" --model kimi-linear --shape mid --seed 1 --shards 6 >/dev/null
+  if [ "$family" = kimi ]; then
+    log "writing the mid Kimi-Linear checkpoint (1.2 B parameters, bf16), then its F16 GGUF"
+    PYTHONPATH=python $py -m waste_ref.hf_synth "$ckpt" --model kimi-linear --shape mid --seed 1 --shards 6 >/dev/null
+    PYTHONPATH=python $py -m waste_ref.gguf_kimi "$ckpt" "$f16.part" --f16 >/dev/null
+  else
+    log "writing a mid $family checkpoint (bf16, seed 1) at --preset mid-$family's shape, and its F16 GGUF"
+    shape=$(mktemp -d "$work/shape.XXXXXX")
+    "$waste" synth "$shape/c" --preset "mid-$family" --seed 1 > /dev/null
+    model_type=$($py -c 'import json, sys; print(json.load(open(sys.argv[1]))["config"]["model_type"])' "$shape/c/manifest.json")
+    PYTHONPATH=python $py -m waste_ref.hf_families "$ckpt" --family "$model_type" --config-from "$shape/c" \
+      --gguf "$f16.part" --f16 >/dev/null
+    rm -rf "$shape"
+  fi
+  mv "$f16.part" "$f16"
 fi
-if [ "$family" = kimi ] && [ ! -f "$container/manifest.json" ]; then
+if [ ! -f "$container/manifest.json" ]; then
   log "waste convert (VQ3R experts)"
-  "$waste" convert "$ckpt" "$container" --json > "$work/convert.json"
+  "$waste" convert "$ckpt" "$container" --json > "${container%.waste}-convert.json"
 fi
-if [ "$family" = kimi ] && [ ! -f "$q4" ]; then
-  log "F16 GGUF, then llama.cpp's quantiser to Q4_K_M"
-  PYTHONPATH=python $py -m waste_ref.gguf_kimi "$ckpt" "$f16.part" --f16 && mv "$f16.part" "$f16"
-  "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "$work/quantize.log" 2>&1 && mv "$q4.part" "$q4"
+if [ ! -f "$q4" ]; then
+  log "llama.cpp's quantiser: Q4_K_M"
+  "$work/quantize_gguf" "$f16" "$q4.part" Q4_K_M "$(nproc)" > "${q4%.gguf}.log" 2>&1 && mv "$q4.part" "$q4"
+fi
+if [ "$quality" = 1 ] && [ ! -f "$q3" ]; then
+  log "llama.cpp's quantiser: Q3_K_M"
+  "$work/quantize_gguf" "$f16" "$q3.part" Q3_K_M "$(nproc)" > "${q3%.gguf}.log" 2>&1 && mv "$q3.part" "$q3"
+fi
+if [ "$quality" = 1 ] && [ ! -f "$s4/manifest.json" ]; then
+  log "waste convert --stages 4 --trunk-matrices q8 (the converter's most precise setting)"
+  "$waste" convert "$ckpt" "$s4" --stages 4 --trunk-matrices q8 --json > "${s4%.waste}-convert.json"
 fi
 
 # 4, 5. measure, tabulate, draw
+if [ "$measure" = 1 ]; then
 model="mid Kimi-Linear (1.2 B)"
 if [ "$family" != kimi ]; then
   model="mid $($py -c 'import json, sys
@@ -147,9 +165,11 @@ if [ -n "$sweep" ]; then
   $py scripts/compare_llama_svg.py "$results" "$svg"
   log "wrote $svg"
 fi
+fi
 if [ "$quality" = 1 ]; then
   log "quantisation cost: logits against the F16 model's"
-  $py scripts/compare_llama_quality.py --waste "$waste" --container "$container" --logits-dump "$work/logits_dump" \
-    --backend-dir "$bins" --f16 "$f16" --q4 "$q4" --out "$work/quality.json" | tee -a "$work/table.md"
+  $py scripts/compare_llama_quality.py --waste "$waste" --logits-dump "$work/logits_dump" --backend-dir "$bins" \
+    --reference "$f16" --llama "llama.cpp Q4_K_M=$q4" --llama "llama.cpp Q3_K_M=$q3" \
+    --container "waste VQ3R=$container" --container "waste 4 stages, Q8G trunk=$s4" --out "$quality_json" | tee -a "$table"
 fi
 log "results: $results, $table"

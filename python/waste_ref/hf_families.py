@@ -246,3 +246,41 @@ class ContainerWeights(Mapping):
 def container_state_dict(container, dtype=torch.float64):
     """The container's weights under the checkpoint's names (see the module doc), all decoded."""
     return dict(ContainerWeights(container, dtype).items())
+
+
+def main(argv=None):
+    """python -m waste_ref.hf_families OUT_DIR --family F --config-from CONTAINER --gguf OUT.gguf [--f16]:
+    a seeded checkpoint of family F at a container's shape (its config's keys),
+    and the same unquantised weights (bf16 as the checkpoint stores them) as a
+    GGUF for llama.cpp: the source both engines quantise for themselves
+    (scripts/compare-llama.sh --family deepseek|qwen3|glm|gpt-oss)."""
+    import argparse
+    from . import gguf_moe
+    ap = argparse.ArgumentParser(prog="waste_ref.hf_families", description=main.__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--family", required=True, choices=sorted(FAMILIES))
+    ap.add_argument("--config-from", required=True, help="a container whose manifest gives the shape")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gguf", required=True)
+    ap.add_argument("--f16", action="store_true")
+    args = ap.parse_args(argv)
+    with open(os.path.join(args.config_from, "manifest.json")) as f:
+        cfg = json.load(f)["config"]
+    if cfg.get("model_type") != args.family:
+        raise SystemExit("%s holds %r, not %r" % (args.config_from, cfg.get("model_type"), args.family))
+    _, sd = write_checkpoint(args.out, args.family, cfg, seed=args.seed, shards=4)
+    # What the checkpoint stores: bf16 (round to nearest even) but the f32 correction bias;
+    # MXFP4 experts decode to values bf16 holds exactly.
+    for name, t in sd.items():
+        if _kind(name) != "f32":
+            sd[name] = t.to(torch.bfloat16).to(torch.float32)
+    writers = {"deepseek_v3": gguf_moe.write_deepseek_v3, "kimi_k2": gguf_moe.write_deepseek_v3,
+               "qwen3_moe": gguf_moe.write_qwen3_moe, "glm4_moe": gguf_moe.write_glm4_moe,
+               "gpt_oss": gguf_moe.write_gpt_oss}
+    writers[args.family](sd, cfg, args.gguf, f16=args.f16)
+    print(args.gguf)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,7 +4,7 @@
  *
  *   quantize_gguf IN.gguf OUT.gguf [TYPE] [THREADS]
  *
- * TYPE: Q4_K_M (default), Q4_K_S, Q5_K_M, Q6_K, Q8_0 or F16. Everything else
+ * TYPE: Q4_K_M (default), Q4_K_S, Q3_K_M, Q3_K_S, Q5_K_M, Q6_K, Q8_0 or F16. Everything else
  * is llama.cpp's default: its per-tensor type choices for the mix, no
  * importance matrix. */
 #include <stdio.h>
@@ -17,7 +17,8 @@ static const struct {
     const char* name;
     enum llama_ftype ftype;
 } TYPES[] = {
-    {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S}, {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
+    {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S}, {"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M},
+    {"Q3_K_S", LLAMA_FTYPE_MOSTLY_Q3_K_S}, {"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M},
     {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},     {"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0},     {"F16", LLAMA_FTYPE_MOSTLY_F16},
 };
 
