@@ -101,7 +101,7 @@ struct ModelArgs {
     std::string snapshot_reserve;
     uint32_t grammars = 0;
     bool vision = false;
-    std::string lut = "exact";
+    std::string lut = "int8";
     uint32_t prefill_chunk = 0;
     // `waste plan --parallel N --queue M`: what `waste serve` plans with
     // the same flags (its sessions, grammar slots, prompt cache and
@@ -155,8 +155,9 @@ void add_model_commands(CLI::App& app) {
                    "Plan the vision tower too: its tensors, one image's decode or tower pass, each session's image queue "
                    "(what --image needs)");
     plan->add_option("--lut", plan_args->lut,
-                     "Plan the int8 mode (--lut int8): its tables and scratch, and the experts it holds decoded")
-        ->default_val("exact")
+                     "Plan the arithmetic: int8 (the default; its tables and scratch, and the experts it holds decoded) "
+                     "or exact")
+        ->default_val("int8")
         ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
     add_prefill_chunk_option(plan, plan_args->prefill_chunk);
     CLI::Option* parallel = plan->add_option("--parallel", plan_args->parallel,

@@ -21,10 +21,10 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
     command->add_flag("--no-hotlist", args.no_hotlist, "Do not warm the expert cache from the hotlist at open");
     command->add_option("--dump-route", args.dump_route, "Write each token's routing as JSON lines (waste simulate reads it)")->default_str("none");
     command->add_option("--lut", args.lut,
-                        "Arithmetic: exact (f32) or int8 (approximate: int8 lookup tables in decode, int8 rows and "
-                        "activations in prefill, experts held decoded where the budget has room, int8 inputs to the trunk's "
-                        "Q8G/Q4G projections and LM head; error in docs/QUALITY.md)")
-        ->default_val("exact")
+                        "Arithmetic: int8 (the default: int8 lookup tables in decode, int8 rows and activations in "
+                        "prefill, experts held decoded where the budget has room, int8 inputs to the trunk's Q8G/Q4G "
+                        "projections and LM head; what it costs over exact: docs/QUALITY.md) or exact (f32 throughout)")
+        ->default_val("int8")
         ->check(CLI::IsMember(std::vector<std::string>{"exact", "int8"}));
     add_prefill_chunk_option(command, args.prefill_chunk);
 }

@@ -23,7 +23,7 @@ struct StreamArgs {
     bool no_hotlist = false;
     std::string usage;        // empty: usage.waste in the container
     std::string dump_route;   // empty: none
-    std::string lut = "exact";  // decode's lookup tables: exact (f32) or int8 (approximate)
+    std::string lut = "int8";  // the arithmetic: int8 (the CLI's default) or exact (f32)
     uint32_t prefill_chunk = 0;  // 0: the plan's choice
 };
 

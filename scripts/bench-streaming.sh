@@ -6,7 +6,7 @@
 #
 #   scripts/bench-streaming.sh [--preset qwen3-30b-a3b[,gpt-oss-20b,...]] [--work DIR] [--build DIR]
 #       [--fractions 1/2,1/4,1/8] [--prompts 512,2048] [--tokens 64] [--runs 3] [--long-runs 1]
-#       [--threads 2] [--lut exact|int8] [--trace FILE | --no-trace]
+#       [--threads 2] [--lut int8|exact] [--trace FILE | --no-trace]
 #
 # Containers go to the work dir (default /tmp/bench-streaming), kept between
 # runs (qwen3-30b-a3b is 11.2 GiB, gpt-oss-20b 8.2, kimi-linear-48b 17.9;
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 presets=qwen3-30b-a3b work=/tmp/bench-streaming build="" fractions=1/2,1/4,1/8 prompts=512,2048 tokens=64 runs=3 long_runs=1
-threads=2 lut=exact trace=../shared/data/routing/kimi-linear-48b-300tok.jsonl
+threads=2 lut=int8 trace=../shared/data/routing/kimi-linear-48b-300tok.jsonl
 while [ $# -gt 0 ]; do
   case "$1" in
     --preset) presets=$2; shift 2 ;;

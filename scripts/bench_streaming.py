@@ -7,7 +7,7 @@ limits. scripts/bench-streaming.sh writes the containers and calls this.
 
     bench_streaming.py --waste WASTE --container DIR [--container DIR ...]
         [--fractions 1/2,1/4,1/8] [--prompts 512,2048] [--tokens 64] [--runs 3]
-        [--long-runs 1] [--threads 2] [--lut exact] [--trace TRACE.jsonl]
+        [--long-runs 1] [--threads 2] [--lut int8] [--trace TRACE.jsonl]
         [--disk-size 2G] [--disk-seconds 5] [--out results.json] [--table table.md]
 
 Per container and fraction (budget = fraction x the container's bytes, never
@@ -165,7 +165,7 @@ def main(argv=None):
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--long-runs", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--lut", default="exact", choices=["exact", "int8"])
+    p.add_argument("--lut", default="int8", choices=["exact", "int8"])
     p.add_argument("--trace")
     p.add_argument("--timeout", type=int, default=3600)
     p.add_argument("--disk-size", default="2G", help="diskbench's scratch file")

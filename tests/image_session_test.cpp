@@ -149,7 +149,7 @@ TEST(ImageSession, EvalWithAnImagePutsItsMediaBlockBeforeTheIds) {
     waste_test::write_file(image_path, waste_test::random_bmp(60, 20, 4));
     std::string output;
     const std::string command = "(" + waste_test::cli_path().string() + " eval '" + path + "' --image '" + image_path +
-                                "' --ids '5 6 7' --full --json --threads 2 --ctx 256 2>/dev/null)";
+                                "' --ids '5 6 7' --full --json --threads 2 --ctx 256 --lut exact 2>/dev/null)";
     ASSERT_EQ(waste_test::run_command(command, &output), 0) << output;
     const auto printed = nlohmann::json::parse(output);
 

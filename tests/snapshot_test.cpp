@@ -695,7 +695,8 @@ TEST(Snapshot, PeakRssStaysUnderTheBudgetWithSessionsAndAFullSnapshotReserve) {
     const waste_test::ChildRun run = waste_test::run_child(
         {waste_test::cli_path().string(), "bench-reuse", path, "--history", std::to_string(history), "--turn",
          std::to_string(turn), "--sessions", std::to_string(sessions), "--snapshot-reserve", std::to_string(reserve),
-         "--runs", "2", "--ctx", std::to_string(context), "--budget", std::to_string(budget), "--threads", "2", "--json"});
+         "--runs", "2", "--ctx", std::to_string(context), "--budget", std::to_string(budget), "--threads", "2",
+         "--lut", "exact", "--json"});  // the library's default, which plan_of planned
     ASSERT_TRUE(run.exited_ok()) << run.describe();
     const json out = json::parse(run.output);
     EXPECT_EQ(out["snapshot_bytes_held"].get<uint64_t>(), reserve) << "the reserve should be full";

@@ -168,8 +168,10 @@ typedef struct waste_open_options {
 
 /* The arithmetic of the experts and the trunk's projections. */
 typedef enum waste_lut_mode {
-    /* f32 throughout: the exact path, the default (engine vs the PyTorch
-     * reference within 1e-5). */
+    /* f32 throughout: the exact path, the library's default (a zero
+     * lut_mode; engine vs the PyTorch reference within 1e-5). The CLI and
+     * `waste serve` default to WASTE_LUT_INT8 (docs/QUALITY.md: its cost over
+     * this path is a small part of the container's own). */
     WASTE_LUT_EXACT = 0,
     /* An approximation in integers: decode steps read the experts' lookup
      * tables quantised to int8 (one scale per 32 positions); prefill chunks

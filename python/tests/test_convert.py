@@ -86,7 +86,7 @@ class ConvertEndToEnd(unittest.TestCase):
         return src, out, summary
 
     def engine_logits(self, path, ids):
-        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json"])
+        out = run([CLI, "eval", "--lut", "exact", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json"])
         return np.array(json.loads(out)["logits"], dtype=np.float64)
 
     def check_model(self, model, experts_format):
@@ -160,11 +160,11 @@ class ConvertTrainedModel(unittest.TestCase):
             ids = json.loads(run([CLI, "tokenize", out, text, "--json"]))["tokens"]
             self.assertGreater(len(ids), 5)
             quantised = load(out)
-            got = np.array(json.loads(run([CLI, "eval", out, "--ids", " ".join(map(str, ids)), "--full", "--json"]))["logits"])
+            got = np.array(json.loads(run([CLI, "eval", "--lut", "exact", out, "--ids", " ".join(map(str, ids)), "--full", "--json"]))["logits"])
             want = quantised.last_logits(ids).double().numpy()
             rel = np.max(np.abs(got - want)) / np.max(np.abs(want))
             self.assertLessEqual(rel, 1e-5, f"engine vs reference on the converted kimi-mini: {rel:.3g}")
-            engine = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+            engine = json.loads(run([CLI, "run", "--lut", "exact", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
                                      "--ignore-eos", "--json"]))["tokens"]
             reference = quantised.greedy(ids, 16)
             self.assertEqual(engine, list(reference))

@@ -117,7 +117,7 @@ class EngineVsReference(unittest.TestCase):
         cls.tmp.cleanup()
 
     def engine_eval(self, path, ids, *extra):
-        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
+        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra, *([] if "--lut" in extra else ["--lut", "exact"])])
         return np.array(json.loads(out)["logits"], dtype=np.float64)
 
     def vocab(self, path):
@@ -129,7 +129,7 @@ class EngineVsReference(unittest.TestCase):
             for n in (1, 20, 100):
                 with self.subTest(container=name, tokens=n):
                     ids = prompt(n, vocab, seed=n)
-                    out = json.loads(run([CLI, "run", path, "--ids", " ".join(map(str, ids)), "-n", "16",
+                    out = json.loads(run([CLI, "run", "--lut", "exact", path, "--ids", " ".join(map(str, ids)), "-n", "16",
                                           "--temp", "0", "--ignore-eos", "--json"]))
                     tokens = out["tokens"]
                     self.assertEqual(len(tokens), 16)
@@ -153,7 +153,7 @@ class EngineVsReference(unittest.TestCase):
                 with self.subTest(container=name, prompt_tokens=n):
                     ids = prompt(n, vocab, seed=100 + n)
                     fed = prompt(steps, vocab, seed=200 + n)
-                    out = json.loads(run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--decode-ids",
+                    out = json.loads(run([CLI, "eval", "--lut", "exact", path, "--ids", " ".join(map(str, ids)), "--decode-ids",
                                           " ".join(map(str, fed)), "--top", "1", "--full", "--json"]))
                     got = np.array(out["step_logits"], dtype=np.float64)
                     self.assertEqual(got.shape, (steps + 1, vocab))

@@ -188,7 +188,7 @@ class FamilyCase(unittest.TestCase):
         return self.built[key]
 
     def engine_eval(self, path, ids, *extra):
-        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra])
+        out = run([CLI, "eval", path, "--ids", " ".join(map(str, ids)), "--top", "1", "--full", "--json", *extra, *([] if "--lut" in extra else ["--lut", "exact"])])
         return json.loads(out)
 
     def check_logits_and_greedy(self, name, lengths=(1, 20, 100), fmt="bf16"):
@@ -197,7 +197,7 @@ class FamilyCase(unittest.TestCase):
         for n in lengths:
             with self.subTest(model=name, tokens=n):
                 ids = prompt(n, cfg["vocab_size"], seed=n)
-                tokens = json.loads(run([CLI, "run", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
+                tokens = json.loads(run([CLI, "run", "--lut", "exact", out, "--ids", " ".join(map(str, ids)), "-n", "16", "--temp", "0",
                                          "--ignore-eos", "--json"]))["tokens"]
                 ref = self.reference(dq, cfg, ids + tokens)
                 got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
@@ -227,7 +227,7 @@ class FamilyCase(unittest.TestCase):
         # model rarely emits one, so a copy of the container whose
         # generation_config.json also lists the 4th greedy token must stop there.
         ids = prompt(12, cfg["vocab_size"], seed=41)
-        greedy = [CLI, "run", None, "--ids", " ".join(map(str, ids)), "-n", "8", "--temp", "0", "--json"]
+        greedy = [CLI, "run", None, "--ids", " ".join(map(str, ids)), "-n", "8", "--temp", "0", "--json", "--lut", "exact"]
 
         def tokens(path, *extra):
             return json.loads(run([path if a is None else a for a in greedy] + list(extra)))["tokens"]

@@ -247,7 +247,7 @@ class EngineVsLlamaCpp(LlamaCppCase):
             self.deepseek_reference({k: v.double() for k, v in sd.items()}, cfg, ids, float("-inf"))
             gguf_moe.write_deepseek_v3(sd, cfg, path)
         got = self.llama_logits(path, ids)
-        r = subprocess.run([cli, "eval", out, "--ids", str(ids[0]), "--decode-ids", " ".join(map(str, ids[1:])),
+        r = subprocess.run([cli, "eval", "--lut", "exact", out, "--ids", str(ids[0]), "--decode-ids", " ".join(map(str, ids[1:])),
                             "--top", "1", "--full", "--json"], check=True, capture_output=True, text=True)
         engine = torch.tensor(json.loads(r.stdout)["step_logits"], dtype=torch.float32)
         self.assertAgrees(engine, got, label)

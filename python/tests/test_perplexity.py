@@ -88,7 +88,7 @@ class EnginePerplexity(unittest.TestCase):
         return total, n, scale
 
     def engine(self, path, *args):
-        return json.loads(run([CLI, "perplexity", self.container, path, "--json", *args]).stdout)
+        return json.loads(run([CLI, "perplexity", self.container, path, "--json", *args, *([] if "--lut" in args else ["--lut", "exact"])]).stdout)
 
     def test_u16_stream_matches_reference(self):
         path = os.path.join(self.tmp.name, "heldout.u16")
@@ -133,12 +133,12 @@ class EnginePerplexity(unittest.TestCase):
             path = os.path.join(self.tmp.name, "bad.u16")
             with open(path, "wb") as f:
                 f.write(data)
-            err = run([CLI, "perplexity", self.container, path, *args], expect=1).stderr
+            err = run([CLI, "perplexity", self.container, path, *args, *([] if "--lut" in args else ["--lut", "exact"])], expect=1).stderr
             self.assertIn(names, err)
         refused(b"\x01\x00\x02", "3 bytes, an odd number")
         refused(struct.pack("<4H", 1, 2, 4096, 3), "token 4096 at byte offset 4 is outside the model's vocabulary of 4096")
         refused(struct.pack("<4H", 1, 2, 3, 4), "holds 4 tokens; one window of --window 8 needs 9", "--window", "8")
-        run([CLI, "perplexity", self.container, os.path.join(self.tmp.name, "missing.u16")], expect=1)
+        run([CLI, "perplexity", "--lut", "exact", self.container, os.path.join(self.tmp.name, "missing.u16")], expect=1)
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ class VisionEndToEnd(unittest.TestCase):
         self.assertEqual(self.ids.count(self.pad), self.rows.shape[0])
         decode = [8, 9]
         for chunk in ("64", "1"):
-            out = json.loads(run([CLI, "eval", self.path, "--image", self.image, "--ids", "5 6 7", "--full", "--json",
+            out = json.loads(run([CLI, "eval", "--lut", "exact", self.path, "--image", self.image, "--ids", "5 6 7", "--full", "--json",
                                   "--chunk", chunk, "--decode-ids", " ".join(map(str, decode))]))
             self.assertEqual(out["prompt_tokens"], len(self.ids))
             for step, engine in enumerate(out["step_logits"]):
@@ -101,7 +101,7 @@ class VisionEndToEnd(unittest.TestCase):
     def test_the_image_is_what_the_model_sees(self):
         # Without the rows (the pads' table rows) the reference is far off: the
         # comparison above could not pass by ignoring the image.
-        out = json.loads(run([CLI, "eval", self.path, "--image", self.image, "--ids", "5 6 7", "--full", "--json"]))
+        out = json.loads(run([CLI, "eval", "--lut", "exact", self.path, "--image", self.image, "--ids", "5 6 7", "--full", "--json"]))
         logits, _ = self.model.forward(self.ids)
         engine, reference = np.asarray(out["logits"]), logits[-1].numpy()
         self.assertGreater(np.abs(engine - reference).max() / np.abs(reference).max(), 1e-3)
