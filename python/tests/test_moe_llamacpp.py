@@ -469,3 +469,37 @@ class RouterTiesVsLlamaCpp(LlamaCppCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class QualitySourceVsLlamaCpp(LlamaCppCase):
+    """`python -m waste_ref.hf_families` (scripts/compare-llama.sh's source
+    for every family but Kimi): the GGUF it writes holds the checkpoint it
+    writes, weight for weight, so llama.cpp on it is the unquantised model
+    both engines' files are measured against. The checkpoint is read back
+    from its safetensors (bf16 decoded), run through the reference, and
+    llama.cpp on the F32 GGUF must agree within REL_TOL; the reference on
+    the weights before their bf16 rounding must not (the GGUF would hold the
+    wrong weights if it took them)."""
+
+    def test_qwen3_gguf_is_the_checkpoint(self):
+        import json
+        from waste_ref import hf_families, hf_synth
+        cli = os.environ.get("WASTE_CLI", os.path.join(_paths.REPO_ROOT, "build", "release", "waste"))
+        shape = os.path.join(self.work, "shape.waste")
+        subprocess.run([cli, "synth", shape, "--preset", "tiny-qwen3", "--seed", "1"], check=True, capture_output=True)
+        with open(os.path.join(shape, "manifest.json")) as f:
+            cfg = json.load(f)["config"]
+        ckpt, path = os.path.join(self.work, "quality-src"), os.path.join(self.work, "quality-src.gguf")
+        seed = 3  # chosen for routing margins, checked below
+        self.assertEqual(hf_families.main([ckpt, "--family", "qwen3_moe", "--config-from", shape, "--seed", str(seed),
+                                           "--gguf", path]), 0)
+        sd = {k: torch.from_numpy(v.astype("float32")) for k, v in hf_synth.load_weights(ckpt).items()}
+        ids = prompt(cfg["vocab_size"])
+        trace = []
+        ref = qwen3_moe.forward(sd, cfg, ids, trace=trace)
+        for probs in trace:
+            self.assertGreater(margins_topk(probs, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+        got = self.llama_logits(path, ids)
+        self.assertAgrees(got, ref, "hf_families' GGUF against its checkpoint")
+        unrounded = qwen3_moe.forward(qwen3_moe.random_checkpoint(cfg, seed), cfg, ids)
+        self.assertDiffers(got, unrounded, "the weights before bf16 rounding", at_least=1e-4)
