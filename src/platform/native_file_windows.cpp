@@ -43,17 +43,19 @@ DWORD sector_bytes(HANDLE handle) {
     return std::max(storage.LogicalBytesPerSector, storage.PhysicalBytesPerSectorForPerformance);
 }
 
-// One manual-reset event per thread, for waiting on its own overlapped reads.
-HANDLE thread_event() {
-    struct Event {
-        HANDLE handle = ::CreateEventW(nullptr, TRUE, FALSE, nullptr);
-        ~Event() {
-            if (handle) ::CloseHandle(handle);
-        }
-    };
-    thread_local Event event;
-    return event.handle;
-}
+// A manual-reset event for one overlapped read, closed when the read is done.
+// Not one per thread: a thread_local with a destructor can run after
+// winpthreads has freed the thread's emulated TLS block (a page fault at
+// thread exit, seen under Wine), and an event costs microseconds beside a read.
+struct ReadEvent {
+    HANDLE handle = ::CreateEventW(nullptr, TRUE, FALSE, nullptr);
+    ReadEvent() = default;
+    ReadEvent(const ReadEvent&) = delete;
+    ReadEvent& operator=(const ReadEvent&) = delete;
+    ~ReadEvent() {
+        if (handle) ::CloseHandle(handle);
+    }
+};
 
 }  // namespace
 
@@ -144,10 +146,15 @@ bool path_identity(const std::string& path, FileIdentity* identity, std::string*
 }
 
 int64_t read_at_offset(NativeFile file, uint8_t* buffer, size_t bytes, uint64_t offset, int* error) {
+    const ReadEvent event;
+    if (!event.handle) {
+        *error = static_cast<int>(::GetLastError());
+        return -1;
+    }
     OVERLAPPED request{};
     request.Offset = static_cast<DWORD>(offset);
     request.OffsetHigh = static_cast<DWORD>(offset >> 32);
-    request.hEvent = thread_event();
+    request.hEvent = event.handle;
     // ReadFile takes a 32-bit count; a larger read comes back short and the
     // caller asks again for the rest, as after any short read.
     const DWORD want = static_cast<DWORD>(std::min<size_t>(bytes, DWORD{1} << 30));
