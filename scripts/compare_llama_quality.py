@@ -155,8 +155,8 @@ def main(argv=None):
         for label, container in a.container:
             got = {m: waste_logits(a, container, m, ids, positions) for m in modes}
             for m in modes:
-                rows["%s %s" % (label, m)] += [compare(ref[n - 1], got[m][n]) for n in positions]
                 key = "%s %s" % (label, m)
+                rows[key] += [compare(ref[n - 1], got[m][n]) for n in positions]
                 if key in increments:
                     exact = got[m.replace("int8", "exact")]
                     increments[key] += [compare(exact[n], got[m][n]) for n in positions]

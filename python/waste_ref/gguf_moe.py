@@ -392,6 +392,11 @@ def write_gpt_oss(sd, cfg, path, f16=False):
     w.write(path)
 
 
+# model_type -> the writer of that family's GGUF
+WRITERS = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe,
+           "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss}
+
+
 def main(argv=None):
     """python -m waste_ref.gguf_moe CONTAINER OUT.gguf [--f16]: the model a
     WASTE container holds (its trunk and dequantised VQ experts) as a GGUF
@@ -406,12 +411,10 @@ def main(argv=None):
     ap.add_argument("--f16", action="store_true")
     args = ap.parse_args(argv)
     c = Container(args.container)
-    writers = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe,
-               "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss}
-    if c.config.get("model_type") not in writers:
-        raise SystemExit("containers of %s are written here, not %r" % (sorted(writers), c.config.get("model_type")))
+    if c.config.get("model_type") not in WRITERS:
+        raise SystemExit("containers of %s are written here, not %r" % (sorted(WRITERS), c.config.get("model_type")))
     # decoded as the writer asks (an F16 GGUF of a mid container peaks near its F32 experts, ~5 GB)
-    writers[c.config["model_type"]](ContainerWeights(c, torch.float32), c.config, args.out, f16=args.f16)
+    WRITERS[c.config["model_type"]](ContainerWeights(c, torch.float32), c.config, args.out, f16=args.f16)
     print(args.out)
     return 0
 

@@ -274,10 +274,7 @@ def main(argv=None):
     for name, t in sd.items():
         if _kind(name) != "f32":
             sd[name] = t.to(torch.bfloat16).to(torch.float32)
-    writers = {"deepseek_v3": gguf_moe.write_deepseek_v3, "kimi_k2": gguf_moe.write_deepseek_v3,
-               "qwen3_moe": gguf_moe.write_qwen3_moe, "glm4_moe": gguf_moe.write_glm4_moe,
-               "gpt_oss": gguf_moe.write_gpt_oss}
-    writers[args.family](sd, cfg, args.gguf, f16=args.f16)
+    gguf_moe.WRITERS[args.family](sd, cfg, args.gguf, f16=args.f16)
     print(args.gguf)
     return 0
 
