@@ -243,6 +243,11 @@ void clear_container(const fs::path& out, bool keep_banks) {
     }
 }
 
+// The format a trunk tensor is stored in under these options (format::converter_trunk_format).
+format::TrunkFormat trunk_format(const ConvertOptions& options, const TrunkItem& item) {
+    return format::converter_trunk_format(item.name, item.shape, options.quantize_small_matrices, options.trunk_matrices);
+}
+
 // A unit's trunk tensors, written to a part file: payload then scales per
 // tensor, back to back (the same bytes trunk.bin will hold).
 json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const ConvertOptions& options,
@@ -255,8 +260,7 @@ json write_trunk_part(const WeightSource& source, const ConvertUnit& unit, const
     json entries = json::array();
     std::vector<float> values;
     for (const TrunkItem& item : unit.trunk) {
-        const format::TrunkFormat fmt =
-            format::converter_trunk_format(item.name, item.shape, options.quantize_small_matrices, options.trunk_matrices);
+        const format::TrunkFormat fmt = trunk_format(options, item);
         format::TrunkTensor t;
         t.name = item.name;
         t.fmt = fmt;
@@ -719,10 +723,7 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     Job job{source, plan, quant, layout, options, out, work, pool};
     for (const ConvertUnit& u : plan.units) {
         for (const TrunkItem& t : u.trunk)
-            job.total += format::trunk_tensor_bytes(format::converter_trunk_format(t.name, t.shape, options.quantize_small_matrices,
-                                                                                options.trunk_matrices),
-                                                   t.shape,
-                                                   trunk_group);
+            job.total += format::trunk_tensor_bytes(trunk_format(options, t), t.shape, trunk_group);
         if (u.moe) job.total += 3ull * quant.stages * quant.codebook_record_bytes() + layout.record_bytes * model.experts;
     }
 
