@@ -2,7 +2,9 @@
 #include "cli_main.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -61,21 +63,9 @@ void only_dash_options(CLI::App& app) {
     for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) only_dash_options(*command);
 }
 
-}  // namespace
-
-int run_command_line(CLI::App& app, int argc, char** argv) {
-#if defined(_WIN32)
-    use_binary_utf8_streams();
-    std::vector<std::string> arguments = utf8_arguments();
-    std::vector<char*> utf8_argv;
-    for (std::string& argument : arguments) utf8_argv.push_back(argument.data());
-    utf8_argv.push_back(nullptr);
-    if (!arguments.empty()) {
-        argc = static_cast<int>(arguments.size());
-        argv = utf8_argv.data();
-    }
-#endif
-    only_dash_options(app);
+// What parsing and running the command gave, before standard output is
+// finished (finish_output).
+int parse_and_run(CLI::App& app, int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -112,6 +102,40 @@ int run_command_line(CLI::App& app, int argc, char** argv) {
         return exit_runtime_error;
     }
     return 0;
+}
+
+// Standard output is flushed here, before main returns, not left to the C
+// runtime's exit: under Wine that last flush was sometimes lost while the
+// process was torn down, and a command exited 0 with the tail of its output
+// missing (an empty stdout, or JSON cut at a 4 KiB boundary). Output that
+// could not be written (a full disk, a closed pipe) is a failure, never a
+// result: exit 1 with the reason, unless the command had failed already.
+int finish_output(int code) {
+    errno = 0;
+    const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+    if (!failed || code != 0) return code;
+    const int error = errno;
+    fmt::print(stderr, "waste: writing the standard output failed: {}\n",
+               error ? std::strerror(error) : "an error on the stream");
+    return exit_runtime_error;
+}
+
+}  // namespace
+
+int run_command_line(CLI::App& app, int argc, char** argv) {
+#if defined(_WIN32)
+    use_binary_utf8_streams();
+    std::vector<std::string> arguments = utf8_arguments();
+    std::vector<char*> utf8_argv;
+    for (std::string& argument : arguments) utf8_argv.push_back(argument.data());
+    utf8_argv.push_back(nullptr);
+    if (!arguments.empty()) {
+        argc = static_cast<int>(arguments.size());
+        argv = utf8_argv.data();
+    }
+#endif
+    only_dash_options(app);
+    return finish_output(parse_and_run(app, argc, argv));
 }
 
 }  // namespace waste_cli

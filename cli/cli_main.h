@@ -9,7 +9,8 @@ namespace waste_cli {
 
 // Parses argv with app and runs the chosen command. Exit codes: 0 success;
 // 1 a runtime error (the message on stderr says what failed and what to do;
-// every exception that reaches here is one); 2 a usage error (with the usage
+// every exception that reaches here is one, and so is standard output that
+// could not be written); 2 a usage error (with the usage
 // line of the command that was being parsed).
 int run_command_line(CLI::App& app, int argc, char** argv);
 

@@ -51,6 +51,7 @@
 #include "kernels/vq_int8_build.h"
 #include "kernels/vq_matmul.h"
 #include "platform/thread_pool.h"
+#include "platform/thread_scratch.h"
 #include "trunk_tensors.h"
 
 #if WASTE_X86_SIMD && __has_include(<simde/x86/avx512.h>) && !defined(__AVX512F__)

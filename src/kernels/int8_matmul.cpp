@@ -8,6 +8,7 @@
 #include "format/f16.h"
 #include "kernels/isa_kernels.h"
 #include "kernels/vq_matmul.h"
+#include "platform/thread_scratch.h"
 
 #if WASTE_X86_SIMD
 #include <immintrin.h>
@@ -329,16 +330,15 @@ void decode_vq_int8_rows(Isa isa, const VqTableShape& shape, bool packed6, const
                          const float* books, const Int8Matrix& m, size_t row_begin, size_t row_end) {
     const size_t cols = static_cast<size_t>(shape.positions) * shape.vec_dim, ld = m.ld(), groups = m.groups();
     constexpr size_t batch = 4;  // rows decoded at a time: 4 f32 rows of 1024 stay in L1
-    thread_local std::vector<float> weights;
-    if (weights.size() < batch * ld) weights.resize(batch * ld);
+    float* const weights = platform::thread_scratch(platform::ScratchSlot::vq_int8_rows, batch * ld);
     for (size_t r = row_begin; r < row_end; r += batch) {
         const size_t n = std::min(batch, row_end - r);
-        vq_dequantize_rows(isa, shape, packed6, indices, books, r, n, weights.data(), ld);
+        vq_dequantize_rows(isa, shape, packed6, indices, books, r, n, weights, ld);
         for (size_t k = 0; k < n; ++k) {
             int8_t* q = m.q + (r + k) * ld;
             uint16_t bits;
             std::memcpy(&bits, scales_f16 + 2 * (r + k), 2);
-            m.scale[r + k] = format::f16_to_f32(bits) * quantize_int8_values(isa, weights.data() + k * ld, cols, q);
+            m.scale[r + k] = format::f16_to_f32(bits) * quantize_int8_values(isa, weights + k * ld, cols, q);
             std::memset(q + cols, 0, ld - cols);
             for (size_t g = 0; g < groups; ++g) {
                 const size_t begin = g * int8_group;

@@ -29,6 +29,7 @@
 #include "format/f16.h"
 #include "kernels/int8_matmul.h"
 #include "kernels/vq_int8_build.h"
+#include "platform/thread_scratch.h"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
@@ -317,9 +318,8 @@ template <class Tiles, bool P6, int S>
 void vq_matmul_range(const VqTableShape& shape, const uint8_t* indices, const uint8_t* scales_f16, const float* books,
                      const float* x, size_t ldx, size_t tokens, float* y, size_t ldy, size_t row_begin, size_t row_end) {
     const size_t cols = static_cast<size_t>(shape.positions) * 8, ld_tile = Tiles::ld(cols);
-    thread_local std::vector<float> tile_buffer;
-    if (tile_buffer.size() < tile_rows * ld_tile + Tiles::slack) tile_buffer.resize(tile_rows * ld_tile + Tiles::slack);
-    float* tile = Tiles::start(tile_buffer.data());
+    float* tile =
+        Tiles::start(platform::thread_scratch(platform::ScratchSlot::vq_tile, tile_rows * ld_tile + Tiles::slack));
     for (size_t r = row_begin; r < row_end; r += tile_rows) {
         const size_t n = std::min(tile_rows, row_end - r);
         dequantise_vq_rows<P6, S>(shape, indices, books, r, n, tile, ld_tile);

@@ -6,6 +6,7 @@
 #include "kernels/isa_kernels.h"
 #include "kernels/isa_neon.h"
 #include "kernels/trunk_matvec.h"
+#include "platform/thread_scratch.h"
 
 namespace waste::kernels {
 namespace {
@@ -27,9 +28,7 @@ void matmul_rows_scalar(const format::LoadedTensor& w, const float* x, size_t ld
 
 // Per-thread scratch for the decoded tile, grown once: no allocation per call.
 float* tile_scratch(size_t floats) {
-    thread_local std::vector<float> tile;
-    if (tile.size() < floats) tile.resize(floats);
-    return tile.data();
+    return platform::thread_scratch(platform::ScratchSlot::trunk_tile, floats);
 }
 
 }  // namespace
