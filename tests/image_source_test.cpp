@@ -25,14 +25,15 @@ struct Read {
     std::string bytes, code, message;
 };
 
-// flags for waste_image_source_read; with `dir`, waste_image_source_read_in_dir instead.
-Read read_source(const std::string& ref, uint32_t flags = 0, const char* dir = nullptr, bool in_dir = false) {
+// flags for waste_image_source_read; with `dir`, waste_image_source_read_in_dir
+// instead, reading no file over max_file_bytes (0: the 64 MiB bound).
+Read read_source(const std::string& ref, uint32_t flags = 0, const char* dir = nullptr, bool in_dir = false, uint64_t max_file_bytes = 0) {
     Read out;
     char* bytes = nullptr;
     size_t size = 0;
     char* error_json = nullptr;
     waste_error error{};
-    out.status = in_dir ? waste_image_source_read_in_dir(ref.data(), ref.size(), dir, &bytes, &size, &error_json, &error)
+    out.status = in_dir ? waste_image_source_read_in_dir(ref.data(), ref.size(), dir, max_file_bytes, &bytes, &size, &error_json, &error)
                         : waste_image_source_read(ref.data(), ref.size(), flags, &bytes, &size, &error_json, &error);
     if (bytes) out.bytes.assign(bytes, size);
     if (error_json) {
@@ -159,6 +160,13 @@ TEST(ImageSource, AnImageDirReadsOnlyRegularFilesUnderIt) {
     EXPECT_NE(bad.message.find("is not a directory"), std::string::npos) << bad.message;
     // data: URLs as ever
     EXPECT_EQ(in_dir("DATA:;BASE64,AAEC").bytes, std::string("\0\1\2", 3));
+    // The caller's bound (what a server's request may still hold): a file of
+    // exactly that many bytes is read, one byte over is refused unread.
+    EXPECT_EQ(read_source("ok.gif", 0, d.c_str(), true, 8).bytes, gif);
+    const Read over = read_source("ok.gif", 0, d.c_str(), true, 7);
+    EXPECT_EQ(over.code, "invalid_image") << over.message;
+    EXPECT_NE(over.message.find("over 7 bytes"), std::string::npos) << over.message;
+    EXPECT_EQ(read_source("ok.gif", 0, d.c_str(), true, uint64_t{1} << 40).bytes, gif) << "a bound over 64 MiB is 64 MiB";
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ using nlohmann::json;
 
 namespace {
 
-// waste_image_source_read_in_dir reads at most 64 MiB (waste.h); a data:
-// URL's bytes are at most 3/4 of its text.
+// A data: URL's bytes are at most 3/4 of its text, and no image is over
+// 64 MiB (waste.h).
 constexpr uint64_t kMaxImageFileBytes = uint64_t{64} << 20;
 
 }  // namespace
@@ -27,19 +27,21 @@ RequestImages read_request_images(const Engine& engine, const json& refs, const 
     for (size_t i = 0; i < refs.size(); ++i) {
         const std::string ref = refs[i].is_string() ? refs[i].get<std::string>() : std::string();
         // The library's buffer and the copy kept here: reserved for the
-        // most the image may be, then cut to what it is.
-        const uint64_t most = std::min<uint64_t>(kMaxImageFileBytes, ref.size());
+        // most the image may be, then cut to what it is. A file may be as
+        // large as this request can still hold (the library reads no more),
+        // so a small pool still reads small files.
         const bool data_url = ref.size() >= 5 && std::equal(ref.begin(), ref.begin() + 5, "data:", [](char a, char b) {
             return std::tolower(static_cast<unsigned char>(a)) == b;
         });
-        const uint64_t reserved = 2 * (data_url ? most : kMaxImageFileBytes);
+        const uint64_t most = std::max<uint64_t>(1, std::min<uint64_t>(kMaxImageFileBytes, data_url ? ref.size() : memory.headroom() / 2));
+        const uint64_t reserved = 2 * most;
         memory.grow(reserved, fmt::format("image {}", i + 1));
         char* bytes = nullptr;
         size_t size = 0;
         char* refusal = nullptr;
         waste_error error{};
-        if (waste_image_source_read_in_dir(ref.data(), ref.size(), image_dir.empty() ? nullptr : image_dir.c_str(), &bytes, &size,
-                                           &refusal, &error) != WASTE_OK) {
+        if (waste_image_source_read_in_dir(ref.data(), ref.size(), image_dir.empty() ? nullptr : image_dir.c_str(), data_url ? 0 : most,
+                                           &bytes, &size, &refusal, &error) != WASTE_OK) {
             const json e = json::parse(refusal ? refusal : "{}", nullptr, false);
             waste_string_free(refusal);
             const std::string code = e.is_object() && e.contains("code") && e["code"].is_string() ? e["code"].get<std::string>()

@@ -38,6 +38,8 @@ public:
         // Gives back bytes it no longer holds (at most what it has).
         void shrink(uint64_t bytes);
         uint64_t bytes() const { return bytes_; }
+        // The most this request may grow by (it holds the whole pool then).
+        uint64_t headroom() const { return pool_->capacity() - bytes_; }
 
     private:
         RequestMemory* pool_;

@@ -1079,7 +1079,9 @@ WASTE_API waste_status waste_chat_render_json(const waste_model* model, const ch
 WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, uint32_t flags, char** out_bytes,
                                                size_t* out_size, char** out_error_json, waste_error* error);
 /* The same for a server whose clients may name files in one directory
- * (`waste serve --image-dir DIR`): a path (relative ones from image_dir) or
+ * (`waste serve --image-dir DIR`), reading no file over max_file_bytes (0:
+ * the 64 MiB bound; never more than it; a server passes what the request
+ * may still hold): a path (relative ones from image_dir) or
  * `file://` URL is read only when it resolves — links followed, `.` and `..`
  * removed — to a regular file under image_dir's own resolved path; the file
  * is opened without blocking (a FIFO or device never holds the caller) and
@@ -1088,8 +1090,8 @@ WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, u
  * exists; a file there that is not a regular file or is over 64 MiB is
  * "invalid_image"; no refusal shows a file's contents. image_dir NULL: no
  * local file; one that is not a directory is WASTE_ERR_INVALID_ARGUMENT. */
-WASTE_API waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, char** out_bytes,
-                                                      size_t* out_size, char** out_error_json, waste_error* error);
+WASTE_API waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, uint64_t max_file_bytes,
+                                                      char** out_bytes, size_t* out_size, char** out_error_json, waste_error* error);
 
 /* Reads a generated reply back by token id (k3-chat.md §12): reasoning,
  * content and tool calls, incrementally, in the model's family's format

@@ -294,12 +294,14 @@ waste_status waste_image_source_read(const char* ref, size_t length, uint32_t fl
     });
 }
 
-waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, char** out_bytes,
-                                            size_t* out_size, char** out_error_json, waste_error* error) {
+waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, uint64_t max_file_bytes,
+                                            char** out_bytes, size_t* out_size, char** out_error_json, waste_error* error) {
     return guarded(error, [&] {
         clear_image_outputs("waste_image_source_read_in_dir", ref, length, out_bytes, out_size, out_error_json);
         const std::string dir = image_dir ? waste::chat::resolve_image_dir(image_dir) : "";
-        read_image_source_c(ref, length, {.any = false, .dir = dir}, out_bytes, out_size, out_error_json);
+        waste::chat::LocalImages local{.any = false, .dir = dir};
+        if (max_file_bytes) local.max_file_bytes = max_file_bytes;
+        read_image_source_c(ref, length, local, out_bytes, out_size, out_error_json);
     });
 }
 

@@ -52,9 +52,11 @@ std::string decode_data_url(std::string_view ref) {
     return bytes;
 }
 
-std::string read_local(std::string_view path, std::string_view ref) {
+uint64_t file_bound(const LocalImages& local) { return std::min(local.max_file_bytes, max_image_file_bytes); }
+
+std::string read_local(std::string_view path, std::string_view ref, uint64_t most) {
     try {
-        return platform::read_small_file(std::string(path), max_image_file_bytes);
+        return platform::read_small_file(std::string(path), most);
     } catch (const Error& e) {
         throw RequestError(fmt::format("image {} cannot be read: {}", quoted(ref), e.what()), "messages", "invalid_image");
     }
@@ -62,7 +64,7 @@ std::string read_local(std::string_view path, std::string_view ref) {
 
 // A file under `dir` (resolved): see image_source.h. The refusals for paths
 // outside it name neither the reason nor whether anything is there.
-std::string read_under(const std::string& dir, std::string_view path, std::string_view ref) {
+std::string read_under(const std::string& dir, std::string_view path, std::string_view ref, uint64_t most) {
     namespace fs = std::filesystem;
     const auto not_allowed = [&] {
         return RequestError(fmt::format("image {} is not allowed: only files under the server's image directory are read",
@@ -78,11 +80,11 @@ std::string read_under(const std::string& dir, std::string_view path, std::strin
     if (base_end != base.end() || resolved == base) throw not_allowed();
     try {
         // open_for_reading opens without blocking and refuses what is not a regular file
-        return platform::read_small_file(platform::utf8_text(resolved), max_image_file_bytes);
+        return platform::read_small_file(platform::utf8_text(resolved), most);
     } catch (const Error& e) {
         const bool too_big = std::string_view(e.what()).find("more than") != std::string_view::npos;
         throw RequestError(fmt::format("image {} is not an image file{}", quoted(ref),
-                                       too_big ? fmt::format(" (over {} bytes)", max_image_file_bytes) : " (not a readable regular file)"),
+                                       too_big ? fmt::format(" this server reads (over {} bytes)", most) : " (not a readable regular file)"),
                            "messages", "invalid_image");
     }
 }
@@ -107,8 +109,8 @@ std::string read_image_source(std::string_view ref, const LocalImages& local) {
     const bool plain_path = !path.empty() && path.find("://") == std::string_view::npos && path.find('\0') == std::string_view::npos;
     if (!plain_path)
         throw RequestError(fmt::format("image reference {} is not a base64 data: URL", quoted(ref)), "messages", "invalid_image_url");
-    if (local.any) return read_local(path, ref);
-    if (!local.dir.empty()) return read_under(local.dir, path, ref);
+    if (local.any) return read_local(path, ref, file_bound(local));
+    if (!local.dir.empty()) return read_under(local.dir, path, ref, file_bound(local));
     throw RequestError(fmt::format("image {} names a file on the server, which this server does not allow "
                                    "(--image-dir); send it as a base64 data: URL",
                                    quoted(ref)),

@@ -18,13 +18,16 @@ inline constexpr uint64_t max_image_file_bytes = uint64_t{64} << 20;
 struct LocalImages {
     bool any = false;     // every path the process can read (the CLI's own --image)
     std::string dir;      // else, when not empty: only regular files under this directory
+    // The largest file read (a server passes what a request may still hold);
+    // never more than max_image_file_bytes.
+    uint64_t max_file_bytes = max_image_file_bytes;
 };
 
 // Throws RequestError (param "messages") with code "invalid_image_url" (not a
 // base64 data: URL, a path, or a file: URL; or bad base64), "image_url_not_fetched"
 // (http/https), "local_images_disallowed" (a path or file: URL where no local
 // file is allowed), or "invalid_image" (a file that cannot be read or is
-// larger than max_image_file_bytes; not a regular file).
+// larger than local.max_file_bytes; not a regular file).
 //
 // Under local.dir, a path (relative ones from the directory) is resolved —
 // links followed, "." and ".." removed — and read only if the result lies
