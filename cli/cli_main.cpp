@@ -116,7 +116,7 @@ int finish_output(int code) {
     if (!failed || code != 0) return code;
     const int error = errno;
     fmt::print(stderr, "waste: writing the standard output failed: {}\n",
-               error ? std::strerror(error) : "an error on the stream");
+               error ? std::strerror(error) : "an earlier write to it was refused");
     return exit_runtime_error;
 }
 
