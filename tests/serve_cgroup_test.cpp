@@ -49,6 +49,7 @@
 #include <libdeflate.h>
 #include <nlohmann/json.hpp>
 
+#include "base64_encode.h"
 #include "child_process.h"
 #include "memory_cgroup.h"
 #include "test_support.h"
@@ -331,21 +332,6 @@ std::string black_png(uint32_t width, uint32_t height) {
     return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", header) + chunk("IDAT", packed) + chunk("IEND", "");
 }
 
-std::string base64(const std::string& bytes) {
-    static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-        uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
-        if (i + 1 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-        if (i + 2 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 2]);
-        out += alphabet[(v >> 18) & 63];
-        out += alphabet[(v >> 12) & 63];
-        out += i + 1 < bytes.size() ? alphabet[(v >> 6) & 63] : '=';
-        out += i + 2 < bytes.size() ? alphabet[v & 63] : '=';
-    }
-    return out;
-}
-
 std::string image_chat(const std::string& url, bool stream = false) {
     return json{{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "what is in the picture"}},
                                                                {{"type", "image_url"}, {"image_url", {{"url", url}}}}}}}}},
@@ -378,8 +364,8 @@ TEST(ServeCgroup, TheVisionServerHoldsItsPlanUnderHostileImages) {
     std::memcpy(claims_too_much.data() + 18, &side, 4);
     std::memcpy(claims_too_much.data() + 22, &side, 4);
 
-    const std::string bomb = "data:image/png;base64," + base64(black_png(6000, 6000));
-    const std::string biggest_bmp = "data:image/bmp;base64," + base64(bmp(420, 580, 5));  // ~730 KB, ~975 KB as base64
+    const std::string bomb = "data:image/png;base64," + waste_test::base64_encode(black_png(6000, 6000));
+    const std::string biggest_bmp = "data:image/bmp;base64," + waste_test::base64_encode(bmp(420, 580, 5));  // ~730 KB, ~975 KB as base64
     Requests requests;
     const std::string chat = "/v1/chat/completions";
     for (int i = 0; i < 8; ++i) requests.push_back({chat, image_chat(bomb), {200}, "a PNG of 6000 x 6000 black pixels"});
@@ -389,7 +375,8 @@ TEST(ServeCgroup, TheVisionServerHoldsItsPlanUnderHostileImages) {
     for (const char* file : {"link.bmp", "pipe.bmp", "../secret.bmp"})
         for (int i = 0; i < 4; ++i) requests.push_back({chat, image_chat(file), {400}, file});
     for (int i = 0; i < 4; ++i)
-        requests.push_back({chat, image_chat("data:image/bmp;base64," + base64(claims_too_much)), {400}, "a header of 10,000 x 10,000"});
+        requests.push_back(
+            {chat, image_chat("data:image/bmp;base64," + waste_test::base64_encode(claims_too_much)), {400}, "a header of 10,000 x 10,000"});
     for (int i = 0; i < 8; ++i)
         requests.push_back({chat, json{{"messages", {{{"role", "user"}, {"content", words(100 + 10 * i)}}}}, {"max_tokens", 8}}.dump(), {200},
                             "a plain chat"});

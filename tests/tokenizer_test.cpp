@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/error.h"
+#include "base64_encode.h"
 #include "test_support.h"
 #include "text_corpus.h"
 #include "text/bpe.h"
@@ -70,21 +71,7 @@ bool oracle_installed() {
 // tokens (as BPE needs).
 std::string small_rank_file(const std::vector<std::string>& merges) {
     std::string file;
-    auto base64 = [](const std::string& bytes) {
-        static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        std::string out;
-        for (size_t i = 0; i < bytes.size(); i += 3) {
-            const size_t n = std::min<size_t>(3, bytes.size() - i);
-            uint32_t block = static_cast<uint8_t>(bytes[i]) << 16;
-            if (n > 1) block |= static_cast<uint8_t>(bytes[i + 1]) << 8;
-            if (n > 2) block |= static_cast<uint8_t>(bytes[i + 2]);
-            out += alphabet[(block >> 18) & 63];
-            out += alphabet[(block >> 12) & 63];
-            out += n > 1 ? alphabet[(block >> 6) & 63] : '=';
-            out += n > 2 ? alphabet[block & 63] : '=';
-        }
-        return out;
-    };
+    const auto base64 = waste_test::base64_encode;
     int rank = 0;
     for (int byte = 0; byte < 256; ++byte) file += fmt::format("{} {}\n", base64(std::string(1, static_cast<char>(byte))), rank++);
     for (const auto& merge : merges) file += fmt::format("{} {}\n", base64(merge), rank++);
