@@ -1087,7 +1087,7 @@ WASTE_API waste_status waste_image_source_read(const char* ref, size_t length, u
  * is opened without blocking (a FIFO or device never holds the caller) and
  * its type checked before a byte is read. A path that does not resolve
  * there is "local_images_disallowed", in the same words whether or not it
- * exists; a file there that is not a regular file or is over 64 MiB is
+ * exists; a file there that is not a regular file or is over the bound is
  * "invalid_image"; no refusal shows a file's contents. image_dir NULL: no
  * local file; one that is not a directory is WASTE_ERR_INVALID_ARGUMENT. */
 WASTE_API waste_status waste_image_source_read_in_dir(const char* ref, size_t length, const char* image_dir, uint64_t max_file_bytes,
