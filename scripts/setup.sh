@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev lld
   nlohmann-json3-dev libcli11-dev libfmt-dev libdeflate-dev liburing-dev
   libgtest-dev googletest libpcre2-dev libsimde-dev libicu-dev
   python3-torch python3-numpy python3-regex python3-jinja2

@@ -8,6 +8,8 @@
 
 #if WASTE_X86_SIMD
 #include <immintrin.h>
+
+#include "platform/target_region.h"
 #endif
 
 namespace waste::convert::row_passes {
@@ -84,8 +86,7 @@ RowError row_error_any(const float* w, const float* normalised, const float* res
 }
 
 #if WASTE_X86_SIMD
-#pragma GCC push_options
-#pragma GCC target("avx512f")  // AVX-512F only: what the dispatch checks
+WASTE_TARGET_BEGIN("avx512f")  // AVX-512F only: what the dispatch checks
 
 // (GCC 12 leaves the bodies' loops scalar at this target; hence intrinsics.)
 __attribute__((noinline)) uint32_t first_non_finite_avx512(const float* row, uint32_t cols) {
@@ -156,7 +157,7 @@ __attribute__((noinline)) RowError row_error_avx512(const float* w, const float*
     return combine(es, ss);
 }
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 #endif
 
 [[maybe_unused]] bool use_avx512(RowPath path) {

@@ -10,6 +10,8 @@
 
 #if WASTE_X86_SIMD
 #include <immintrin.h>
+
+#include "platform/target_region.h"
 #endif
 
 namespace waste::convert {
@@ -49,8 +51,7 @@ void nearest_scalar(const SearchBook& book, const float* vectors, size_t count, 
 }
 
 #if WASTE_X86_SIMD
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+WASTE_TARGET_BEGIN("avx2,fma")
 
 // The answer from per-lane (best value, best index) pairs that each hold
 // their lane's first minimum: the smallest value and, among equal ones, the
@@ -238,7 +239,7 @@ __attribute__((noinline)) void nearest_screened_avx2(const SearchBook& book, con
         stats->exhaustive_vectors += exhaustive;
     }
 }
-#pragma GCC pop_options
+WASTE_TARGET_END
 #endif
 
 }  // namespace

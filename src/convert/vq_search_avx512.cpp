@@ -14,6 +14,8 @@
 
 #if WASTE_X86_SIMD
 #include <immintrin.h>
+
+#include "platform/target_region.h"
 #endif
 
 namespace waste::convert::detail {
@@ -21,8 +23,7 @@ namespace waste::convert::detail {
 #if WASTE_X86_SIMD
 // The exhaustive path needs AVX-512F only (what avx512_search_available()
 // checks): no BW/VL/DQ instruction may be generated in this region.
-#pragma GCC push_options
-#pragma GCC target("avx512f,fma")
+WASTE_TARGET_BEGIN("avx512f,fma")
 
 namespace {
 
@@ -131,11 +132,10 @@ void nearest_avx512(const SearchBook& book, const float* vectors, size_t count, 
     }
 }
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 // The screened path: AVX-512F/BW/VL and VNNI (avx512_screen_available()).
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,fma")
+WASTE_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,fma")
 
 namespace {
 
@@ -287,7 +287,7 @@ void nearest_screened_avx512(const SearchBook& book, const float* vectors, size_
     }
 }
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 #endif
 
 }  // namespace waste::convert::detail

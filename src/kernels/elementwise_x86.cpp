@@ -7,18 +7,21 @@
 
 #include <immintrin.h>
 
+#include "platform/target_region.h"
+
 #include <cmath>
 #include <cstdint>
 
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace waste::kernels {
 
 namespace {
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+WASTE_TARGET_BEGIN("avx2,fma")
 
 namespace avx2 {
 
@@ -70,10 +73,9 @@ struct V {
 
 }  // namespace avx2
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f")
+WASTE_TARGET_BEGIN("avx512f")
 
 namespace avx512 {
 
@@ -146,7 +148,7 @@ struct V {
 
 }  // namespace avx512
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 }  // namespace
 

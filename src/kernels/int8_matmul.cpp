@@ -13,12 +13,16 @@
 #if WASTE_X86_SIMD
 #include <immintrin.h>
 
+#include "platform/target_region.h"
+
 #include "kernels/int8_reduce_avx512.h"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace waste::kernels {
@@ -61,8 +65,7 @@ void int8_matmul_rows_scalar(const Int8Matrix& m, const int8_t* xq, size_t ldq, 
 }
 
 #if WASTE_X86_SIMD
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx2,fma,f16c")
 
 // AVX2: |x| times w carrying x's sign (vpsignb), so the pairwise byte
 // multiply-add (at most 2 · 127 · 127) never saturates; then pairs of int16
@@ -113,10 +116,9 @@ void tile(const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, si
 }
 
 }  // namespace avx2
-#pragma GCC pop_options
+WASTE_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
 // AVX-512 VNNI: vpdpbusd multiplies unsigned by signed bytes, so the
 // activations go in as x + 128 and each group's dot loses 128 · Σ q of the
@@ -198,7 +200,7 @@ int32_t byte_sum(const int8_t* q, size_t count) {  // count: a multiple of 64
 }
 
 }  // namespace vnni
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 template <int TB>
 void run_tile(bool vnni_body, const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, size_t t0, size_t r0,
@@ -208,8 +210,7 @@ void run_tile(bool vnni_body, const Int8Matrix& m, const int8_t* xq, size_t ldq,
 }
 
 namespace avx2 {
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx2,fma,f16c")
 // quantize_span's AVX2 body: the same max (exact in any order), the same
 // products, cvtps2dq's nearest-even rounding for lrintf's.
 float quantize_span(const float* v, size_t count, int8_t* q) {
@@ -250,7 +251,7 @@ int32_t byte_sum(const int8_t* q, size_t count) {
     }
     return hsum(sum);
 }
-#pragma GCC pop_options
+WASTE_TARGET_END
 }  // namespace avx2
 
 bool int8_matmul_rows_x86(Isa isa, const Int8Matrix& m, const int8_t* xq, size_t ldq, const float* xs, size_t tokens,

@@ -20,6 +20,8 @@
 
 #include <immintrin.h>
 
+#include "platform/target_region.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -34,7 +36,9 @@
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace waste::kernels {
 
@@ -42,8 +46,7 @@ namespace {
 
 using format::TrunkFormat;
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace avx2 {
 
@@ -427,9 +430,11 @@ bool build_table(const VqTableShape& shape, const float* books, const float* x, 
 // row accumulators into one ymm and assembles each vector of eight table
 // values with inserts and shuffles, which measured slower in the engine's
 // access pattern (docs/bench-log/kernels.md, "VQ expert matvec (lookup
-// tables)").
+// tables)"). GCC only: clang has no such switch per region.
+#if !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC optimize("no-tree-slp-vectorize")
+#endif
 
 template <int K>
 constexpr size_t index_bytes = K == 6 ? 3 : K;  // per (row, position); K > 0
@@ -621,7 +626,9 @@ void apply_range_int8(const VqTableShape& shape, const uint8_t* indices, const u
                  });
 }
 
+#if !defined(__clang__)
 #pragma GCC pop_options
+#endif
 
 bool apply_table(const VqTableShape& shape, bool packed6, const uint8_t* indices, const uint8_t* scales_f16,
                  const float* table, float* y, size_t row_begin, size_t row_end) {
@@ -776,10 +783,9 @@ bool apply_table_int8(const VqTableShape& shape, bool packed6, const uint8_t* in
 
 }  // namespace avx2
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 
 namespace avx512 {
 #define WASTE_KEEP(v) __asm__("" : "+v"(v))
@@ -870,12 +876,11 @@ struct Tiles16 {
 };
 }  // namespace avx512
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 // The approximate int8 mode's byte permutes need VBMI on top (Ice Lake, Zen 4
 // and later); called only when the CPU reports it.
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vbmi,avx2,fma,f16c")
 
 namespace avx512::vbmi {
 #define WASTE_KEEP(v) __asm__("" : "+v"(v))
@@ -883,12 +888,11 @@ namespace avx512::vbmi {
 #undef WASTE_KEEP
 }  // namespace avx512::vbmi
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 // The int8 mode's integer table build needs VNNI (Cascade Lake, Ice Lake,
 // Zen 4 and later); called only when the CPU reports it.
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
 namespace avx512::vnni {
 #define WASTE_KEEP(v) __asm__("" : "+v"(v))
@@ -896,7 +900,7 @@ namespace avx512::vnni {
 #undef WASTE_KEEP
 }  // namespace avx512::vnni
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 }  // namespace
 

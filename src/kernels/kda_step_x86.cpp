@@ -16,12 +16,16 @@
 
 #include <immintrin.h>
 
+#include "platform/target_region.h"
+
 #include <utility>
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace waste::kernels {
 
@@ -68,8 +72,7 @@ void run_tokens(float* state, size_t d, const KdaHeadRun& run, float* scratch) {
     }
 }
 
-#pragma GCC push_options
-#pragma GCC target("avx2")
+WASTE_TARGET_BEGIN("avx2")
 
 // AVX2 without FMA in the target: no product can be contracted.
 template <bool Finish, bool Start>
@@ -118,10 +121,9 @@ struct SweepAvx2 {
     }
 };
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx512f")
+WASTE_TARGET_BEGIN("avx512f")
 
 // AVX-512F implies FMA in GCC's target model, so each product is kept.
 #define WASTE_KEEP(v) __asm__("" : "+v"(v))
@@ -177,7 +179,7 @@ struct SweepAvx512 {
 };
 
 #undef WASTE_KEEP
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 }  // namespace
 

@@ -11,12 +11,16 @@
 #if WASTE_X86_SIMD
 #include <immintrin.h>
 
+#include "platform/target_region.h"
+
 #include "kernels/int8_reduce_avx512.h"
 
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_* used as
 // the pass-through of unmasked intrinsics): a known false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace waste::kernels {
@@ -68,8 +72,7 @@ void rows_scalar(const format::LoadedTensor& w, const TrunkInt8Input& in, float*
 }
 
 #if WASTE_X86_SIMD
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
 namespace vnni {
 
@@ -374,10 +377,9 @@ size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, s
 }
 
 }  // namespace vnni
-#pragma GCC pop_options
+WASTE_TARGET_END
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+WASTE_TARGET_BEGIN("avx2,fma,f16c")
 
 // AVX2 without VNNI: |x| times w carrying x's sign (vpsignb) in the
 // pairwise byte multiply (at most 2 · 127 · 127: never saturates), pairs of
@@ -472,7 +474,7 @@ size_t rows(const format::LoadedTensor& w, const TrunkInt8Input& in, float* y, s
 }
 
 }  // namespace avx2
-#pragma GCC pop_options
+WASTE_TARGET_END
 #endif
 
 }  // namespace

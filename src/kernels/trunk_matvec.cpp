@@ -9,6 +9,10 @@
 #include "kernels/isa_neon.h"
 #include "platform/error.h"
 
+#if WASTE_X86_SIMD
+#include <cpuid.h>
+#endif
+
 namespace waste::kernels {
 
 using format::TrunkFormat;
@@ -23,15 +27,25 @@ const char* isa_name(Isa isa) {
     return "?";
 }
 
+#if WASTE_X86_SIMD
+namespace {
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports does not know "f16c").
+bool cpu_has_f16c() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+}  // namespace
+#endif
+
 Isa best_isa() {
 #if WASTE_X86_SIMD
     static const Isa isa = [] {
         __builtin_cpu_init();
         // the AVX-512 variant also uses AVX2, FMA and F16C (every AVX-512 CPU has them)
         if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") && cpu_has_f16c())
             return Isa::avx512;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c())
             return Isa::avx2;
         return Isa::scalar;
     }();

@@ -17,10 +17,11 @@
 
 #include <libdeflate.h>
 
-// As kernels/isa.h: clang 14 does not honour `#pragma GCC target` regions.
-#if defined(__x86_64__) && !defined(__clang__)
+#if defined(__x86_64__)
 #define WASTE_CRC_FOLD 1
 #include <immintrin.h>
+
+#include "platform/target_region.h"
 #else
 #define WASTE_CRC_FOLD 0
 #endif
@@ -32,8 +33,7 @@ namespace {
 constexpr size_t fold_bytes = 256;       // a step: four 64-byte accumulators
 constexpr size_t fold_min_bytes = 4096;  // shorter buffers go to libdeflate whole
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,vpclmulqdq")
+WASTE_TARGET_BEGIN("avx512f,vpclmulqdq")
 
 // bytes >= 2 · fold_bytes
 uint32_t crc32_folded(const uint8_t* p, size_t bytes, uint32_t previous) {
@@ -59,7 +59,7 @@ uint32_t crc32_folded(const uint8_t* p, size_t bytes, uint32_t previous) {
     return body == bytes ? crc : static_cast<uint32_t>(libdeflate_crc32(crc, p + body, bytes - body));
 }
 
-#pragma GCC pop_options
+WASTE_TARGET_END
 
 bool cpu_folds() {
     static const bool yes = [] {
