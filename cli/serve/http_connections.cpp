@@ -69,6 +69,7 @@ public:
     }
 
     bool is_readable() const override { return buffered() > 0 || wait_readable(); }
+    bool has_buffered() const { return buffered() > 0; }
     bool is_writable() const override { return poll_for(connection_.socket, POLLOUT, limits_.write_timeout) > 0; }
 
     ssize_t read(char* ptr, size_t size) override {
@@ -152,17 +153,17 @@ public:
                 }
             });
     }
-    void push(std::function<void()> task) {
+    // Queues task unless `limit` are already queued or running (false:
+    // not queued).
+    bool push_below(size_t limit, std::function<void()> task) {
         {
             std::lock_guard lock(mutex_);
+            if (stopping_ || pending_ >= limit) return false;
             tasks_.push_back(std::move(task));
             ++pending_;
         }
         ready_.notify_one();
-    }
-    size_t pending() const {
-        std::lock_guard lock(mutex_);
-        return pending_;
+        return true;
     }
     void join() {
         {
@@ -182,63 +183,81 @@ private:
     std::vector<std::thread> workers_;
 };
 
+}  // namespace
+
 // httplib hands each accepted connection to enqueue() on its listener
 // thread: a connection goes to the main lane while fewer than
 // max_connections are there (queued or served), so it never waits for a
 // thread; else its task runs at once, on this thread, and hands the socket
-// to the overflow lane (HttpServer::process_and_close_socket).
+// to the overflow lane (HttpServer::process_and_close_socket). A kept-alive
+// connection whose next request arrives comes back through try_main().
 class LanedTaskQueue : public httplib::TaskQueue {
 public:
-    explicit LanedTaskQueue(size_t max_connections) : main_(max_connections), max_connections_(max_connections) {}
+    LanedTaskQueue(HttpServer& server, size_t max_connections)
+        : server_(server), main_(max_connections), max_connections_(max_connections) {}
 
     void enqueue(std::function<void()> task) override {
-        if (main_.pending() < max_connections_) return main_.push(std::move(task));
+        if (main_.push_below(max_connections_, task)) return;
         t_lane = Lane::overflow;
         task();
         t_lane = Lane::main;
     }
+    bool try_main(std::function<void()> task) { return main_.push_below(max_connections_, std::move(task)); }
 
-    void shutdown() override { main_.join(); }
+    // httplib deletes the queue after this: the server stops handing it
+    // connections first.
+    void shutdown() override {
+        server_.forget_queue();
+        main_.join();
+    }
 
 private:
+    HttpServer& server_;
     WorkerLane main_;
     size_t max_connections_;
 };
 
-}  // namespace
-
-// Connections past the cap: one thread polls them all until each has sent
-// something (a load balancer's probe sends its request at once; a client
-// that sends nothing for kOverflowRequestTimeout is closed), then two
-// workers serve that one request. So a connection that sends slowly or not
-// at all never holds a worker, and /health is answered whatever the others
-// do; past kOverflowBacklog waiting, a connection is closed unanswered.
-class OverflowLane {
+// Sockets waiting for their next bytes, all polled by one thread: each is
+// handed to on_ready once it is readable (or hung up), or closed once its
+// deadline passes; at most `capacity` wait. stop() closes every one still
+// waiting and takes no more.
+class ReadyPoller {
 public:
-    explicit OverflowLane(HttpServer& server) : server_(server), workers_(kOverflowThreads) {
+    using OnReady = std::function<void(int socket, size_t requests_done)>;
+
+    ReadyPoller(size_t capacity, OnReady on_ready) : capacity_(capacity), on_ready_(std::move(on_ready)) {
         if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;
-        poller_ = std::thread([this] { poll_loop(); });
+        thread_ = std::thread([this] { poll_loop(); });
     }
-    ~OverflowLane() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
-        wake();
-        poller_.join();
-        workers_.join();
+    ~ReadyPoller() {
+        stop();
+        thread_.join();
         for (const int fd : wake_)
             if (fd >= 0) ::close(fd);
     }
 
-    void add(int socket) {
+    // False, and the socket is left to the caller, when full or stopped.
+    bool add(int socket, Clock::time_point deadline, size_t requests_done) {
         {
             std::lock_guard lock(mutex_);
-            if (stopping_ || waiting_.size() >= kOverflowBacklog) {
-                ::close(socket);
-                return;
-            }
-            waiting_.push_back({socket, Clock::now() + kOverflowRequestTimeout});
+            if (stopping_ || waiting_.size() >= capacity_) return false;
+            waiting_.push_back({socket, deadline, requests_done});
+        }
+        wake();
+        return true;
+    }
+    bool has_room() const {
+        std::lock_guard lock(mutex_);
+        return !stopping_ && waiting_.size() < capacity_;
+    }
+    size_t size() const {
+        std::lock_guard lock(mutex_);
+        return waiting_.size();
+    }
+    void stop() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
         }
         wake();
     }
@@ -247,6 +266,7 @@ private:
     struct Waiting {
         int socket;
         Clock::time_point deadline;
+        size_t requests_done;
     };
 
     void wake() {
@@ -272,28 +292,91 @@ private:
                 [[maybe_unused]] const ssize_t n = ::read(wake_[0], drain, sizeof drain);
             }
             const auto now = Clock::now();
-            std::lock_guard lock(mutex_);
-            for (size_t i = 0; i < waiting.size(); ++i) {
-                const bool ready = fds[i + 1].revents != 0;
-                if (!ready && now < waiting[i].deadline) continue;
-                const int socket = waiting[i].socket;
-                std::erase_if(waiting_, [socket](const Waiting& w) { return w.socket == socket; });
-                if (ready) workers_.push([this, socket] { server_.serve(socket, true); });
-                else ::close(socket);
+            std::vector<Waiting> ready;
+            {
+                std::lock_guard lock(mutex_);
+                if (stopping_) break;
+                for (size_t i = 0; i < waiting.size(); ++i) {
+                    const bool readable = fds[i + 1].revents != 0;
+                    if (!readable && now < waiting[i].deadline) continue;
+                    const int socket = waiting[i].socket;
+                    std::erase_if(waiting_, [socket](const Waiting& w) { return w.socket == socket; });
+                    if (readable) ready.push_back(waiting[i]);
+                    else ::close(socket);
+                }
             }
+            for (const Waiting& w : ready) on_ready_(w.socket, w.requests_done);
         }
         std::lock_guard lock(mutex_);
         for (const Waiting& w : waiting_) ::close(w.socket);
         waiting_.clear();
     }
 
-    HttpServer& server_;
-    WorkerLane workers_;
-    std::thread poller_;
+    const size_t capacity_;
+    const OnReady on_ready_;
+    std::thread thread_;
     int wake_[2] = {-1, -1};
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::vector<Waiting> waiting_;
     bool stopping_ = false;
+};
+
+// Connections past the cap wait in a poller until each has sent something
+// (a load balancer's probe sends its request at once; a client that sends
+// nothing for kOverflowRequestTimeout is closed), then two workers serve
+// that one request. So a connection that sends slowly or not at all never
+// holds a worker, and /health is answered whatever the others do; past
+// kOverflowBacklog waiting, a connection is closed unanswered.
+class OverflowLane {
+public:
+    explicit OverflowLane(HttpServer& server)
+        : server_(server), workers_(kOverflowThreads), poller_(kOverflowBacklog, [this](int socket, size_t requests_done) {
+              serve_now(socket, requests_done);
+          }) {}
+    ~OverflowLane() {
+        poller_.stop();
+        workers_.join();
+    }
+
+    void add(int socket) {
+        if (!poller_.add(socket, Clock::now() + kOverflowRequestTimeout, 0)) ::close(socket);
+    }
+    // A socket whose request has arrived: its one answer, then it closes.
+    void serve_now(int socket, size_t requests_done) {
+        if (!workers_.push_below(kOverflowBacklog, [this, socket, requests_done] { server_.serve(socket, true, requests_done); }))
+            ::close(socket);
+    }
+
+private:
+    HttpServer& server_;
+    WorkerLane workers_;
+    ReadyPoller poller_;  // after workers_: destroyed first, so it never pushes to a joined lane
+};
+
+// Kept-alive connections between two requests, and new ones before their
+// first byte: they wait in a poller, not on a worker, so an idle connection
+// neither holds a thread nor counts against max_connections. Once a request
+// arrives the connection goes back to the main lane if fewer than
+// max_connections are served, else to the overflow lane (one answer, as for
+// a connection accepted past the cap). Silent for idle_timeout: closed.
+// At most max_idle_connections wait; when it is full, an answer goes out with
+// `Connection: close` instead of parking its connection.
+class IdleLane {
+public:
+    explicit IdleLane(HttpServer& server)
+        : server_(server),
+          poller_(server.limits().max_idle_connections, [this](int socket, size_t requests_done) { server_.resume(socket, requests_done); }) {}
+
+    bool park(int socket, size_t requests_done) {
+        return poller_.add(socket, Clock::now() + server_.limits().idle_timeout, requests_done);
+    }
+    bool has_room() const { return poller_.has_room(); }
+    size_t size() const { return poller_.size(); }
+    void stop() { poller_.stop(); }
+
+private:
+    HttpServer& server_;
+    ReadyPoller poller_;
 };
 
 Connection* current_connection() { return t_connection; }
@@ -306,14 +389,25 @@ void mark_answering() {
     if (t_connection) t_connection->phase = ConnectionPhase::answering;
 }
 
-HttpServer::HttpServer(ConnectionLimits limits) : limits_(limits), overflow_(std::make_unique<OverflowLane>(*this)) {
-    new_task_queue = [this] { return new LanedTaskQueue(limits_.max_connections); };
+HttpServer::HttpServer(ConnectionLimits limits)
+    : limits_(limits), overflow_(std::make_unique<OverflowLane>(*this)), idle_(std::make_unique<IdleLane>(*this)) {
+    new_task_queue = [this] {
+        auto* queue = new LanedTaskQueue(*this, limits_.max_connections);
+        std::lock_guard lock(queue_mutex_);
+        queue_ = queue;
+        return queue;
+    };
     // What httplib's Keep-Alive header tells clients (serve() enforces them).
     set_keep_alive_max_count(limits_.max_requests_per_connection);
     set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
 }
 
-HttpServer::~HttpServer() = default;  // here, where OverflowLane is complete
+HttpServer::~HttpServer() {
+    // The idle lane's poller hands sockets to the main and overflow lanes:
+    // it stops first.
+    idle_.reset();
+    overflow_.reset();
+}
 
 int HttpServer::bind(const std::string& host, int port) {
     if (port == 0) port = bind_to_any_port(host);
@@ -340,10 +434,25 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
         overflow_->add(sock);
         return true;
     }
-    return serve(sock, false);
+    return serve(sock, false, 0);
 }
 
-bool HttpServer::serve(int sock, bool overflow) {
+void HttpServer::forget_queue() {
+    std::lock_guard lock(queue_mutex_);
+    queue_ = nullptr;
+}
+
+void HttpServer::resume(int sock, size_t requests_done) {
+    std::lock_guard lock(queue_mutex_);
+    if (stopping_ || !queue_) {
+        ::close(sock);
+        return;
+    }
+    if (!queue_->try_main([this, sock, requests_done] { serve(sock, false, requests_done); }))
+        overflow_->serve_now(sock, requests_done);
+}
+
+bool HttpServer::serve(int sock, bool overflow, size_t requests_done, bool may_park) {
     Connection connection;
     connection.socket = sock;
     connection.overflow = overflow;
@@ -352,28 +461,44 @@ bool HttpServer::serve(int sock, bool overflow) {
         open_.insert(&connection);
     }
     DeadlineStream stream(connection, limits_);
-    const size_t max_requests = connection.overflow ? 1 : limits_.max_requests_per_connection;
+    // The overflow lane answers one request; the rest up to keep-alive's max.
+    const size_t last = overflow ? requests_done + 1 : limits_.max_requests_per_connection;
     bool served = true;
-    for (size_t done = 0; done < max_requests && served && !stopping_; ++done) {
-        if (!overflow && !wait_for_request(sock)) break;  // the overflow lane waited for it
+    // Out of the set before the descriptor is parked or closed, so cut()
+    // never shuts a number the kernel has given to a newer connection.
+    const auto leave_open_set = [&] {
+        std::lock_guard lock(mutex_);
+        open_.erase(&connection);
+    };
+    for (size_t done = requests_done; done < last && served && !stopping_; ++done) {
+        // The poller delivered it readable, or its bytes are in the stream.
+        const bool request_here = overflow || stream.has_buffered() || poll_for(sock, POLLIN, milliseconds(0)) != 0;
+        if (!request_here) {
+            if (may_park) {
+                leave_open_set();
+                if (idle_->park(sock, done)) return served;
+                std::lock_guard lock(mutex_);  // the idle lane is full: wait here
+                open_.insert(&connection);
+            }
+            if (!wait_for_request(sock)) break;
+        }
         connection.phase = ConnectionPhase::head;
         stream.start_request(Clock::now() + (connection.overflow ? kOverflowRequestTimeout : limits_.request_timeout));
         bool closed = false;
         t_connection = &connection;
-        served = process_request(stream, done + 1 == max_requests || stopping_, closed, nullptr);
+        // The last answer a connection gets says `Connection: close`: the
+        // keep-alive maximum, a stop, or no room to wait idle.
+        const bool close_after = done + 1 == last || stopping_ || (may_park && !overflow && !idle_->has_room());
+        served = process_request(stream, close_after, closed, nullptr);
         t_connection = nullptr;
         const bool held_much = connection.memory && connection.memory->bytes() >= kTrimAfterBytes;
         connection.memory.reset();
         if (held_much) return_free_memory();
         connection.phase = ConnectionPhase::waiting;
-        if (closed || connection.close_after_response || connection.timed_out || connection.head_too_large) break;
+        if (closed || close_after || connection.close_after_response || connection.timed_out || connection.head_too_large)
+            break;
     }
-    {
-        // Out of the set before the descriptor is closed, so cut() never
-        // shuts a number the kernel has given to a newer connection.
-        std::lock_guard lock(mutex_);
-        open_.erase(&connection);
-    }
+    leave_open_set();
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return served;
@@ -387,14 +512,16 @@ void HttpServer::cut(ConnectionPhase up_to) {
 
 void HttpServer::stop_reading() {
     stopping_ = true;
+    idle_->stop();  // closes the connections waiting for a request
     cut(ConnectionPhase::body);
 }
 
 void HttpServer::cut_all() { cut(ConnectionPhase::answering); }
 
 size_t HttpServer::open_connections() const {
+    const size_t idle = idle_->size();
     std::lock_guard lock(mutex_);
-    return open_.size();
+    return open_.size() + idle;
 }
 
 }  // namespace waste_serve

@@ -14,6 +14,12 @@
 //   arrive within request_timeout of the moment it may start, whatever their
 //   pace (one byte a second keeps no thread): 408, and the connection closes.
 //   The head (request line and headers) is at most kMaxHeadBytes: 431.
+// - Idle connections hold no thread: a connection with no request bytes
+//   waiting (before its first request, or kept alive between two) waits in
+//   one poller, not on a worker, and does not count against the cap; when
+//   its next request arrives it is served like a new connection (a worker if
+//   fewer than max_connections are served, else the overflow lane). At most
+//   max_idle_connections wait: past that, answers say `Connection: close`.
 // - An idle limit: a connection that sends nothing for idle_timeout, before
 //   its first request or between two, is closed.
 // - Stopping: stop_reading() closes the connections that are idle or still
@@ -48,6 +54,10 @@ struct ConnectionLimits {
     std::chrono::milliseconds read_timeout{10'000};     // silence within a request
     std::chrono::milliseconds write_timeout{30'000};    // a client that reads nothing of its answer
     size_t max_requests_per_connection = 1000;          // then the connection closes (keep-alive's max)
+    // Waiting idle in one poller, a descriptor each and no thread. Why 512:
+    // with the served and overflow ones it stays inside the usual
+    // 1,024-descriptor soft limit.
+    size_t max_idle_connections = 512;
 };
 
 // Why 64 KiB: browsers and proxies send a few KiB at most; nginx's default
@@ -58,6 +68,7 @@ constexpr size_t kMaxHeadBytes = 64 << 10;
 constexpr size_t kOverflowThreads = 2;
 constexpr size_t kOverflowBacklog = 256;
 constexpr std::chrono::milliseconds kOverflowRequestTimeout{2'000};
+
 
 // In order: stop_reading() cuts a connection up to body.
 enum class ConnectionPhase { waiting, head, body, answering };
@@ -83,6 +94,8 @@ void mark_reading_body();
 void mark_answering();
 
 class OverflowLane;
+class IdleLane;
+class LanedTaskQueue;
 
 class HttpServer : public httplib::Server {
 public:
@@ -101,14 +114,22 @@ public:
     size_t open_connections() const;
     // Serves one accepted connection on this thread, as a main-lane worker
     // does, and closes it (the HTTP fuzz target feeds it a socket pair).
-    bool serve_connection(int socket) { return serve(socket, false); }
+    bool serve_connection(int socket) { return serve(socket, false, 0, false); }
     const ConnectionLimits& limits() const { return limits_; }
 
 private:
     friend class OverflowLane;
+    friend class IdleLane;
+    friend class LanedTaskQueue;
     bool process_and_close_socket(socket_t sock) override;
-    // Serves sock's requests (one past the cap), then closes it.
-    bool serve(int sock, bool overflow);
+    // Serves sock's requests from its requests_done-th on (one, past the
+    // cap), then closes it, or parks it in the idle lane when no request is
+    // waiting (may_park; else waits for one up to idle_timeout on this thread).
+    bool serve(int sock, bool overflow, size_t requests_done, bool may_park = true);
+    // A parked connection's next request arrived: the main lane, or past the
+    // cap the overflow lane.
+    void resume(int sock, size_t requests_done);
+    void forget_queue();
     bool wait_for_request(int socket) const;
     void cut(ConnectionPhase up_to);
 
@@ -116,7 +137,11 @@ private:
     std::atomic<bool> stopping_{false};
     mutable std::mutex mutex_;
     std::set<Connection*> open_;
-    std::unique_ptr<OverflowLane> overflow_;  // last: its workers serve through this server
+    std::mutex queue_mutex_;
+    LanedTaskQueue* queue_ = nullptr;  // httplib's, while it listens
+    // Last: their threads serve through this server.
+    std::unique_ptr<OverflowLane> overflow_;
+    std::unique_ptr<IdleLane> idle_;
 };
 
 }  // namespace waste_serve

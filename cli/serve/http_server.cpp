@@ -578,7 +578,7 @@ void configure_http(HttpServer& server, ServerContext& ctx) {
     server.Get(R"(/metrics/?)", [&ctx, &server](const httplib::Request&, httplib::Response& res) {
         mark_answering();
         std::string text = ctx.metrics.prometheus_text();
-        text += prometheus_metric("connections_open", "gauge", "Client connections being served", server.open_connections());
+        text += prometheus_metric("connections_open", "gauge", "Client connections open: served, or idle between requests", server.open_connections());
         text += prometheus_metric("request_memory_bytes", "gauge", "Request memory reserved by requests (--request-memory)",
                                   ctx.request_memory->in_use());
         text += prometheus_metric("request_memory_peak_bytes", "gauge", "The most request memory reserved at once",

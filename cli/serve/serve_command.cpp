@@ -67,6 +67,7 @@ struct ServeArgs {
     std::string max_body = "16M";
     std::string request_memory;  // "" = server_plan.h's default
     uint32_t max_connections = 0;  // 0 = parallel + queue + 8
+    uint32_t max_idle_connections = 512;
     double request_timeout = 60;
     std::string prompt_cache = "64M";
     std::string budget;
@@ -181,6 +182,7 @@ int serve(const ServeArgs& args) {
 
     waste_serve::ConnectionLimits limits;
     limits.max_connections = args.max_connections ? args.max_connections : args.parallel + args.queue + 8;
+    limits.max_idle_connections = args.max_idle_connections;
     limits.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.request_timeout * 1000));
     waste_serve::HttpServer server(limits);
     waste_serve::configure_http(server, ctx);
@@ -326,6 +328,10 @@ void add_serve_command(CLI::App& app) {
                     "Connections served at once; past it only GET /health is answered (others 503)")
         ->default_str("parallel + queue + 8")
         ->check(CLI::Range(1, 65536));
+    cmd->add_option("--max-idle-connections", args->max_idle_connections,
+                    "Kept-alive connections that may wait for their next request (no thread each); past it answers close theirs")
+        ->default_val(512)
+        ->check(CLI::Range(0, 65536));
     cmd->add_option("--request-timeout", args->request_timeout,
                     "Seconds a request's line, headers and body may take to arrive (408 after)")
         ->default_val(60)

@@ -29,6 +29,7 @@ after(async () => {
 });
 
 const raw = (bytes, options) => rawTo(host, port, bytes, options);
+const raw0 = (url, bytes, options) => rawTo(url.hostname, Number(url.port), bytes, options);
 const chatHead = (length) =>
   `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
@@ -139,6 +140,102 @@ test('a head over 64 KiB: 431, and the connection closes', async () => {
   assert.equal(error.code, 'headers_too_large');
   assert.ok(r.closed);
   await assertStillServing();
+});
+
+// A kept-alive connection: request() writes a request and resolves with
+// its whole response (Content-Length bodies only), or null if the server
+// closed first; the socket stays open between requests.
+function keptAlive(port, host) {
+  const socket = net.connect(port, host);
+  socket.on('error', () => {});
+  let buffer = '';
+  let closed = false;
+  let waiter = null;
+  const settle = () => {
+    if (!waiter) return;
+    const end = buffer.indexOf('\r\n\r\n');
+    const length = end < 0 ? 0 : Number((/content-length: *(\d+)/i.exec(buffer.slice(0, end)) || [0, 0])[1]);
+    if (end >= 0 && buffer.length >= end + 4 + length) {
+      const text = buffer.slice(0, end + 4 + length);
+      buffer = buffer.slice(end + 4 + length);
+      const w = waiter;
+      waiter = null;
+      w(text);
+    } else if (closed) {
+      const w = waiter;
+      waiter = null;
+      w(null);
+    }
+  };
+  socket.on('data', (d) => { buffer += d.toString('latin1'); settle(); });
+  socket.on('close', () => { closed = true; settle(); });
+  return {
+    request: (bytes) => new Promise((resolve) => { waiter = resolve; socket.write(bytes); settle(); }),
+    closedSoon: () => new Promise((resolve) => { if (closed) resolve(true); else { socket.once('close', () => resolve(true)); setTimeout(() => resolve(closed), 2000); } }),
+    destroy: () => socket.destroy(),
+  };
+}
+const models = 'GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n';
+
+test('idle kept-alive connections hold no worker: three times --max-connections of them, and every request is still served', async () => {
+  // Each connection sends one request and stays open, idle; before idle
+  // connections waited on workers, the fifth and later were answered 503
+  // too_many_connections. All of this runs well inside the 5 s idle limit.
+  const other = await startServer(kimiMini, ['--max-connections', '4']);
+  const u = new URL(other.url);
+  const clients = [];
+  try {
+    for (let i = 0; i < 12; i++) {
+      const c = keptAlive(Number(u.port), u.hostname);
+      clients.push(c);
+      const r = await c.request(models);
+      assert.ok(r, `connection ${i} closed unanswered`);
+      assert.equal(parseResponse(r).status, 200, `connection ${i}: ${r.slice(0, 200)}`);
+      assert.doesNotMatch(parseResponse(r).head, /connection: close/i, `connection ${i}`);
+    }
+    const m = await metrics(other.url);
+    assert.ok(m.waste_connections_open >= 12, `connections_open ${m.waste_connections_open}`);
+    // A new connection, then a second request on each idle one.
+    const fresh = await raw0(u, `GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    assert.equal(parseResponse(fresh.text).status, 200, fresh.text.slice(0, 200));
+    for (const [i, c] of clients.entries()) {
+      const r = await c.request(models);
+      assert.ok(r, `connection ${i} closed before its second request`);
+      assert.equal(parseResponse(r).status, 200, `connection ${i}, second request: ${r.slice(0, 200)}`);
+    }
+  } finally {
+    clients.forEach((c) => c.destroy());
+    const r = await other.stop();
+    assert.equal(r.code, 0);
+  }
+});
+
+test('past --max-idle-connections an answer says Connection: close and its connection closes', async () => {
+  const other = await startServer(kimiMini, ['--max-idle-connections', '3']);
+  const u = new URL(other.url);
+  const clients = [];
+  try {
+    for (let i = 0; i < 5; i++) {
+      const c = keptAlive(Number(u.port), u.hostname);
+      clients.push(c);
+      const r = await c.request(models);
+      assert.ok(r, `connection ${i} closed unanswered`);
+      const { status, head } = parseResponse(r);
+      assert.equal(status, 200);
+      if (i < 3) {
+        assert.doesNotMatch(head, /connection: close/i, `connection ${i} of 3 allowed idle`);
+      } else {
+        assert.match(head, /connection: close/i, `connection ${i}, past the 3 idle`);
+        assert.ok(await c.closedSoon(), `connection ${i} stayed open`);
+      }
+    }
+    // The three idle ones still take requests.
+    for (const c of clients.slice(0, 3)) assert.equal(parseResponse(await c.request(models)).status, 200);
+  } finally {
+    clients.forEach((c) => c.destroy());
+    const r = await other.stop();
+    assert.equal(r.code, 0);
+  }
 });
 
 test('/metrics counts the open connections', async () => {
