@@ -11,7 +11,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import OpenAI from 'openai';
-import { startServer, sanitized } from './server.mjs';
+import { startServer } from './server.mjs';
 import { families, familyContainer } from './families.mjs';
 import { weather, clock } from './call_tools.mjs';
 
@@ -19,7 +19,7 @@ const require = createRequire(new URL('../json-schema-validator/package.json', i
 const Ajv2020 = require('ajv/dist/2020');
 const ajv = new Ajv2020({ strict: false });
 
-const seeds = sanitized ? [1, 2] : [1, 2, 3, 4];
+const seeds = [1, 2, 3, 4];
 const temperatures = [0, 1];
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
 
