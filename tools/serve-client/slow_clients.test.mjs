@@ -216,6 +216,10 @@ test('past --max-idle-connections an answer says Connection: close and its conne
   const clients = [];
   try {
     for (let i = 0; i < 5; i++) {
+      // The previous connection waits idle from microseconds after its
+      // answer is written; 300 ms covers a sanitizer build on a loaded
+      // machine (ThreadSanitizer's was seen slower than this loop's turn).
+      await new Promise((resolve) => setTimeout(resolve, 300));
       const c = keptAlive(Number(u.port), u.hostname);
       clients.push(c);
       const r = await c.request(models);
