@@ -9,13 +9,6 @@
 
 namespace waste::grammar {
 
-namespace {
-
-// The smallest code point of each UTF-8 length (shorter encodings are overlong).
-constexpr uint32_t smallest_of_length[5] = {0, 0, 0x80, 0x800, 0x10000};
-
-}  // namespace
-
 ByteMatcher::ByteMatcher(const Grammar& grammar) : grammar_(grammar) {
     nodes_.push_back(Node{-1, -1, 0});  // 0: the empty stack
     std::vector<int32_t> stacks;
@@ -132,7 +125,7 @@ int32_t ByteMatcher::compute_step(int32_t state, uint8_t byte) {
     if (remaining > 0) {
         // The code points this prefix can still become, cut to the valid ones of its length.
         const uint32_t shift = 6u * remaining;
-        const uint32_t first = std::max(value << shift, smallest_of_length[length]);
+        const uint32_t first = std::max(value << shift, utf8_smallest_of_length[length]);
         const uint32_t last = std::min((value << shift) | ((1u << shift) - 1), max_code_point);
         if (first > last) return dead;
         std::vector<int32_t> kept;
@@ -144,7 +137,7 @@ int32_t ByteMatcher::compute_step(int32_t state, uint8_t byte) {
         if (kept.empty()) return dead;
         return intern(std::move(kept), value, remaining, length);
     }
-    if (value < smallest_of_length[length] || (value >= 0xD800 && value <= 0xDFFF) || value > max_code_point) return dead;
+    if (value < utf8_smallest_of_length[length] || (value >= 0xD800 && value <= 0xDFFF) || value > max_code_point) return dead;
     std::vector<int32_t> next;
     for (int32_t id : stacks) {
         if (id == 0) continue;

@@ -25,6 +25,8 @@
 namespace waste::grammar {
 
 constexpr uint32_t max_code_point = 0x10FFFF;
+// The smallest code point of each UTF-8 length, 1 to 4 (shorter encodings are overlong).
+constexpr uint32_t utf8_smallest_of_length[5] = {0, 0, 0x80, 0x800, 0x10000};
 
 struct CharRange {
     uint32_t first = 0, last = 0;  // inclusive

@@ -11,8 +11,6 @@ namespace waste::grammar {
 
 namespace {
 
-// The smallest code point of each UTF-8 length (shorter encodings are overlong).
-constexpr uint32_t smallest_of_length[5] = {0, 0, 0x80, 0x800, 0x10000};
 
 uint64_t size_of(const CharClass& c) {
     uint64_t n = 0;
@@ -82,7 +80,7 @@ Reading read(const std::string& bytes, const CharClass& k) {
         if (j < length) {
             // The token ends inside this character: pure if every completion is in K.
             const uint32_t shift = 6u * static_cast<uint32_t>(length - j);
-            const uint32_t first = std::max(value << shift, smallest_of_length[length]);
+            const uint32_t first = std::max(value << shift, utf8_smallest_of_length[length]);
             const uint32_t last = std::min((value << shift) | ((1u << shift) - 1), max_code_point);
             if (first > last || !holds(k, first, last)) break;
             r.chars++;
@@ -90,7 +88,7 @@ Reading read(const std::string& bytes, const CharClass& k) {
             r.pure = true;
             return r;
         }
-        if (value < smallest_of_length[length] || (value >= 0xD800 && value <= 0xDFFF) || value > max_code_point ||
+        if (value < utf8_smallest_of_length[length] || (value >= 0xD800 && value <= 0xDFFF) || value > max_code_point ||
             !k.contains(value))
             break;
         r.chars++;
