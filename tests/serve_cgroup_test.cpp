@@ -49,10 +49,10 @@
 #include <libdeflate.h>
 #include <nlohmann/json.hpp>
 
-#include "base64_encode.h"
 #include "child_process.h"
 #include "memory_cgroup.h"
 #include "test_support.h"
+#include "text/base64.h"
 #include "waste/waste.h"
 
 namespace {
@@ -364,8 +364,8 @@ TEST(ServeCgroup, TheVisionServerHoldsItsPlanUnderHostileImages) {
     std::memcpy(claims_too_much.data() + 18, &side, 4);
     std::memcpy(claims_too_much.data() + 22, &side, 4);
 
-    const std::string bomb = "data:image/png;base64," + waste_test::base64_encode(black_png(6000, 6000));
-    const std::string biggest_bmp = "data:image/bmp;base64," + waste_test::base64_encode(bmp(420, 580, 5));  // ~730 KB, ~975 KB as base64
+    const std::string bomb = "data:image/png;base64," + waste::text::encode_base64(black_png(6000, 6000));
+    const std::string biggest_bmp = "data:image/bmp;base64," + waste::text::encode_base64(bmp(420, 580, 5));  // ~730 KB, ~975 KB as base64
     Requests requests;
     const std::string chat = "/v1/chat/completions";
     for (int i = 0; i < 8; ++i) requests.push_back({chat, image_chat(bomb), {200}, "a PNG of 6000 x 6000 black pixels"});
@@ -376,7 +376,7 @@ TEST(ServeCgroup, TheVisionServerHoldsItsPlanUnderHostileImages) {
         for (int i = 0; i < 4; ++i) requests.push_back({chat, image_chat(file), {400}, file});
     for (int i = 0; i < 4; ++i)
         requests.push_back(
-            {chat, image_chat("data:image/bmp;base64," + waste_test::base64_encode(claims_too_much)), {400}, "a header of 10,000 x 10,000"});
+            {chat, image_chat("data:image/bmp;base64," + waste::text::encode_base64(claims_too_much)), {400}, "a header of 10,000 x 10,000"});
     for (int i = 0; i < 8; ++i)
         requests.push_back({chat, json{{"messages", {{{"role", "user"}, {"content", words(100 + 10 * i)}}}}, {"max_tokens", 8}}.dump(), {200},
                             "a plain chat"});

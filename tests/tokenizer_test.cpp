@@ -26,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/error.h"
-#include "base64_encode.h"
 #include "test_support.h"
 #include "text_corpus.h"
+#include "text/base64.h"
 #include "text/bpe.h"
 #include "text/detokenizer.h"
 #include "text/pretokenizer.h"
@@ -71,7 +71,7 @@ bool oracle_installed() {
 // tokens (as BPE needs).
 std::string small_rank_file(const std::vector<std::string>& merges) {
     std::string file;
-    const auto base64 = waste_test::base64_encode;
+    const auto base64 = waste::text::encode_base64;
     int rank = 0;
     for (int byte = 0; byte < 256; ++byte) file += fmt::format("{} {}\n", base64(std::string(1, static_cast<char>(byte))), rank++);
     for (const auto& merge : merges) file += fmt::format("{} {}\n", base64(merge), rank++);

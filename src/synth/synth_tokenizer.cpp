@@ -9,6 +9,7 @@
 
 #include "platform/error.h"
 #include "synth/synth_random.h"
+#include "text/base64.h"
 
 namespace waste::synth {
 namespace {
@@ -30,23 +31,6 @@ static_assert(std::string_view("<|media_pad|>") == named_specials[media_pad_spec
 constexpr uint64_t merge_stream_seed = 0x746F6B656E73ull;  // "tokens"
 constexpr size_t max_generated_token_bytes = 16;
 constexpr size_t max_tail_bytes = 3;
-
-std::string base64(std::string_view bytes) {
-    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    for (size_t i = 0; i < bytes.size(); i += 3) {
-        const size_t n = std::min<size_t>(3, bytes.size() - i);
-        uint32_t block = static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])) << 16;
-        if (n > 1) block |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8;
-        if (n > 2) block |= static_cast<uint8_t>(bytes[i + 2]);
-        out += alphabet[(block >> 18) & 63];
-        out += alphabet[(block >> 12) & 63];
-        out += n > 1 ? alphabet[(block >> 6) & 63] : '=';
-        out += n > 2 ? alphabet[block & 63] : '=';
-    }
-    return out;
-}
 
 bool is_lower_word(std::string_view token, bool allow_leading_space) {
     if (allow_leading_space && !token.empty() && token[0] == ' ') token.remove_prefix(1);
@@ -104,7 +88,7 @@ SyntheticTokenizer build_tokenizer(int64_t vocab, int special_slots) {
     result.ranks = ranks;
     result.rank_file.reserve(tokens.size() * 20);
     for (size_t rank = 0; rank < tokens.size(); ++rank)
-        result.rank_file += fmt::format("{} {}\n", base64(tokens[rank]), rank);
+        result.rank_file += fmt::format("{} {}\n", text::encode_base64(tokens[rank]), rank);
 
     nlohmann::ordered_json specials = nlohmann::ordered_json::array();
     for (int i = 0; i < special_slots; ++i) {

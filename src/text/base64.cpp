@@ -1,6 +1,7 @@
 // base64.cpp — see base64.h.
 #include "text/base64.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -8,11 +9,11 @@ namespace waste::text {
 namespace {
 
 constexpr uint8_t not_base64 = 0xFF;
+constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 constexpr std::array<uint8_t, 256> base64_values() {
     std::array<uint8_t, 256> values{};
     for (auto& value : values) value = not_base64;
-    const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for (uint8_t i = 0; i < 64; ++i) values[static_cast<uint8_t>(alphabet[i])] = i;
     return values;
 }
@@ -44,6 +45,22 @@ bool decode_base64(std::string_view text, std::string& out) {
         if (bytes > 2) out.push_back(static_cast<char>(block));
     }
     return true;
+}
+
+std::string encode_base64(std::string_view bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        const size_t n = std::min<size_t>(3, bytes.size() - i);
+        uint32_t block = static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])) << 16;
+        if (n > 1) block |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8;
+        if (n > 2) block |= static_cast<uint8_t>(bytes[i + 2]);
+        out += alphabet[(block >> 18) & 63];
+        out += alphabet[(block >> 12) & 63];
+        out += n > 1 ? alphabet[(block >> 6) & 63] : '=';
+        out += n > 2 ? alphabet[block & 63] : '=';
+    }
+    return out;
 }
 
 }  // namespace waste::text

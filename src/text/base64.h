@@ -12,4 +12,7 @@ namespace waste::text {
 // one byte string has one spelling).
 bool decode_base64(std::string_view text, std::string& out);
 
+// The canonical padded spelling of `bytes` (what decode_base64 accepts).
+std::string encode_base64(std::string_view bytes);
+
 }  // namespace waste::text
