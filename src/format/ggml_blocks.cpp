@@ -53,8 +53,9 @@ constexpr GgmlType kTypes[] = {
     {42, "q2_0", 64, 18, false},
 };
 
-// IQ4_NL's sixteen levels, and MXFP4's (E2M1 values doubled; the scale is
-// halved to match).
+// Q4_0's sixteen levels, IQ4_NL's, and MXFP4's (E2M1 values doubled; the
+// scale is halved to match).
+constexpr int8_t kQ4_0Levels[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
 constexpr int8_t kIq4nlLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 constexpr int8_t kMxfp4Levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
@@ -70,12 +71,13 @@ uint32_t u32_at(const uint8_t* p) {
     return v;
 }
 
-void q4_0(const uint8_t* b, float* y) {
-    const float d = f16_at(b, 0);
-    const uint8_t* qs = b + 2;
+// Q4_0, IQ4_NL and MXFP4: a scale, then 16 bytes whose low nibbles are
+// elements 0–15 and high nibbles 16–31, each a level times the scale.
+// (Q4_0's levels are nibble - 8; the product is the same either way round.)
+void nibble_levels(float scale, const uint8_t* qs, const int8_t* levels, float* y) {
     for (int j = 0; j < 16; ++j) {
-        y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
-        y[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
+        y[j] = scale * static_cast<float>(levels[qs[j] & 0x0F]);
+        y[j + 16] = scale * static_cast<float>(levels[qs[j] >> 4]);
     }
 }
 
@@ -111,24 +113,6 @@ void q5(const uint8_t* b, float* y, bool with_min) {
 void q8_0(const uint8_t* b, float* y) {
     const float d = f16_at(b, 0);
     for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
-}
-
-void mxfp4(const uint8_t* b, float* y) {
-    const float d = e8m0_half(b[0]);
-    const uint8_t* qs = b + 1;
-    for (int j = 0; j < 16; ++j) {
-        y[j] = static_cast<float>(kMxfp4Levels[qs[j] & 0x0F]) * d;
-        y[j + 16] = static_cast<float>(kMxfp4Levels[qs[j] >> 4]) * d;
-    }
-}
-
-void iq4_nl(const uint8_t* b, float* y) {
-    const float d = f16_at(b, 0);
-    const uint8_t* qs = b + 2;
-    for (int j = 0; j < 16; ++j) {
-        y[j] = d * static_cast<float>(kIq4nlLevels[qs[j] & 0x0F]);
-        y[j + 16] = d * static_cast<float>(kIq4nlLevels[qs[j] >> 4]);
-    }
 }
 
 // Q2_K: scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
@@ -257,11 +241,7 @@ void iq4_xs(const uint8_t* b, float* y) {
     const uint8_t* qs = b + 8;
     for (int ib = 0; ib < 8; ++ib) {
         const int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) | (((scales_h >> 2 * ib) & 3) << 4);
-        const float dl = d * static_cast<float>(ls - 32);
-        for (int j = 0; j < 16; ++j) {
-            y[j] = dl * static_cast<float>(kIq4nlLevels[qs[j] & 0xF]);
-            y[j + 16] = dl * static_cast<float>(kIq4nlLevels[qs[j] >> 4]);
-        }
+        nibble_levels(d * static_cast<float>(ls - 32), qs, kIq4nlLevels, y);
         y += 32;
         qs += 16;
     }
@@ -291,7 +271,7 @@ void dequantize_ggml_row(const GgmlType& type, const uint8_t* blocks, float* out
                 *y = std::bit_cast<float>(static_cast<uint32_t>(bf) << 16);
                 break;
             }
-            case 2: q4_0(b, y); break;
+            case 2: nibble_levels(f16_at(b, 0), b + 2, kQ4_0Levels, y); break;
             case 3: q4_1(b, y); break;
             case 6: q5(b, y, false); break;
             case 7: q5(b, y, true); break;
@@ -301,9 +281,9 @@ void dequantize_ggml_row(const GgmlType& type, const uint8_t* blocks, float* out
             case 12: q45_k(b, y, false); break;
             case 13: q45_k(b, y, true); break;
             case 14: q6_k(b, y); break;
-            case 20: iq4_nl(b, y); break;
+            case 20: nibble_levels(f16_at(b, 0), b + 2, kIq4nlLevels, y); break;
             case 23: iq4_xs(b, y); break;
-            case 39: mxfp4(b, y); break;
+            case 39: nibble_levels(e8m0_half(b[0]), b + 1, kMxfp4Levels, y); break;
             default: WASTE_CHECK(!"a decodable type without a decoder");
         }
     }

@@ -110,16 +110,10 @@ public:
                 fail_format("{}: metadata key '{}' is an array of {} elements, more than the rest of the file holds", in_.what(), key,
                             count);
             hold(count * 8, key);
-            for (uint64_t i = 0; i < count; ++i) scalar_into(v.element, key, v.integers, v.reals, v.texts);
+            for (uint64_t i = 0; i < count; ++i) read_into(v.element, key, v);
             return v;
         }
-        std::vector<int64_t> integers;
-        std::vector<double> reals;
-        std::vector<std::string> texts;
-        scalar_into(type, key, integers, reals, texts);
-        if (!integers.empty()) v.integer = integers[0];
-        if (!reals.empty()) v.real = reals[0];
-        if (!texts.empty()) v.text = std::move(texts[0]);
+        read_into(type, key, v);
         return v;
     }
 
@@ -143,33 +137,48 @@ private:
             fail_format("{}: its metadata passes {} bytes at {}; no more is read", in_.what(), limits_.max_metadata_bytes, reading);
     }
 
-    void scalar_into(GgufType type, const std::string& key, std::vector<int64_t>& integers, std::vector<double>& reals,
-                     std::vector<std::string>& texts) {
+    // One value of `type` into v: appended to its elements when v is an
+    // array, else its scalar field.
+    void read_into(GgufType type, const std::string& key, GgufValue& v) {
         const std::string reading = key_context(key, "");
+        const bool element = v.type == GgufType::array;
+        const auto integer = [&](int64_t x) {
+            if (element) v.integers.push_back(x);
+            else v.integer = x;
+        };
+        const auto real = [&](double x) {
+            if (element) v.reals.push_back(x);
+            else v.real = x;
+        };
         switch (type) {
-            case GgufType::u8: integers.push_back(in_.scalar<uint8_t>(reading)); break;
-            case GgufType::i8: integers.push_back(in_.scalar<int8_t>(reading)); break;
-            case GgufType::u16: integers.push_back(in_.scalar<uint16_t>(reading)); break;
-            case GgufType::i16: integers.push_back(in_.scalar<int16_t>(reading)); break;
-            case GgufType::u32: integers.push_back(in_.scalar<uint32_t>(reading)); break;
-            case GgufType::i32: integers.push_back(in_.scalar<int32_t>(reading)); break;
-            case GgufType::i64: integers.push_back(in_.scalar<int64_t>(reading)); break;
+            case GgufType::u8: integer(in_.scalar<uint8_t>(reading)); break;
+            case GgufType::i8: integer(in_.scalar<int8_t>(reading)); break;
+            case GgufType::u16: integer(in_.scalar<uint16_t>(reading)); break;
+            case GgufType::i16: integer(in_.scalar<int16_t>(reading)); break;
+            case GgufType::u32: integer(in_.scalar<uint32_t>(reading)); break;
+            case GgufType::i32: integer(in_.scalar<int32_t>(reading)); break;
+            case GgufType::i64: integer(in_.scalar<int64_t>(reading)); break;
             case GgufType::u64: {
                 const uint64_t u = in_.scalar<uint64_t>(reading);
                 if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
                     fail_format("{}: {} holds {}, beyond what is read (2^63 - 1)", in_.what(), reading, u);
-                integers.push_back(static_cast<int64_t>(u));
+                integer(static_cast<int64_t>(u));
                 break;
             }
             case GgufType::boolean: {
                 const uint8_t b = in_.scalar<uint8_t>(reading);
                 if (b > 1) fail_format("{}: {} is a bool of value {} (0 or 1)", in_.what(), reading, b);
-                integers.push_back(b);
+                integer(b);
                 break;
             }
-            case GgufType::f32: reals.push_back(in_.scalar<float>(reading)); break;
-            case GgufType::f64: reals.push_back(in_.scalar<double>(reading)); break;
-            case GgufType::string: texts.push_back(string(reading)); break;
+            case GgufType::f32: real(in_.scalar<float>(reading)); break;
+            case GgufType::f64: real(in_.scalar<double>(reading)); break;
+            case GgufType::string: {
+                std::string text = string(reading);
+                if (element) v.texts.push_back(std::move(text));
+                else v.text = std::move(text);
+                break;
+            }
             case GgufType::array: WASTE_CHECK(!"arrays are read by value()");
         }
     }
@@ -217,8 +226,8 @@ const GgufTensor* GgufFile::tensor(std::string_view name) const {
 uint64_t GgufFile::require_uint(std::string_view key) const {
     const GgufValue* v = find(key);
     if (!v) fail_format("the GGUF file has no metadata key '{}'", key);
-    if (!v->is_integer() || v->integer < 0)
-        fail_format("metadata key '{}' is {} {}, not an unsigned integer", key, gguf_type_name(v->type), v->is_integer() ? std::to_string(v->integer) : "");
+    if (!v->is_integer()) fail_format("metadata key '{}' is {}, not an unsigned integer", key, gguf_type_name(v->type));
+    if (v->integer < 0) fail_format("metadata key '{}' is {}, not an unsigned integer", key, v->integer);
     return static_cast<uint64_t>(v->integer);
 }
 
