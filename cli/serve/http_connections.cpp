@@ -402,12 +402,9 @@ HttpServer::HttpServer(ConnectionLimits limits)
     set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
 }
 
-HttpServer::~HttpServer() {
-    // The idle lane's poller hands sockets to the main and overflow lanes:
-    // it stops first.
-    idle_.reset();
-    overflow_.reset();
-}
+// Here, where the lanes are complete. Members go in reverse order: idle_
+// (declared last), whose poller hands sockets to overflow_, stops first.
+HttpServer::~HttpServer() = default;
 
 int HttpServer::bind(const std::string& host, int port) {
     if (port == 0) port = bind_to_any_port(host);

@@ -139,7 +139,8 @@ private:
     std::set<Connection*> open_;
     std::mutex queue_mutex_;
     LanedTaskQueue* queue_ = nullptr;  // httplib's, while it listens
-    // Last: their threads serve through this server.
+    // Last: their threads serve through this server. idle_ after overflow_,
+    // so it is destroyed (its poller stopped) before the lane it hands to.
     std::unique_ptr<OverflowLane> overflow_;
     std::unique_ptr<IdleLane> idle_;
 };

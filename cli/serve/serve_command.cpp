@@ -67,7 +67,7 @@ struct ServeArgs {
     std::string max_body = "16M";
     std::string request_memory;  // "" = server_plan.h's default
     uint32_t max_connections = 0;  // 0 = parallel + queue + 8
-    uint32_t max_idle_connections = 512;
+    size_t max_idle_connections = waste_serve::ConnectionLimits{}.max_idle_connections;
     double request_timeout = 60;
     std::string prompt_cache = "64M";
     std::string budget;
@@ -330,7 +330,7 @@ void add_serve_command(CLI::App& app) {
         ->check(CLI::Range(1, 65536));
     cmd->add_option("--max-idle-connections", args->max_idle_connections,
                     "Kept-alive connections that may wait for their next request (no thread each); past it answers close theirs")
-        ->default_val(512)
+        ->capture_default_str()
         ->check(CLI::Range(0, 65536));
     cmd->add_option("--request-timeout", args->request_timeout,
                     "Seconds a request's line, headers and body may take to arrive (408 after)")
