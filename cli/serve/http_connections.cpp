@@ -358,7 +358,8 @@ private:
 // neither holds a thread nor counts against max_connections. Once a request
 // arrives the connection goes back to the main lane if fewer than
 // max_connections are served, else to the overflow lane (one answer, as for
-// a connection accepted past the cap). Silent for idle_timeout: closed.
+// a connection accepted past the cap). Silent past its idle deadline
+// (HttpServer::idle_deadline): closed.
 // At most max_idle_connections wait; when it is full, an answer goes out with
 // `Connection: close` instead of parking its connection.
 class IdleLane {
@@ -368,7 +369,7 @@ public:
           poller_(server.limits().max_idle_connections, [this](int socket, size_t requests_done) { server_.resume(socket, requests_done); }) {}
 
     bool park(int socket, size_t requests_done) {
-        return poller_.add(socket, Clock::now() + server_.limits().idle_timeout, requests_done);
+        return poller_.add(socket, server_.idle_deadline(requests_done), requests_done);
     }
     bool has_room() const { return poller_.has_room(); }
     size_t size() const { return poller_.size(); }
@@ -414,8 +415,12 @@ int HttpServer::bind(const std::string& host, int port) {
     return port;
 }
 
-bool HttpServer::wait_for_request(int socket) const {
-    const auto until = Clock::now() + limits_.idle_timeout;
+Clock::time_point HttpServer::idle_deadline(size_t requests_done) const {
+    return Clock::now() + limits_.idle_timeout + (requests_done > 0 ? kKeepAliveCloseGrace : milliseconds(0));
+}
+
+bool HttpServer::wait_for_request(int socket, size_t requests_done) const {
+    const auto until = idle_deadline(requests_done);
     while (!stopping_) {
         const auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
         if (left.count() <= 0) return false;
@@ -477,7 +482,7 @@ bool HttpServer::serve(int sock, bool overflow, size_t requests_done, bool may_p
                 std::lock_guard lock(mutex_);  // the idle lane is full: wait here
                 open_.insert(&connection);
             }
-            if (!wait_for_request(sock)) break;
+            if (!wait_for_request(sock, done)) break;
         }
         connection.phase = ConnectionPhase::head;
         stream.start_request(Clock::now() + (connection.overflow ? kOverflowRequestTimeout : limits_.request_timeout));

@@ -69,6 +69,7 @@ struct ServeArgs {
     uint32_t max_connections = 0;  // 0 = parallel + queue + 8
     size_t max_idle_connections = waste_serve::ConnectionLimits{}.max_idle_connections;
     double request_timeout = 60;
+    uint32_t idle_timeout = 5;
     std::string prompt_cache = "64M";
     std::string budget;
     uint32_t context = 4096;
@@ -184,6 +185,7 @@ int serve(const ServeArgs& args) {
     limits.max_connections = args.max_connections ? args.max_connections : args.parallel + args.queue + 8;
     limits.max_idle_connections = args.max_idle_connections;
     limits.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(args.request_timeout * 1000));
+    limits.idle_timeout = std::chrono::seconds(args.idle_timeout);
     waste_serve::HttpServer server(limits);
     waste_serve::configure_http(server, ctx);
     const int port = server.bind(args.host, args.port);
@@ -336,6 +338,11 @@ void add_serve_command(CLI::App& app) {
                     "Seconds a request's line, headers and body may take to arrive (408 after)")
         ->default_val(60)
         ->check(CLI::Range(0.1, 3600.0));
+    cmd->add_option("--idle-timeout", args->idle_timeout,
+                    "Seconds a connection may wait for its next request (advertised in Keep-Alive; "
+                    "kept-alive ones are closed a second after it)")
+        ->default_val(5)
+        ->check(CLI::Range(1, 3600));
     cmd->add_option("--prompt-cache", args->prompt_cache, "RAM for stored prompts (prompt reuse; 0 = off)")->default_val("64M");
     cmd->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     cmd->add_option("--ctx", args->context, "Context length in tokens (per session)")->default_val(4096)->check(CLI::Range(1, 1 << 24));

@@ -1,10 +1,12 @@
 // slow_clients.test.mjs — clients that hold connections without finishing a
 // request (http_connections.h): a whole-request deadline (408), an idle
 // limit, a head limit (431), a connection cap past which only /health is
-// answered (503 too_many_connections), and SIGTERM closing them at once.
+// answered (503 too_many_connections), client pools reusing connections at
+// the idle limit, and SIGTERM closing them at once.
 // Each asserts the exact response and that the server keeps serving.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import net from 'node:net';
 import { startServer, kimiMini, sanitized, metrics } from './server.mjs';
 import { raw as rawTo, parseResponse, assertOpenAIError } from './raw_http.mjs';
@@ -237,6 +239,45 @@ test('past --max-idle-connections an answer says Connection: close and its conne
     for (const c of clients.slice(0, 3)) assert.equal(parseResponse(await c.request(models)).status, 200);
   } finally {
     clients.forEach((c) => c.destroy());
+    const r = await other.stop();
+    assert.equal(r.code, 0);
+  }
+});
+
+test('a client pool reusing a kept-alive connection at the idle limit finds it open; past the grace, a new one', async () => {
+  // --idle-timeout 2: answers say `Keep-Alive: timeout=2`, and a kept-alive
+  // connection is closed 1 s after that (kKeepAliveCloseGrace). Node 20's
+  // agent ignores the hint and reuses its pooled connection at any age: at
+  // the advertised limit and 0.4 s past it, the connection is still open and
+  // the answer 200 (before the grace, the server closed it at 2 s and a
+  // request sent then met a closing connection); left 4 s, the server has
+  // closed it, the agent saw that, and its next request takes a new one.
+  // Tolerance: the server starts its clock when it parks the connection,
+  // microseconds after the answer the client times from; 0.6 s of the grace
+  // is left for a loaded or sanitized server to read the request.
+  const other = await startServer(kimiMini, ['--idle-timeout', '2']);
+  const u = new URL(other.url);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = () => new Promise((resolve, reject) => {
+    const req = http.get({ host: u.hostname, port: Number(u.port), path: '/v1/models', agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, keepAlive: res.headers['keep-alive'], reused: req.reusedSocket }));
+    });
+    req.on('error', reject);
+  });
+  try {
+    const answers = [await get()];
+    for (const waitMs of [300, 2000, 2400, 4000]) {
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      answers.push(await get());
+    }
+    for (const a of answers) {
+      assert.equal(a.status, 200);
+      assert.equal(a.keepAlive, 'timeout=2, max=1000');
+    }
+    assert.deepEqual(answers.map((a) => a.reused), [false, true, true, true, false]);
+  } finally {
+    agent.destroy();
     const r = await other.stop();
     assert.equal(r.code, 0);
   }
