@@ -51,6 +51,9 @@ void use_binary_utf8_streams() {
     _setmode(_fileno(stdin), _O_BINARY);
     _setmode(_fileno(stdout), _O_BINARY);
     _setmode(_fileno(stderr), _O_BINARY);
+    // Unbuffered, as C's stderr is on POSIX: a warning shows when it is
+    // made, not at exit (Wine's C runtime buffered stderr sent to a pipe).
+    std::setvbuf(stderr, nullptr, _IONBF, 0);
     ::SetConsoleOutputCP(CP_UTF8);
     ::SetConsoleCP(CP_UTF8);
 }
@@ -122,20 +125,21 @@ int finish_output(int code) {
 
 }  // namespace
 
-int run_command_line(CLI::App& app, int argc, char** argv) {
+int run_command_line(CLI::App& app, int argc, char** argv, const char* implied_subcommand) {
+    std::vector<char*> words(argv, argv + argc);
 #if defined(_WIN32)
     use_binary_utf8_streams();
     std::vector<std::string> arguments = utf8_arguments();
-    std::vector<char*> utf8_argv;
-    for (std::string& argument : arguments) utf8_argv.push_back(argument.data());
-    utf8_argv.push_back(nullptr);
     if (!arguments.empty()) {
-        argc = static_cast<int>(arguments.size());
-        argv = utf8_argv.data();
+        words.clear();
+        for (std::string& argument : arguments) words.push_back(argument.data());
     }
 #endif
+    std::string subcommand = implied_subcommand ? implied_subcommand : "";
+    if (implied_subcommand && !words.empty()) words.insert(words.begin() + 1, subcommand.data());
+    words.push_back(nullptr);
     only_dash_options(app);
-    return finish_output(parse_and_run(app, argc, argv));
+    return finish_output(parse_and_run(app, static_cast<int>(words.size()) - 1, words.data()));
 }
 
 }  // namespace waste_cli

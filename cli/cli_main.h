@@ -11,7 +11,9 @@ namespace waste_cli {
 // 1 a runtime error (the message on stderr says what failed and what to do;
 // every exception that reaches here is one, and so is standard output that
 // could not be written); 2 a usage error (with the usage
-// line of the command that was being parsed).
-int run_command_line(CLI::App& app, int argc, char** argv);
+// line of the command that was being parsed). implied_subcommand, when
+// given, is parsed as if it followed the program's name (waste-serve's
+// arguments are read as `waste serve ARGS`).
+int run_command_line(CLI::App& app, int argc, char** argv, const char* implied_subcommand = nullptr);
 
 }  // namespace waste_cli

@@ -9,7 +9,12 @@
 //
 // Windows has no exec that keeps the process: there waste-serve.exe is run
 // as a child, waited for, and its exit code is this one's (the affinity is
-// inherited the same way).
+// inherited the same way). A Ctrl-C or Ctrl-Break reaches both processes of
+// the console: this one leaves it to the server (which stops, then exits)
+// instead of ending at once and orphaning it. And both share a job object
+// that ends its processes when its last handle closes: killed (a service
+// manager's TerminateProcess, Task Manager), this one takes the server
+// with it, as the exec'd server is itself killed on POSIX.
 #if defined(_WIN32)
 #include <process.h>
 #include <windows.h>
@@ -48,6 +53,21 @@ std::filesystem::path server_executable() {
     return std::filesystem::path(self).parent_path() / L"waste-serve.exe";
 }
 
+BOOL WINAPI leave_stop_to_server(DWORD event) { return event == CTRL_C_EVENT || event == CTRL_BREAK_EVENT; }
+
+// Puts this process (and so every child it starts) in a new job that is
+// ended when its one handle, held by this process alone, closes. Best
+// effort: where jobs cannot be made, the server runs as before.
+void end_children_with_this_process() {
+    const HANDLE job = ::CreateJobObjectW(nullptr, nullptr);
+    if (!job) return;
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits{};
+    limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+    if (!::SetInformationJobObject(job, JobObjectExtendedLimitInformation, &limits, sizeof limits) ||
+        !::AssignProcessToJobObject(job, ::GetCurrentProcess()))
+        ::CloseHandle(job);
+}
+
 // Runs the server as a child and ends with its exit code.
 [[noreturn]] void run_server(const std::filesystem::path& server, const std::vector<std::string>& arguments) {
     // _wspawnv joins the arguments into one command line without quoting them.
@@ -72,6 +92,8 @@ std::filesystem::path server_executable() {
     for (const std::wstring& word : words) argv.push_back(word.c_str());
     argv.push_back(nullptr);
     std::fflush(stdout);
+    ::SetConsoleCtrlHandler(leave_stop_to_server, TRUE);
+    end_children_with_this_process();
     const intptr_t code = ::_wspawnv(_P_WAIT, server.wstring().c_str(), argv.data());
     if (code == -1)
         throw RuntimeFailure{fmt::format("serve: cannot run {}: {} (it is built beside waste; reinstall or rebuild)",

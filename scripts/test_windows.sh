@@ -10,7 +10,7 @@
 #    and Wine (wine64).
 # 2. Builds the dependencies into build/windows-deps/prefix (once; a stamp
 #    per library makes a rerun cheap), then build/windows: the library,
-#    `waste.exe` (no waste-serve) and only the test executables in the
+#    `waste.exe`, `waste-serve.exe` and only the test executables in the
 #    preset's WASTE_TESTS, linked statically.
 # 3. Checks that what was built is x86-64 Windows (PE32+) code, then runs
 #    every test of those executables under Wine (ctest --preset
@@ -24,6 +24,11 @@
 # 4. The PyTorch reference on the host against the Windows CLI under Wine
 #    (python/tests/test_engine_vs_reference.py) and the CLI end to end with
 #    its exit codes (python/tests/test_cli.py), with WASTE_CLI set to it.
+# 5. The server: every client test of tools/serve-client (the npm openai
+#    client, hostile and slow clients, request memory, constrained output,
+#    tool calls, vision, load, HAProxy in front of two instances) against
+#    `waste.exe serve` under Wine, on kimi-mini as the Windows CLI converts
+#    it.
 #
 # Usage: scripts/test_windows.sh   (WASTE_WINDOWS_JOBS: parallel jobs, default nproc)
 set -euo pipefail
@@ -88,11 +93,20 @@ fi
 ctest --preset windows-cross -j "$jobs"
 
 # The reference and the CLI tests start the CLI under Wine (a script the
-# configure step wrote: build/windows/waste-emulated). The preset builds no
-# waste-serve: `waste serve --help` is then checked to refuse. Chat on a
-# typed terminal (a pty) is not what Wine's console shows: those two tests
-# say so and skip (python/tests/test_cli.py, UNDER_WINE); chat through a
-# pipe is tested.
-WASTE_CLI="$root/build/windows/waste-emulated" WASTE_CLI_WITHOUT_SERVER=1 WASTE_CLI_UNDER_WINE=1 PYTHONPATH="$root/python" /usr/bin/python3 -m unittest \
+# configure step wrote: build/windows/waste-emulated). Chat on a typed
+# terminal (a pty) is not what Wine's console shows: those two tests say so
+# and skip (python/tests/test_cli.py, UNDER_WINE); chat through a pipe is
+# tested.
+WASTE_CLI="$root/build/windows/waste-emulated" WASTE_CLI_UNDER_WINE=1 PYTHONPATH="$root/python" /usr/bin/python3 -m unittest \
   tests.test_engine_vs_reference tests.test_cli
+
+# The server's client tests, one file at a time (their timings assume a
+# server to themselves). Under Wine a SIGTERM ends a Windows process at once,
+# as TerminateProcess would: the tests stop the server with a console Ctrl-C
+# instead, which Wine delivers for a SIGINT to the process group
+# (tools/serve-client/server.mjs, WASTE_SERVE_UNDER_WINE).
+rm -rf build/windows/serve-kimi-mini
+build/windows/waste-emulated convert models/kimi-mini build/windows/serve-kimi-mini --json >/dev/null
+WASTE_CLI="$root/build/windows/waste-emulated" WASTE_KIMI_MINI="$root/build/windows/serve-kimi-mini" WASTE_SERVE_UNDER_WINE=1 \
+  node --test --test-concurrency=1 tools/serve-client/*.test.mjs
 echo "test_windows: passed"

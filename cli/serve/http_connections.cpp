@@ -9,12 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 namespace waste_serve {
 
 namespace {
@@ -29,30 +23,11 @@ thread_local Connection* t_connection = nullptr;
 enum class Lane { main, overflow };
 thread_local Lane t_lane = Lane::main;
 
-int poll_for(int socket, short events, milliseconds wait) {
+int poll_for(Socket socket, short events, milliseconds wait) {
     pollfd p{socket, events, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, wait.count())));
+    const int ready = poll_sockets(&p, 1, static_cast<int>(std::max<int64_t>(0, wait.count())));
     if (ready <= 0) return ready;
     return (p.revents & (events | POLLHUP | POLLERR)) ? 1 : 0;
-}
-
-void address_of(int socket, bool peer, std::string& ip, int& port) {
-    sockaddr_storage address{};
-    socklen_t size = sizeof address;
-    const int got = peer ? getpeername(socket, reinterpret_cast<sockaddr*>(&address), &size)
-                         : getsockname(socket, reinterpret_cast<sockaddr*>(&address), &size);
-    if (got != 0) return;
-    char host[INET6_ADDRSTRLEN] = {};
-    if (address.ss_family == AF_INET) {
-        const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-        port = ntohs(in->sin_port);
-    } else if (address.ss_family == AF_INET6) {
-        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-        port = ntohs(in6->sin6_port);
-    }
-    ip = host;
 }
 
 // A connection's socket as httplib reads and writes it, with the request's
@@ -75,7 +50,7 @@ public:
     ssize_t read(char* ptr, size_t size) override {
         if (buffered() == 0) {
             if (!wait_readable()) return -1;
-            const ssize_t got = ::recv(connection_.socket, buffer_, sizeof buffer_, 0);
+            const ssize_t got = receive_bytes(connection_.socket, buffer_, sizeof buffer_);
             if (got <= 0) return got;
             begin_ = 0;
             end_ = static_cast<size_t>(got);
@@ -97,11 +72,11 @@ public:
 
     ssize_t write(const char* ptr, size_t size) override {
         if (!is_writable()) return -1;
-        return ::send(connection_.socket, ptr, size, MSG_NOSIGNAL);
+        return send_bytes(connection_.socket, ptr, size);
     }
 
-    void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(connection_.socket, true, ip, port); }
-    void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(connection_.socket, false, ip, port); }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override { socket_address(connection_.socket, true, ip, port); }
+    void get_local_ip_and_port(std::string& ip, int& port) const override { socket_address(connection_.socket, false, ip, port); }
     socket_t socket() const override { return connection_.socket; }
 
 private:
@@ -131,8 +106,11 @@ private:
     size_t end_ = 0;
 };
 
+}  // namespace
+
 // Worker threads taking tasks in order; pending() counts the tasks queued
-// or running.
+// or running. (Outside the anonymous namespace: the lanes below, declared in
+// the header, hold one.)
 class WorkerLane {
 public:
     explicit WorkerLane(size_t threads) {
@@ -183,8 +161,6 @@ private:
     std::vector<std::thread> workers_;
 };
 
-}  // namespace
-
 // httplib hands each accepted connection to enqueue() on its listener
 // thread: a connection goes to the main lane while fewer than
 // max_connections are there (queued or served), so it never waits for a
@@ -223,27 +199,24 @@ private:
 // waiting and takes no more.
 class ReadyPoller {
 public:
-    using OnReady = std::function<void(int socket, size_t requests_done)>;
+    using OnReady = std::function<void(Socket socket, size_t requests_done)>;
 
     ReadyPoller(size_t capacity, OnReady on_ready) : capacity_(capacity), on_ready_(std::move(on_ready)) {
-        if (::pipe(wake_) != 0) wake_[0] = wake_[1] = -1;
         thread_ = std::thread([this] { poll_loop(); });
     }
     ~ReadyPoller() {
         stop();
         thread_.join();
-        for (const int fd : wake_)
-            if (fd >= 0) ::close(fd);
     }
 
     // False, and the socket is left to the caller, when full or stopped.
-    bool add(int socket, Clock::time_point deadline, size_t requests_done) {
+    bool add(Socket socket, Clock::time_point deadline, size_t requests_done) {
         {
             std::lock_guard lock(mutex_);
             if (stopping_ || waiting_.size() >= capacity_) return false;
             waiting_.push_back({socket, deadline, requests_done});
         }
-        wake();
+        waker_.wake();
         return true;
     }
     bool has_room() const {
@@ -259,22 +232,15 @@ public:
             std::lock_guard lock(mutex_);
             stopping_ = true;
         }
-        wake();
+        waker_.wake();
     }
 
 private:
     struct Waiting {
-        int socket;
+        Socket socket;
         Clock::time_point deadline;
         size_t requests_done;
     };
-
-    void wake() {
-        const char byte = 0;
-        if (wake_[1] >= 0) {
-            [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
-        }
-    }
 
     void poll_loop() {
         for (;;) {
@@ -284,13 +250,10 @@ private:
                 if (stopping_) break;
                 waiting = waiting_;
             }
-            std::vector<pollfd> fds{{wake_[0], POLLIN, 0}};
+            std::vector<pollfd> fds{{waker_.socket(), POLLIN, 0}};
             for (const Waiting& w : waiting) fds.push_back({w.socket, POLLIN, 0});
-            ::poll(fds.data(), fds.size(), 100);
-            if (fds[0].revents & POLLIN) {
-                char drain[64];
-                [[maybe_unused]] const ssize_t n = ::read(wake_[0], drain, sizeof drain);
-            }
+            poll_sockets(fds.data(), fds.size(), 100);
+            if (fds[0].revents & POLLIN) waker_.drain();
             const auto now = Clock::now();
             std::vector<Waiting> ready;
             {
@@ -299,23 +262,23 @@ private:
                 for (size_t i = 0; i < waiting.size(); ++i) {
                     const bool readable = fds[i + 1].revents != 0;
                     if (!readable && now < waiting[i].deadline) continue;
-                    const int socket = waiting[i].socket;
+                    const Socket socket = waiting[i].socket;
                     std::erase_if(waiting_, [socket](const Waiting& w) { return w.socket == socket; });
                     if (readable) ready.push_back(waiting[i]);
-                    else ::close(socket);
+                    else close_socket(socket);
                 }
             }
             for (const Waiting& w : ready) on_ready_(w.socket, w.requests_done);
         }
         std::lock_guard lock(mutex_);
-        for (const Waiting& w : waiting_) ::close(w.socket);
+        for (const Waiting& w : waiting_) close_socket(w.socket);
         waiting_.clear();
     }
 
     const size_t capacity_;
     const OnReady on_ready_;
     std::thread thread_;
-    int wake_[2] = {-1, -1};
+    PollWaker waker_;
     mutable std::mutex mutex_;
     std::vector<Waiting> waiting_;
     bool stopping_ = false;
@@ -330,7 +293,7 @@ private:
 class OverflowLane {
 public:
     explicit OverflowLane(HttpServer& server)
-        : server_(server), workers_(kOverflowThreads), poller_(kOverflowBacklog, [this](int socket, size_t requests_done) {
+        : server_(server), workers_(kOverflowThreads), poller_(kOverflowBacklog, [this](Socket socket, size_t requests_done) {
               serve_now(socket, requests_done);
           }) {}
     ~OverflowLane() {
@@ -338,13 +301,13 @@ public:
         workers_.join();
     }
 
-    void add(int socket) {
-        if (!poller_.add(socket, Clock::now() + kOverflowRequestTimeout, 0)) ::close(socket);
+    void add(Socket socket) {
+        if (!poller_.add(socket, Clock::now() + kOverflowRequestTimeout, 0)) close_socket(socket);
     }
     // A socket whose request has arrived: its one answer, then it closes.
-    void serve_now(int socket, size_t requests_done) {
+    void serve_now(Socket socket, size_t requests_done) {
         if (!workers_.push_below(kOverflowBacklog, [this, socket, requests_done] { server_.serve(socket, true, requests_done); }))
-            ::close(socket);
+            close_socket(socket);
     }
 
 private:
@@ -366,9 +329,9 @@ class IdleLane {
 public:
     explicit IdleLane(HttpServer& server)
         : server_(server),
-          poller_(server.limits().max_idle_connections, [this](int socket, size_t requests_done) { server_.resume(socket, requests_done); }) {}
+          poller_(server.limits().max_idle_connections, [this](Socket socket, size_t requests_done) { server_.resume(socket, requests_done); }) {}
 
-    bool park(int socket, size_t requests_done) {
+    bool park(Socket socket, size_t requests_done) {
         return poller_.add(socket, server_.idle_deadline(requests_done), requests_done);
     }
     bool has_room() const { return poller_.has_room(); }
@@ -419,7 +382,7 @@ Clock::time_point HttpServer::idle_deadline(size_t requests_done) const {
     return Clock::now() + limits_.idle_timeout + (requests_done > 0 ? kKeepAliveCloseGrace : milliseconds(0));
 }
 
-bool HttpServer::wait_for_request(int socket, size_t requests_done) const {
+bool HttpServer::wait_for_request(Socket socket, size_t requests_done) const {
     const auto until = idle_deadline(requests_done);
     while (!stopping_) {
         const auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
@@ -444,17 +407,17 @@ void HttpServer::forget_queue() {
     queue_ = nullptr;
 }
 
-void HttpServer::resume(int sock, size_t requests_done) {
+void HttpServer::resume(Socket sock, size_t requests_done) {
     std::lock_guard lock(queue_mutex_);
     if (stopping_ || !queue_) {
-        ::close(sock);
+        close_socket(sock);
         return;
     }
     if (!queue_->try_main([this, sock, requests_done] { serve(sock, false, requests_done); }))
         overflow_->serve_now(sock, requests_done);
 }
 
-bool HttpServer::serve(int sock, bool overflow, size_t requests_done, bool may_park) {
+bool HttpServer::serve(Socket sock, bool overflow, size_t requests_done, bool may_park) {
     Connection connection;
     connection.socket = sock;
     connection.overflow = overflow;
@@ -501,15 +464,15 @@ bool HttpServer::serve(int sock, bool overflow, size_t requests_done, bool may_p
             break;
     }
     leave_open_set();
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
+    shutdown_socket(sock);
+    close_socket(sock);
     return served;
 }
 
 void HttpServer::cut(ConnectionPhase up_to) {
     std::lock_guard lock(mutex_);
     for (Connection* connection : open_)
-        if (connection->phase.load() <= up_to) ::shutdown(connection->socket, SHUT_RDWR);
+        if (connection->phase.load() <= up_to) shutdown_socket(connection->socket);
 }
 
 void HttpServer::stop_reading() {

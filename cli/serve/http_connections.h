@@ -48,6 +48,7 @@
 #include <string>
 
 #include "request_memory.h"
+#include "socket_io.h"
 
 namespace waste_serve {
 
@@ -83,7 +84,7 @@ enum class ConnectionPhase { waiting, head, body, answering };
 
 // One served connection, on its worker thread's stack.
 struct Connection {
-    int socket = -1;
+    Socket socket = INVALID_SOCKET;
     bool overflow = false;              // accepted past the cap: /health only
     bool close_after_response = false;  // a refusal left its body unread
     bool timed_out = false;             // the request missed its deadline (408)
@@ -122,7 +123,7 @@ public:
     size_t open_connections() const;
     // Serves one accepted connection on this thread, as a main-lane worker
     // does, and closes it (the HTTP fuzz target feeds it a socket pair).
-    bool serve_connection(int socket) { return serve(socket, false, 0, false); }
+    bool serve_connection(Socket socket) { return serve(socket, false, 0, false); }
     const ConnectionLimits& limits() const { return limits_; }
 
 private:
@@ -133,15 +134,15 @@ private:
     // Serves sock's requests from its requests_done-th on (one, past the
     // cap), then closes it, or parks it in the idle lane when no request is
     // waiting (may_park; else waits for one up to idle_timeout on this thread).
-    bool serve(int sock, bool overflow, size_t requests_done, bool may_park = true);
+    bool serve(Socket sock, bool overflow, size_t requests_done, bool may_park = true);
     // A parked connection's next request arrived: the main lane, or past the
     // cap the overflow lane.
-    void resume(int sock, size_t requests_done);
+    void resume(Socket sock, size_t requests_done);
     void forget_queue();
     // When a connection that has had requests_done requests is closed for
     // sending nothing (the idle limit), counted from now.
     std::chrono::steady_clock::time_point idle_deadline(size_t requests_done) const;
-    bool wait_for_request(int socket, size_t requests_done) const;
+    bool wait_for_request(Socket socket, size_t requests_done) const;
     void cut(ConnectionPhase up_to);
 
     ConnectionLimits limits_;

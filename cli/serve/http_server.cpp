@@ -7,8 +7,6 @@
 #include <cstdlib>
 #include <string>
 
-#include <poll.h>
-
 #include <fmt/format.h>
 
 #include "api_error.h"
@@ -41,10 +39,10 @@ void close_after_response(httplib::Response& res) {
     if (Connection* connection = current_connection()) connection->close_after_response = true;
 }
 
-// The socket the current request arrived on (-1 outside one).
-int request_socket() {
+// The socket the current request arrived on (INVALID_SOCKET outside one).
+Socket request_socket() {
     const Connection* connection = current_connection();
-    return connection ? connection->socket : -1;
+    return connection ? connection->socket : INVALID_SOCKET;
 }
 
 // The current request's share of --request-memory (an empty one where the
@@ -62,12 +60,8 @@ RequestMemory::Reservation& request_memory(ServerContext& ctx) {
 // within one token of the client leaving, blocking requests included — a
 // failed write alone noticed a streaming client only a token or two later
 // (the first write after the close still lands in the kernel's buffer), and
-// a blocking one never. One poll(2) with no wait: ~1 µs a token.
-bool client_hung_up(int fd) {
-    if (fd < 0) return false;
-    pollfd p{fd, POLLRDHUP, 0};
-    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
-}
+// a blocking one never. One poll with no wait: ~1 µs a token.
+bool client_hung_up(Socket socket) { return peer_hung_up(socket); }
 
 const char* error_type_for(int status) {
     switch (status) {
@@ -168,7 +162,7 @@ std::vector<int32_t> plain_tokens(ServerContext& ctx, const std::string& text) {
 }
 
 // Blocking generation on a slot; nullopt-free: throws 503 when shutting down.
-Outcome run_blocking(ServerContext& ctx, Admission& admission, GenerationJob& job, int client_socket) {
+Outcome run_blocking(ServerContext& ctx, Admission& admission, GenerationJob& job, Socket client_socket) {
     auto lease = admission.wait_for_slot();
     if (!lease) throw ApiError{503, "the server is shutting down", "unavailable_error", "", "shutting_down"};
     return generate(ctx.engine, lease->index(), job, [client_socket](const StepOutput&) { return !client_hung_up(client_socket); });
@@ -297,7 +291,7 @@ void chat_completions(ServerContext& ctx, const std::string& body, httplib::Resp
     const std::string id = new_id("chatcmpl-");
     const int64_t created = unix_now();
 
-    const int client_socket = request_socket();
+    const Socket client_socket = request_socket();
     if (!params.stream) {
         const Outcome outcome = run_blocking(ctx, *admission, *job, client_socket);
         if (outcome.client_gone) return;  // nobody to answer (counted as a disconnect)

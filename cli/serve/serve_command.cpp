@@ -4,8 +4,6 @@
 // SIGTERM, then stops accepting, lets in-flight requests finish within a
 // grace period (cancelling what is left) and exits 0.
 #include <httplib.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +17,7 @@
 #include "input_file.h"
 #include "server_context.h"
 #include "server_plan.h"
+#include "stop_request.h"
 #include "stream_options.h"
 
 namespace waste_cli {
@@ -146,15 +145,7 @@ std::string resolve_api_key(const ServeArgs& args) {
 }
 
 int serve(const ServeArgs& args) {
-    // Signals are taken by sigwait below; block them before any thread
-    // starts so none of them is interrupted instead. SIGPIPE: a client that
-    // went away is a failed write, never the end of the server.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    waste_serve::prepare_stop_requests();  // before any thread starts
 
     waste_serve::ServerContext ctx;
     ctx.settings.api_key = resolve_api_key(args);
@@ -252,10 +243,8 @@ int serve(const ServeArgs& args) {
                limits.max_connections, ctx.settings.api_key.empty() ? "" : ", API key required");
     std::fflush(stdout);
 
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    fmt::print("waste serve: {} received: no new requests; in-flight ones have {} s to finish\n",
-               signal_number == SIGINT ? "SIGINT" : "SIGTERM", kShutdownGraceSeconds);
+    const std::string stop = waste_serve::wait_for_stop_request();
+    fmt::print("waste serve: {} received: no new requests; in-flight ones have {} s to finish\n", stop, kShutdownGraceSeconds);
     std::fflush(stdout);
     ctx.slots->close();
     server.stop_reading();  // idle connections and requests still arriving end now

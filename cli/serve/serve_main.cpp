@@ -3,7 +3,6 @@
 // arguments (waste-serve MODEL --port 8080 ...). Its own executable so the
 // HTTP library's dependencies are mapped into the server alone.
 #include <string>
-#include <vector>
 
 #include "cli_common.h"
 #include "cli_main.h"
@@ -21,7 +20,5 @@ int main(int argc, char** argv) {
     waste_cli::add_serve_command(app);
     // Parsed as `waste serve ARGS`, so usage lines and messages read as the
     // command the user typed.
-    std::vector<char*> args{argv[0], const_cast<char*>("serve")};
-    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-    return waste_cli::run_command_line(app, static_cast<int>(args.size()), args.data());
+    return waste_cli::run_command_line(app, argc, argv, "serve");
 }

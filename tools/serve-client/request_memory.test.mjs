@@ -27,7 +27,7 @@ after(async () => {
   assert.equal(r.code, 0);
 });
 
-const peakKiB = () => Number(readFileSync(`/proc/${server.child.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)[1]);
+const peakKiB = () => Number(readFileSync(`/proc/${server.pid()}/status`, 'utf8').match(/VmHWM:\s+(\d+)/)[1]);
 
 async function post(path, body) {
   const r = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });

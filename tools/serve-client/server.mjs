@@ -3,7 +3,7 @@
 // "ready at http://HOST:PORT/v1" once the model is loaded.
 import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +15,31 @@ export const kimiMini = process.env.WASTE_KIMI_MINI || path.join(repo, 'build', 
 export const k3Tiny = path.resolve(repo, '..', 'shared', 'fixtures', 'upstream', 'tiny-tok.waste');
 // The sanitizer builds run several times slower: the tests scale their load.
 export const sanitized = process.env.WASTE_SANITIZED === '1';
+// The Windows build under Wine (scripts/test_windows.sh): Wine ends a
+// Windows process at once on SIGTERM, as TerminateProcess would; the stop a
+// Windows server is sent is a console Ctrl-C, which Wine delivers for
+// SIGINT. `waste.exe serve` runs waste-serve.exe as a child in the same
+// console, so the Ctrl-C goes to the server's whole process group, as a
+// console's does.
+export const underWine = process.env.WASTE_SERVE_UNDER_WINE === '1';
+
+// The server's own process: `waste serve`'s, or under Wine waste-serve.exe's,
+// which Wine starts outside its parent's children but in its process group
+// (led by the `waste.exe serve` the test spawned, detached).
+function serverPid(child) {
+  if (!underWine) return child.pid;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [, , group] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');  // state, ppid, pgrp
+      if (Number(group) === child.pid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('waste-serve.exe')) return Number(entry);
+    } catch {
+      // a process that ended while the folder was read
+    }
+  }
+  throw new Error(`no waste-serve.exe in process group ${child.pid}`);
+}
 
 // The tests were written for greedy replies to requests that name no
 // temperature: each server gets --temp 0 unless the test names --temp itself
@@ -24,6 +49,7 @@ export async function startServer(model, extraArgs = [], { env = {}, modelSampli
   const child = spawn(cli, ['serve', model, '--port', '0', ...sampling, ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
+    detached: underWine,
   });
   let out = '';
   let err = '';
@@ -44,9 +70,13 @@ export async function startServer(model, extraArgs = [], { env = {}, modelSampli
     child,
     output: () => out,
     errors: () => err,
-    rssKiB: () => Number(readFileSync(`/proc/${child.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
+    pid: () => serverPid(child),
+    rssKiB: () => Number(readFileSync(`/proc/${serverPid(child)}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
     async stop(signal = 'SIGTERM') {
-      child.kill(signal);
+      const running = child.exitCode === null && child.signalCode === null;
+      if (underWine && signal === 'SIGTERM') {
+        if (running) process.kill(-child.pid, 'SIGINT');
+      } else child.kill(signal);
       const result = await exited;
       // A sanitizer's report (ThreadSanitizer exits 66, AddressSanitizer 1)
       // is on the server's stderr: show it beside the failed exit check.
