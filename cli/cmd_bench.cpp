@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
+#include "input_file.h"
 #include "stream_options.h"
 
 namespace waste_cli {
@@ -29,6 +31,10 @@ struct BenchArgs {
     int skip = 0;  // decode tokens of each run left out of its figures (the cache filling)
     int prompt = 64;
     int runs = 3;
+    // Untimed runs first (a whole prompt and one decode token), as llama-bench's
+    // warm-up: 1, or 0 with --no-warm (a cold measurement stays cold).
+    std::optional<int> warmup;
+    std::string prompt_ids;  // a file of the prompt's ids ("" = random ids from --seed)
     uint32_t seed = 1;
     double temperature = 0;  // decode: 0 = argmax; else sampled (seeded by --seed, the same tokens every run)
     bool warm = true;
@@ -120,16 +126,28 @@ void run_bench(const BenchArgs& args) {
     const uint32_t chunk = info["prefill_chunk"].get<uint32_t>();  // --chunk, or the plan's
 
     const int vocab = info["vocab"].get<int>();
-    std::mt19937 random(args.seed);
     std::vector<int32_t> prompt(static_cast<size_t>(args.prompt));
-    for (int32_t& id : prompt) id = static_cast<int32_t>(random() % static_cast<uint32_t>(vocab));
+    if (!args.prompt_ids.empty()) {
+        // The same prompt as another engine's run (scripts/compare_llama.py): its first --prompt ids.
+        const std::vector<int32_t> ids = parse_token_ids(read_input_file(args.prompt_ids, 64 << 20, "the prompt ids file"), true);
+        if (ids.size() < prompt.size())
+            throw RuntimeFailure{fmt::format("{} holds {} ids; --prompt {} wants that many", args.prompt_ids, ids.size(), args.prompt)};
+        std::copy_n(ids.begin(), prompt.size(), prompt.begin());
+    } else {
+        std::mt19937 random(args.seed);
+        for (int32_t& id : prompt) id = static_cast<int32_t>(random() % static_cast<uint32_t>(vocab));
+    }
 
     std::vector<double> prefill_rates, decode_rates;
     const int measured = args.tokens - args.skip;  // decode tokens each run reports
     waste_session_stats before{}, after{}, prefill_before{}, prefill_after{};
     uint64_t prefill_records = 0;  // expert records the prefills used (each distinct one once per chunk)
     json prefill_seconds_by = json::object(), decode_seconds_by = json::object(), mark;
-    for (int run = 0; run < args.runs; ++run) {
+    std::vector<int32_t> generated;  // the last run's decode tokens
+    // Runs below 0 are the warm-up: timed by nothing, counted in no figure.
+    const int warmup_runs = args.warmup.value_or(args.warm ? 1 : 0);
+    for (int run = -warmup_runs; run < args.runs; ++run) {
+        const bool timed = run >= 0;
         if (waste_session_reset(session.get(), &error) != WASTE_OK) fail_with(error, "reset");
         // profiled throughout; each phase's figures are differences of the
         // cumulative profile
@@ -140,11 +158,13 @@ void run_bench(const BenchArgs& args) {
         if (!prompt.empty() && waste_session_eval(session.get(), prompt.data(), prompt.size(), &error) != WASTE_OK)
             fail_with(error, "prefill");
         const double prefill_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!prompt.empty()) prefill_rates.push_back(prompt.size() / prefill_seconds);
         waste_session_stats_get(session.get(), &prefill_after, &error);
-        prefill_records += (prefill_after.expert_hits + prefill_after.expert_misses) -
-                           (prefill_before.expert_hits + prefill_before.expert_misses);
-        add_difference(prefill_seconds_by, mark, profile_seconds(session.get()));
+        if (timed) {
+            if (!prompt.empty()) prefill_rates.push_back(prompt.size() / prefill_seconds);
+            prefill_records += (prefill_after.expert_hits + prefill_after.expert_misses) -
+                               (prefill_before.expert_hits + prefill_before.expert_misses);
+            add_difference(prefill_seconds_by, mark, profile_seconds(session.get()));
+        }
         // decode: feed the argmax back, one token per step, profiled from
         // token `skip` on (the steady state, once the cache has filled)
         int32_t next = prompt.empty() ? 0 : -1;
@@ -155,7 +175,9 @@ void run_bench(const BenchArgs& args) {
         waste_sampler* raw_sampler = nullptr;
         if (waste_sampler_create(&sampling, &raw_sampler, &error) != WASTE_OK) fail_with(error, "sampler");
         std::unique_ptr<waste_sampler, void (*)(waste_sampler*)> sampler(raw_sampler, waste_sampler_free);
-        for (int i = 0; i < args.tokens; ++i) {
+        const int tokens = timed ? args.tokens : std::min(args.tokens, 1);
+        generated.clear();
+        for (int i = 0; i < tokens; ++i) {
             if (i == args.skip) {
                 mark = profile_seconds(session.get());
                 waste_session_stats_get(session.get(), &before, &error);
@@ -168,12 +190,13 @@ void run_bench(const BenchArgs& args) {
                 if (waste_sampler_sample(sampler.get(), logits, n, &next, nullptr, &error) != WASTE_OK) fail_with(error, "sampling");
             }
             if (waste_session_eval(session.get(), &next, 1, &error) != WASTE_OK) fail_with(error, "decode");
+            generated.push_back(next);
             next = -1;
         }
         const double decode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (measured > 0) decode_rates.push_back(measured / decode_seconds);
+        if (timed && measured > 0) decode_rates.push_back(measured / decode_seconds);
         waste_session_stats_get(session.get(), &after, &error);
-        if (measured > 0) add_difference(decode_seconds_by, mark, profile_seconds(session.get()));
+        if (timed && measured > 0) add_difference(decode_seconds_by, mark, profile_seconds(session.get()));
         waste_session_set_profiling(session.get(), 0, &error);
     }
     const double decoded = static_cast<double>(measured) * args.runs;
@@ -199,6 +222,8 @@ void run_bench(const BenchArgs& args) {
     const double chunks_per_run = args.prompt > 0 ? std::ceil(static_cast<double>(args.prompt) / chunk) : 0;
     const double prefill_trunk = prefilled > 0 ? traffic["trunk_bytes"].get<double>() * chunks_per_run * args.runs / prefilled : 0;
     const double prefill_experts = prefilled > 0 ? prefill_records * record_payload / prefilled : 0;
+    out["warmup_runs"] = warmup_runs;
+    out["prompt_ids"] = args.prompt_ids.empty() ? fmt::format("random, seed {}", args.seed) : args.prompt_ids;
     out["prefill"] = {{"tokens", args.prompt},
                       {"chunk", chunk},
                       {"tok_per_s", prefill_rates},
@@ -211,6 +236,7 @@ void run_bench(const BenchArgs& args) {
                         {"expert_records", prefilled > 0 ? prefill_records / prefilled : 0},
                         {"lookups", 0},
                         {"total_bytes", prefill_trunk + prefill_experts}}}};
+    out["generated_ids"] = generated;
     out["decode"] = {{"tokens", args.tokens},
                      {"skipped_tokens", args.skip},
                      {"tok_per_s", decode_rates},
@@ -331,6 +357,11 @@ void add_bench_command(CLI::App& app) {
         ->check(CLI::Range(0, 1 << 20));
     bench->add_option("--prompt", args->prompt, "Prompt tokens per run (random ids)")->default_val(64)->check(CLI::Range(0, 1 << 20));
     bench->add_option("--runs", args->runs, "Runs; speeds are the median")->default_val(3)->check(CLI::Range(1, 1000));
+    bench->add_option("--warmup", args->warmup, "Untimed runs before them (a whole prompt and one decode token each), as llama-bench's warm-up")
+        ->default_str("1; 0 with --no-warm")
+        ->check(CLI::Range(0, 100));
+    bench->add_option("--prompt-ids", args->prompt_ids, "A file of the prompt's token ids (its first --prompt); else random ids from --seed")
+        ->default_str("none");
     add_threads_option(bench, args->threads);
     bench->add_option("--budget", args->budget, "RAM budget (e.g. 8G)")->default_str("the recommended budget (waste plan)");
     bench->add_option("--policy", args->policy, "Expert cache policy: reuse (ours, the default), lru, lfru")->default_val("default");

@@ -4,7 +4,7 @@
 # the pinned npm node-llama-cpp (tools/llama-cpp/package-lock.json).
 #
 #   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3|glm|gpt-oss] [--work DIR] [--build DIR] [--runs N]
-#        [--threads 1,2] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
+#        [--threads 1,2] [--prompts 64,512,2048] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
 #        [--headroom-mib M] [--no-quality | --only-quality]
 #
 # --family deepseek, qwen3, glm or gpt-oss (issue 16): the model is a seeded
@@ -28,8 +28,12 @@
 #    quantises that with llama.cpp's llama_model_quantize to Q4_K_M (and
 #    Q3_K_M for the quality step);
 # 4. runs both engines (scripts/compare_llama.py): in RAM at each thread count
-#    (runs alternated between engines, medians), then under memory cgroup
-#    limits at the --sweep percentages of the Q4_K_M file's size;
+#    and prompt length, driven alike (the same prompt ids, a full-prompt
+#    warm-up, llama.cpp with llama-bench's thread pool and batch sizes, peak
+#    RSS of every run; runs alternated between engines, medians), then under
+#    memory cgroup limits at the --sweep percentages of the Q4_K_M file's size
+#    (both engines cold in every run, --runs runs a cell; a run that cannot
+#    finish costs its --timeout);
 # 5. writes DIR/results.json and DIR/table.md, prints the table, and draws
 #    docs/compare-llama.svg (scripts/compare_llama_svg.py);
 # 6. unless --no-quality: what each quantisation costs, both engines' logits
@@ -39,11 +43,11 @@
 # Intermediate files (about 4 GB) go to the work dir (default /tmp/compare-llama),
 # kept between runs: delete it to start over. Needs root for the cgroup
 # (/sys/fs/cgroup/memory, v1) and /proc/sys/vm/drop_caches; no swap (or the
-# memsw limit, which is set too). A full run takes about 15-20 minutes on 2 cores.
+# memsw limit, which is set too). A full run takes about 30-40 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-family=kimi work=/tmp/compare-llama build="" runs=3 threads=1,2 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
+family=kimi work=/tmp/compare-llama build="" runs=3 threads=1,2 prompts=64,512,2048 sweep=200,100,75,50,25,10 sweep_threads=1 timeout=120 headroom=24
 quality=1 measure=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --prompts) prompts=$2; shift 2 ;;
     --sweep) sweep=$2; shift 2 ;;
     --no-sweep) sweep=""; shift ;;
     --no-quality) quality=0; shift ;;
@@ -151,14 +156,16 @@ extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.a
   "waste_commit": sys.argv[3], "model": sys.argv[4], "family": sys.argv[5],
   "llama_cpp": "npm node-llama-cpp 3.21.1 (llama.cpp release bundled there), CPU backends as shipped"}))' \
   "$(du -sb "$container" | cut -f1)" "$(stat -c %s "$f16")" "$(git rev-parse --short HEAD)" "$model" "$family")
-log "measuring (runs $runs, threads $threads, sweep '${sweep}')"
-$py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$q4" \
-  --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "$results" --table "$table" \
+# the shared prompt's ids are below the vocabulary; bits per weight over every parameter
+read -r vocab params < <("$waste" info "$container" --json | $py -c 'import json, sys; i = json.load(sys.stdin); print(i["vocab"], i["params_total"])')
+log "measuring (runs $runs, threads $threads, prompts $prompts, sweep '${sweep}')"
+$py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$q4" --vocab "$vocab" --params "$params" \
+  --prompts "$prompts" --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "$results" --table "$table" \
   --runs "$runs" --threads "$threads" --sweep "$sweep" --sweep-threads "$sweep_threads" --timeout "$timeout" --headroom-mib "$headroom" --extra "$extra"
 if [ "$family" != kimi ]; then
   log "in RAM again with llama.cpp on the F16 file"
-  $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$f16" \
-    --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "${results%.json}-f16.json" --table "${table%.md}-f16.md" \
+  $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$f16" --vocab "$vocab" --params "$params" \
+    --prompts "$prompts" --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "${results%.json}-f16.json" --table "${table%.md}-f16.md" \
     --runs "$runs" --threads "$threads" --sweep "" --timeout "$timeout" --extra "$extra"
 fi
 if [ -n "$sweep" ]; then

@@ -1,37 +1,58 @@
 #!/usr/bin/env python3
 """Runs llama.cpp and WASTE on the same weights, in RAM and under memory cgroup
-limits, and writes the results as JSON and a Markdown table (issue 19).
+limits, and writes the results as JSON and a Markdown table (issues 19, 41).
 
 Called by scripts/compare-llama.sh, which prepares the inputs (the mid
 Kimi-Linear checkpoint converted by `waste convert` and, for llama.cpp,
 written as an F16 GGUF and quantised to Q4_K_M by llama.cpp's quantiser).
 
-In RAM: llama.cpp with the weights read into memory (no mmap); WASTE with a
-budget above the container's size, exact and int8 (`--lut int8`: int8
-lookup tables in decode, int8 rows in prefill; the budget also holds every
-expert decoded, 2.7x the records, and `bench` decodes them while it warms
-the cache, so each run measures the steady state). Runs
-alternate between the engines (run 1 of each, run 2 of each, ...) so that a
-load change on a shared machine hits both alike; the table gives medians and
-the median of the per-run ratios.
+In RAM, both engines driven alike, as llama-bench drives llama.cpp:
+- the same prompt ids (one file, read by both: bench_llama --ids, waste
+  bench --prompt-ids), prompts of --prompts tokens (64, 512, 2048), each
+  followed by --gen decoded tokens (decode at that depth), and a decode at
+  depth 0 (no prompt);
+- one process per measurement; in it a warm-up of the whole prompt and one
+  token, then one timed prefill and decode (bench_llama: llama-bench's
+  warm-up, its thread pool attached, its n_batch 2048 / n_ubatch 512;
+  waste bench: --warmup 1 --runs 1, its prefill chunk the plan's);
+  nothing printed while a phase is timed;
+- warm: the files are in the page cache (every run after the first reads
+  them from there; loading is not timed); llama.cpp reads the weights into
+  RAM (no mmap); WASTE runs at the budget its default plan chooses (no
+  --budget), int8 (the default) and exact;
+- each process's peak RSS (its rusage, the same call for both), beside its
+  speed; bits per weight of both files (the same weights) from their sizes.
+Runs alternate between the engines (run 1 of each, run 2 of each, ...) so
+that a load change on a shared machine hits both alike; the table gives
+medians and the median of the per-run ratios.
 
 Limited (the sweep): each engine in its own memory cgroup (v1, memory and
 memsw limits equal, so no swap either) at a fraction of the Q4_K_M file's
-size, page cache dropped before every run (llama.cpp's mmap starts cold, as
-does our expert cache). llama.cpp memory-maps the file: by default (its CPU
+size (the table also gives it as a fraction of WASTE's container), every
+run cold: page cache dropped, no warm-up pass in the process (bench_llama
+--no-warmup; waste bench --warmup 0 --no-warm --no-hotlist, so its expert
+cache starts empty). llama.cpp memory-maps the file: by default (its CPU
 backend repacks Q4_K weights into anonymous memory) and with repacking off
-(every weight stays evictable in the mapping). WASTE gets `--budget` = the
-limit minus a headroom for what its budget does not count (the binary, libc,
-thread stacks). Each run is bounded by a timeout; a run killed by it reports
-the tokens it had decoded, an OOM kill is reported as such.
+(every weight stays evictable in the mapping). WASTE runs its default mode
+(int8) with `--budget` = the limit minus a headroom for what its budget does
+not count (the binary, libc, thread stacks), and reports its decode's demand
+lookups apart (found cached, found because lookahead read them, read on
+demand), lookahead's reads (used, late, wasted), bytes read and I/O wait a
+token. Both: bytes read from storage and peak RSS from the process's
+rusage, the cgroup's peak. --runs runs a cell, alternated. Each run is
+bounded by a timeout; a run killed by it reports the tokens it had decoded
+(bench_llama --progress), an OOM kill is reported as such.
 """
 import argparse
 import json
 import os
 import platform
 import statistics
+import random
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 MIB = 1 << 20
@@ -80,27 +101,36 @@ def drop_caches():
 
 
 def run(cmd, timeout, cgroup=None, env=None):
-    """-> (returncode or 'timeout', stdout, stderr, wall seconds, oom killed?)."""
+    """-> (returncode or 'timeout', stdout, stderr, wall seconds, oom killed?, usage): usage is the
+    process's own rusage (wait4), measured alike for every engine: peak RSS, bytes read from
+    storage (ru_inblock: page-ins of a mapping and direct reads alike), major faults, CPU seconds."""
     pre = None
     if cgroup:
         def pre():
             cgroup.write("cgroup.procs", os.getpid())  # before exec: the whole run is charged
     kills = cgroup.oom_kills() if cgroup else 0
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=pre, env=env)
-    try:
-        out, err = p.communicate(timeout=timeout)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
-        rc = "timeout"
-    except BaseException:  # interrupted: leave no engine running in the cgroup
-        p.kill()
-        raise
+    with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        p = subprocess.Popen(cmd, stdout=out_file, stderr=err_file, text=True, preexec_fn=pre, env=env)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        except BaseException:  # interrupted: leave no engine running in the cgroup
+            p.kill()
+            raise
+        finally:
+            timed_out = not timer.is_alive()
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        rc = "timeout" if timed_out and p.returncode < 0 else p.returncode
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
     wall = time.monotonic() - t0
     oom = bool(cgroup) and cgroup.oom_kills() > kills
-    return rc, out, err, wall, oom
+    return rc, out, err, wall, oom, {"peak_rss_bytes": usage.ru_maxrss * 1024, "read_bytes": usage.ru_inblock * 512,
+                                     "major_faults": usage.ru_majflt, "cpu_s": round(usage.ru_utime + usage.ru_stime, 2)}
 
 
 def llama_result(rc, out, err, oom):
@@ -109,8 +139,8 @@ def llama_result(rc, out, err, oom):
     progress = [l for l in lines if "done" in l]
     r = {"tokens_done": progress[-1]["done"] if progress else 0}
     if final and rc == 0:
-        r.update(status="ok", decode_tok_s=final["decode_tok_s"], prefill_tok_s=final["prefill_tok_s"],
-                 load_s=final["load_s"], max_rss_mb=final["max_rss_mb"], ids=final["ids"])
+        r.update(status="ok", decode_tok_s=final["decode_tok_s"] or None, prefill_tok_s=final["prefill_tok_s"] or None,
+                 load_s=final["load_s"], ids=final["ids"])
         return r
     r["status"] = "oom" if oom else ("timeout" if rc == "timeout" else "error")
     if progress:  # the rate it was decoding at when stopped
@@ -123,9 +153,19 @@ def llama_result(rc, out, err, oom):
 def waste_result(rc, out, err, oom):
     if rc == 0:
         d = json.loads(out)
-        return {"status": "ok", "decode_tok_s": d["decode"]["median_tok_per_s"],
-                "prefill_tok_s": d["prefill"]["median_tok_per_s"], "tokens_done": d["decode"]["tokens"],
-                "expert_hit_rate": d.get("expert_hit_rate_last_run")}
+        streaming, demand = d["streaming_last_run"], d["demand_last_run"]
+        return {"status": "ok", "decode_tok_s": d["decode"]["median_tok_per_s"] or None,
+                "prefill_tok_s": d["prefill"]["median_tok_per_s"] or None, "tokens_done": d["decode"]["tokens"],
+                "prefill_chunk": d["prefill"]["chunk"],
+                # decode's demand lookups: found cached, found because lookahead read them, read on demand
+                "demand_cache_hit_rate": demand["cache_hit_rate"], "demand_lookahead_hit_rate": demand["lookahead_hit_rate"],
+                "demand_miss_rate": demand["miss_rate"],
+                "lookahead_reads_per_token": streaming["prefetched_per_token"],
+                "lookahead_used_per_token": streaming["prefetch_used_per_token"],
+                "lookahead_late_per_token": streaming["prefetch_late_per_token"],
+                "lookahead_wasted_per_token": streaming["prefetch_wasted_per_token"],
+                "decode_bytes_read_per_token": streaming["bytes_read_per_token"],
+                "decode_io_wait_ms_per_token": streaming["io_wait_ms_per_token"]}
     status = "oom" if oom else ("timeout" if rc == "timeout" else "error")
     if "below the floor" in err:
         status = "refused"
@@ -138,23 +178,32 @@ class Bench:
         self.env = dict(os.environ, LOGITS_DUMP_BACKEND_DIR=a.backend_dir)
         self.cg = Cgroup(a.cgroup)
 
-    def llama(self, threads, mmap, repack=True, limit=None):
-        cmd = [self.a.bench_llama, self.a.gguf, "--threads", str(threads), "--prompt", str(self.a.prompt),
-               "--gen", str(self.a.gen)] + (["--mmap"] if mmap else []) + ([] if repack else ["--no-repack"])
-        return self._go(cmd, limit, llama_result)
+    def llama(self, threads, mmap, repack=True, limit=None, prompt=None, gen=None, cold=False):
+        prompt = self.a.prompt if prompt is None else prompt
+        gen = self.a.gen if gen is None else gen
+        cmd = [self.a.bench_llama, self.a.gguf, "--threads", str(threads), "--prompt", str(prompt), "--gen", str(gen),
+               "--ids", self.a.ids_file] + (["--mmap"] if mmap else []) + ([] if repack else ["--no-repack"]) + \
+              (["--no-warmup"] if cold else [])
+        # a limited run may be ended by a timeout or the OOM killer: it prints its progress
+        return self._go(cmd + (["--progress"] if limit else []), limit, llama_result)
 
-    def waste(self, threads, lut, budget, limit=None):
+    def waste(self, threads, lut, budget, limit=None, prompt=None, gen=None, cold=False):
+        prompt = self.a.prompt if prompt is None else prompt
+        gen = self.a.gen if gen is None else gen
         cmd = [self.a.waste, "bench", self.a.container, "--json", "--runs", "1", "--threads", str(threads),
-               "--prompt", str(self.a.prompt), "-n", str(self.a.gen), "--budget", str(budget), "--lut", lut]
-        return self._go(cmd, limit, waste_result)
+               "--prompt", str(prompt), "-n", str(gen), "--prompt-ids", self.a.ids_file, "--lut", lut]
+        # cold: no warm-up run, no cache filled before timing, no hotlist read at open
+        cmd += ["--warmup", "0", "--no-warm", "--no-hotlist"] if cold else ["--warmup", "1"]
+        return self._go(cmd + (["--budget", str(budget)] if budget else []), limit, waste_result)
 
     def _go(self, cmd, limit, parse):
         if limit:
             drop_caches()
             self.cg.limit(limit)
-        rc, out, err, wall, oom = run(cmd, self.a.timeout, self.cg if limit else None, self.env)
+        rc, out, err, wall, oom, usage = run(cmd, self.a.timeout, self.cg if limit else None, self.env)
         r = parse(rc, out, err, oom)
         r["wall_s"] = round(wall, 2)
+        r.update(usage)
         if limit:
             r["limit_bytes"] = limit
             r["peak_bytes"] = self.cg.peak()
@@ -169,54 +218,105 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+RAM_ENGINES = ("llama.cpp Q4_K_M", "waste VQ3R int8", "waste VQ3R exact", "waste VQ3R int8 at the GGUF's size")
+
+
 def in_ram(b, a):
-    """{threads: {config: [result per run]}}, the configs of one run back to back."""
+    """{threads: {test: {engine: [result per run]}}}; a test is (prompt, gen):
+    each prompt of a.prompts followed by a.gen decoded tokens, and decode at depth 0."""
     configs = {
-        "llama.cpp Q4_K_M": lambda t: b.llama(t, mmap=False),
-        "waste VQ3R exact": lambda t: b.waste(t, "exact", a.ram_budget),
-        "waste VQ3R int8": lambda t: b.waste(t, "int8", a.ram_budget),
+        "llama.cpp Q4_K_M": lambda t, p, g: b.llama(t, mmap=False, prompt=p, gen=g),
+        "waste VQ3R int8": lambda t, p, g: b.waste(t, "int8", a.ram_budget, prompt=p, gen=g),
+        "waste VQ3R exact": lambda t, p, g: b.waste(t, "exact", a.ram_budget, prompt=p, gen=g),
+        # memory parity: the budget the Q4_K_M file itself takes in llama.cpp's RAM
+        "waste VQ3R int8 at the GGUF's size": lambda t, p, g: b.waste(t, "int8", "%dM" % (os.path.getsize(a.gguf) // MIB),
+                                                                      prompt=p, gen=g),
     }
+    tests = [(0, a.gen)] + [(p, a.gen) for p in a.prompts]
     out = {}
     for t in a.threads:
-        out[t] = {name: [] for name in configs}
-        for r in range(a.runs):
-            names = list(configs) if r % 2 == 0 else list(reversed(configs))  # alternate who goes first
-            for name in names:
-                out[t][name].append(configs[name](t))
+        out[t] = {}
+        for p, g in tests:
+            by = out[t]["%d+%d" % (p, g)] = {name: [] for name in configs}
+            for r in range(a.runs):
+                names = list(configs) if r % 2 == 0 else list(reversed(configs))  # alternate who goes first
+                for name in names:
+                    by[name].append(configs[name](t, p, g))
     return out
 
 
-def sweep(b, a, gguf_bytes):
+SWEEP_ENGINES = ("llama.cpp Q4_K_M mmap", "llama.cpp Q4_K_M mmap, no repack", "waste VQ3R int8")
+
+
+def summarise_runs(results):
+    """One cell of the sweep: medians over the runs that finished, how each run ended, and the
+    largest peak and read bytes; the keys of a single run's result where they apply."""
+    ok = [r for r in results if r["status"] == "ok"]
+    statuses = [r["status"] for r in results]
+    cell = {"status": "ok" if ok else max(set(statuses), key=statuses.count), "statuses": statuses,
+            "tokens_done": max(r["tokens_done"] for r in results)}
+    for key in ("decode_tok_s", "prefill_tok_s", "cpu_s", "wall_s", "demand_cache_hit_rate", "demand_lookahead_hit_rate",
+                "demand_miss_rate", "lookahead_reads_per_token", "lookahead_used_per_token", "lookahead_late_per_token",
+                "lookahead_wasted_per_token", "decode_bytes_read_per_token", "decode_io_wait_ms_per_token"):
+        values = [r.get(key) for r in (ok or results) if r.get(key) is not None]
+        if values:
+            cell[key] = median(values)
+    for key in ("peak_bytes", "read_bytes", "peak_rss_bytes"):
+        values = [r[key] for r in results if r.get(key) is not None]
+        if values:
+            cell[key] = max(values)
+    return cell
+
+
+def sweep(b, a, gguf_bytes, container_bytes):
+    """Both engines cold in every run: the page cache dropped before it, no warm-up in the process,
+    WASTE's expert cache empty at the start; a.runs runs a cell, alternated."""
     out = []
     t = a.sweep_threads
     for pct in a.sweep:
         limit = int(gguf_bytes * pct / 100)
         budget_mib = limit // MIB - a.headroom_mib
-        row = {"percent": pct, "limit_bytes": limit, "waste_budget_mib": budget_mib, "threads": t}
+        row = {"percent": pct, "limit_bytes": limit, "of_gguf": limit / gguf_bytes,
+               "of_container": limit / container_bytes if container_bytes else None,
+               "waste_budget_mib": budget_mib, "threads": t, "runs": {}}
         print("  limit %d%% = %.0f MiB" % (pct, limit / MIB), file=sys.stderr, flush=True)
-        row["llama.cpp Q4_K_M mmap"] = b.llama(t, mmap=True, limit=limit)
-        row["waste VQ3R exact"] = (b.waste(t, "exact", "%dM" % budget_mib, limit=limit) if budget_mib > 0
-                                   else {"status": "refused", "tokens_done": 0})
-        row["llama.cpp Q4_K_M mmap, no repack"] = b.llama(t, mmap=True, repack=False, limit=limit)
+        configs = {
+            "llama.cpp Q4_K_M mmap": lambda: b.llama(t, mmap=True, limit=limit, cold=True),
+            "llama.cpp Q4_K_M mmap, no repack": lambda: b.llama(t, mmap=True, repack=False, limit=limit, cold=True),
+            "waste VQ3R int8": lambda: (b.waste(t, "int8", "%dM" % budget_mib, limit=limit, cold=True) if budget_mib > 0
+                                        else {"status": "refused", "tokens_done": 0}),
+        }
+        for name in configs:
+            row["runs"][name] = []
+        for r in range(a.runs):
+            for name in (list(configs) if r % 2 == 0 else list(reversed(configs))):
+                row["runs"][name].append(configs[name]())
+        for name in configs:
+            row[name] = summarise_runs(row["runs"][name])
         out.append(row)
     return out
 
 
 def summarise_ram(ram):
     rows = []
-    for t, by in ram.items():
-        row = {"threads": t}
-        for name, results in by.items():
-            row[name] = {"decode_tok_s": median([r.get("decode_tok_s") for r in results if r["status"] == "ok"]),
-                         "prefill_tok_s": median([r.get("prefill_tok_s") for r in results if r["status"] == "ok"]),
-                         "runs": len(results), "failed": sum(r["status"] != "ok" for r in results)}
-        llama = by["llama.cpp Q4_K_M"]
-        for name in ("waste VQ3R exact", "waste VQ3R int8"):
-            for kind in ("decode_tok_s", "prefill_tok_s"):
-                ratios = [w.get(kind) / l.get(kind) for w, l in zip(by[name], llama)
-                          if w["status"] == l["status"] == "ok"]
-                row[name]["%s_ratio_to_llama" % kind.split("_")[0]] = median(ratios)
-        rows.append(row)
+    for t, tests in ram.items():
+        for test, by in tests.items():
+            prompt, gen = (int(x) for x in test.split("+"))
+            row = {"threads": t, "prompt": prompt, "gen": gen}
+            for name, results in by.items():
+                ok = [r for r in results if r["status"] == "ok"]
+                row[name] = {"decode_tok_s": median([r.get("decode_tok_s") for r in ok]),
+                             "prefill_tok_s": median([r.get("prefill_tok_s") for r in ok]),
+                             "peak_rss_bytes": max([r["peak_rss_bytes"] for r in ok], default=None),
+                             "prefill_chunk": next((r["prefill_chunk"] for r in ok if "prefill_chunk" in r), None),
+                             "runs": len(results), "failed": len(results) - len(ok)}
+            llama = by["llama.cpp Q4_K_M"]
+            for name in RAM_ENGINES[1:]:
+                for kind in ("decode_tok_s", "prefill_tok_s"):
+                    ratios = [w.get(kind) / l.get(kind) for w, l in zip(by[name], llama)
+                              if w["status"] == l["status"] == "ok" and w.get(kind) and l.get(kind)]
+                    row[name]["%s_ratio_to_llama" % kind.split("_")[0]] = median(ratios)
+            rows.append(row)
     return rows
 
 
@@ -226,7 +326,9 @@ def fmt(x, digits=1):
 
 def cell(r):
     if r["status"] == "ok":
-        return "%s / %s" % (fmt(r.get("decode_tok_s")), fmt(r.get("prefill_tok_s")))
+        text = "%s / %s" % (fmt(r.get("decode_tok_s")), fmt(r.get("prefill_tok_s")))
+        failed = [x for x in r.get("statuses", []) if x != "ok"]
+        return text + (" (%d of %d runs: %s)" % (len(failed), len(r["statuses"]), ", ".join(failed)) if failed else "")
     if r["status"] == "timeout":
         return "timeout (%d tok, %s tok/s)" % (r["tokens_done"], fmt(r.get("decode_tok_s"), 2))
     if r["status"] == "oom":
@@ -234,31 +336,56 @@ def cell(r):
     return r["status"]
 
 
+def pct(x):
+    return "–" if x is None else "%.0f%%" % (100 * x)
+
+
+def mib(x):
+    return "–" if x is None else "%.0f" % (x / MIB)
+
+
 def markdown(res):
-    lines = ["In RAM (decode / prefill tok/s, medians of %d alternated runs; ratio = median of per-run "
-             "waste ÷ llama.cpp):" % res["runs"], "",
-             "| threads | llama.cpp Q4_K_M | waste VQ3R exact | waste VQ3R int8 | exact ÷ llama.cpp (decode, prefill) "
-             "| int8 ÷ llama.cpp (decode, prefill) |", "|---|---|---|---|---|---|"]
+    bpw = res.get("bits_per_weight", {})
+    lines = ["In RAM, warm (files in the page cache; each process warms up with the whole prompt and one token, then "
+             "times one prefill and decode), the same prompt ids on both sides; medians of %d alternated runs; ratio = "
+             "median of per-run waste ÷ llama.cpp; peak RSS = the largest of the runs (rusage). Bits per weight: "
+             "llama.cpp Q4_K_M %s, waste VQ3R %s (file bits ÷ parameters). waste's budget: its default plan's; "
+             "its prefill chunk: %s." % (res["runs"], fmt(bpw.get("gguf"), 2), fmt(bpw.get("container"), 2),
+                                          res.get("waste_prefill_chunk", "–")), "",
+             "| threads | prompt → decode | llama.cpp Q4_K_M prefill / decode tok/s (RSS MiB) "
+             "| waste int8 (RSS) | waste exact (RSS) | waste int8, budget = the GGUF's size (RSS) "
+             "| int8 ÷ llama.cpp (prefill, decode) | exact ÷ llama.cpp | int8 at the GGUF's size ÷ llama.cpp |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in res["ram"]:
-        c = [row["threads"]]
-        for name in ("llama.cpp Q4_K_M", "waste VQ3R exact", "waste VQ3R int8"):
-            c.append("%s / %s" % (fmt(row[name]["decode_tok_s"]), fmt(row[name]["prefill_tok_s"])))
-        for name in ("waste VQ3R exact", "waste VQ3R int8"):
-            c.append("%s×, %s×" % (fmt(row[name]["decode_ratio_to_llama"], 2), fmt(row[name]["prefill_ratio_to_llama"], 2)))
+        c = [row["threads"], "%d → %d" % (row["prompt"], row["gen"])]
+        for name in RAM_ENGINES:
+            r = row[name]
+            c.append("%s / %s (%s)" % (fmt(r["prefill_tok_s"]), fmt(r["decode_tok_s"]), mib(r["peak_rss_bytes"])))
+        for name in RAM_ENGINES[1:]:
+            c.append("%s×, %s×" % (fmt(row[name]["prefill_ratio_to_llama"], 2), fmt(row[name]["decode_ratio_to_llama"], 2)))
         lines.append("| " + " | ".join(map(str, c)) + " |")
     if res.get("sweep"):
         t = res["sweep"][0]["threads"]
-        lines += ["", "Under a memory cgroup limit (%d thread%s; decode / prefill tok/s, one cold run each; "
-                  "waste's budget = limit − %d MiB):" % (t, "" if t == 1 else "s", res["headroom_mib"]), "",
-                  "| limit | llama.cpp Q4_K_M mmap | llama.cpp mmap, no repack | waste VQ3R exact | peak usage "
-                  "(llama.cpp, no-repack, waste) |", "|---|---|---|---|---|"]
+        lines += ["", "Under a memory cgroup limit (%d thread%s; decode / prefill tok/s, medians of %d alternated runs, "
+                  "every run cold: page cache dropped, no warm-up, WASTE's expert cache empty; waste's budget = limit − "
+                  "%d MiB; read = bytes the process read from storage, rusage, the most of the runs; WASTE's decode: "
+                  "demand lookups found cached / found because lookahead read them / read on demand, MB read and I/O wait "
+                  "a token):" % (t, "" if t == 1 else "s", res["runs"], res["headroom_mib"]), "",
+                  "| limit (of the GGUF, of the container) | llama.cpp Q4_K_M mmap | llama.cpp mmap, no repack | waste VQ3R int8 "
+                  "| waste decode: cached / lookahead / on demand; MB, ms a token | peak in the cgroup, MiB (llama.cpp, no repack, waste) "
+                  "| read, MiB (llama.cpp, no repack, waste) |", "|---|---|---|---|---|---|---|"]
         for row in res["sweep"]:
-            names = ("llama.cpp Q4_K_M mmap", "llama.cpp Q4_K_M mmap, no repack", "waste VQ3R exact")
-            peaks = ", ".join("%.0f" % (row[n].get("peak_bytes", 0) / MIB) for n in
-                              ("llama.cpp Q4_K_M mmap", "llama.cpp Q4_K_M mmap, no repack", "waste VQ3R exact"))
-            lines.append("| %d%% (%.0f MiB) | %s | %s | %s | %s MiB |" % (
-                row["percent"], row["limit_bytes"] / MIB, cell(row[names[0]]), cell(row[names[1]]),
-                cell(row[names[2]]), peaks))
+            w = row["waste VQ3R int8"]
+            streaming = ("%s / %s / %s; %s MB, %s ms" % (pct(w.get("demand_cache_hit_rate")), pct(w.get("demand_lookahead_hit_rate")),
+                                                        pct(w.get("demand_miss_rate")),
+                                                        fmt((w.get("decode_bytes_read_per_token") or 0) / 1e6, 2),
+                                                        fmt(w.get("decode_io_wait_ms_per_token"), 2))
+                         if w["status"] == "ok" else "–")
+            lines.append("| %.0f MiB (%s, %s) | %s | %s | %s | %s | %s | %s |" % (
+                row["limit_bytes"] / MIB, pct(row.get("of_gguf")), pct(row.get("of_container")),
+                cell(row[SWEEP_ENGINES[0]]), cell(row[SWEEP_ENGINES[1]]), cell(w), streaming,
+                ", ".join(mib(row[n].get("peak_bytes")) for n in SWEEP_ENGINES),
+                ", ".join(mib(row[n].get("read_bytes")) for n in SWEEP_ENGINES)))
     return "\n".join(lines) + "\n"
 
 
@@ -285,9 +412,12 @@ def main(argv=None):
     ap.add_argument("--table", help="also write the Markdown table here")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--prompt", type=int, default=64)
+    ap.add_argument("--prompt", type=int, default=64, help="prompt tokens of the limited runs")
+    ap.add_argument("--prompts", default="64,512,2048", help="prompt lengths of the in-RAM runs (each then decodes --gen)")
     ap.add_argument("--gen", type=int, default=64)
-    ap.add_argument("--ram-budget", default="4G")  # every record and every expert decoded (--lut int8)
+    ap.add_argument("--ram-budget", default="", help="waste's --budget in RAM ('' = its default plan's)")
+    ap.add_argument("--params", type=int, default=0, help="the model's parameters (bits per weight)")
+    ap.add_argument("--vocab", type=int, required=True, help="ids of the shared prompt are below this")
     ap.add_argument("--sweep", default="100,75,50,25,10", help="limits, %% of the GGUF's size ('' = none)")
     ap.add_argument("--sweep-threads", type=int, default=1,
                     help="threads of the limited runs: 1 by default, because on a shared machine llama.cpp's "
@@ -300,18 +430,31 @@ def main(argv=None):
     a = ap.parse_args(argv)
     a.threads = [int(t) for t in a.threads.split(",") if t]
     a.sweep = [int(p) for p in a.sweep.split(",") if p]
+    a.prompts = [int(p) for p in a.prompts.split(",") if p]
     if not 1 <= a.runs <= 50 or not a.threads or not 1 <= a.timeout <= 3600:
         ap.error("runs 1..50, at least one thread count, timeout 1..3600 s")
+    # The one prompt both engines read (bench_llama --ids, waste bench --prompt-ids).
+    rng = random.Random(1)
+    a.ids_file = os.path.splitext(a.out)[0] + "-prompt-ids.txt"
+    with open(a.ids_file, "w") as f:
+        f.write(" ".join(str(rng.randrange(a.vocab)) for _ in range(max(a.prompts + [a.prompt]))) + "\n")
     b = Bench(a)
     res = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "machine": machine(), "runs": a.runs,
            "prompt": a.prompt, "gen": a.gen, "headroom_mib": a.headroom_mib, "timeout_s": a.timeout,
-           "ram_budget": a.ram_budget, "gguf_bytes": os.path.getsize(a.gguf)}
+           "ram_budget": a.ram_budget or "the default plan's", "gguf_bytes": os.path.getsize(a.gguf),
+           "prompts": a.prompts, "prompt_ids": a.ids_file}
     res.update(json.loads(a.extra))
+    if a.params:
+        res["bits_per_weight"] = {"gguf": res["gguf_bytes"] * 8 / a.params}
+        if "container_bytes" in res:
+            res["bits_per_weight"]["container"] = res["container_bytes"] * 8 / a.params
     print("in RAM, threads %s, %d runs" % (a.threads, a.runs), file=sys.stderr, flush=True)
     raw = in_ram(b, a)
     res["ram"] = summarise_ram(raw)
+    res["waste_prefill_chunk"] = next((row["waste VQ3R int8"]["prefill_chunk"] for row in res["ram"]
+                                       if row["waste VQ3R int8"]["prefill_chunk"]), None)
     res["ram_runs"] = {str(t): v for t, v in raw.items()}
-    res["sweep"] = sweep(b, a, res["gguf_bytes"]) if a.sweep else []
+    res["sweep"] = sweep(b, a, res["gguf_bytes"], res.get("container_bytes")) if a.sweep else []
     res["machine"]["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
     try:
         os.rmdir(a.cgroup)  # empty now: every run has exited

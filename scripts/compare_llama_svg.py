@@ -16,11 +16,11 @@ import sys
 W, H = 760, 440
 LEFT, RIGHT, TOP, BOTTOM = 70, 210, 40, 60
 SERIES = [  # (results key, label, colour)
-    ("waste VQ3R exact", "WASTE VQ3R (budget = limit − headroom)", "#1f77b4"),
+    ("waste VQ3R int8", "WASTE VQ3R, int8 (budget = limit − headroom)", "#1f77b4"),
     ("llama.cpp Q4_K_M mmap", "llama.cpp Q4_K_M, mmap (default repack)", "#d62728"),
     ("llama.cpp Q4_K_M mmap, no repack", "llama.cpp Q4_K_M, mmap, no repack", "#ff9896"),
 ]
-RAM_LINES = [("waste VQ3R exact", "#1f77b4"), ("llama.cpp Q4_K_M", "#d62728")]
+RAM_LINES = [("waste VQ3R int8", "#1f77b4"), ("llama.cpp Q4_K_M", "#d62728")]
 Y_MIN, Y_MAX = 0.1, 300.0
 
 
@@ -67,7 +67,9 @@ def main(argv):
              % ((TOP + H - BOTTOM) // 2))
     o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#444"/>'
              % (LEFT, TOP, W - LEFT - RIGHT, H - TOP - BOTTOM))
-    ram = next((r for r in res.get("ram", []) if r["threads"] == threads), None)
+    # the in-RAM row of the same threads and prompt length as the sweep's
+    ram = next((r for r in res.get("ram", []) if r["threads"] == threads and r.get("prompt") == res.get("prompt")),
+               next((r for r in res.get("ram", []) if r["threads"] == threads), None))
     for key, colour in RAM_LINES if ram else []:
         v = ram.get(key, {}).get("decode_tok_s")
         if v:

@@ -464,6 +464,33 @@ class CliTest(unittest.TestCase):
                 self.assertTrue(b"No space left on device" in proc.stderr or
                                 b"writing the standard output failed" in proc.stderr, proc.stderr)
 
+    def test_bench_reads_its_prompt_from_a_file_and_warms_up_untimed(self):
+        # The harness that sets waste beside llama.cpp (scripts/compare_llama.py)
+        # gives both engines one file of prompt ids. Exact: the same engine,
+        # path and ids decode the same greedy tokens.
+        ids = [3, 14, 15, 9, 26, 5, 35, 8, 97, 93]
+        path = os.path.join(self.tmp, "prompt-ids.txt")
+        with open(path, "w") as f:
+            f.write(" ".join(map(str, ids)) + "\n")
+        bench = json.loads(waste("bench", self.model, "--prompt", "8", "--prompt-ids", path, "-n", "6", "--runs", "2",
+                                 "--warmup", "2", "--json", check=0).stdout)
+        self.assertEqual(bench["prompt_ids"], path)
+        self.assertEqual(bench["warmup_runs"], 2)
+        self.assertEqual(len(bench["prefill"]["tok_per_s"]), 2, "warm-up runs are in no figure")
+        self.assertEqual(len(bench["decode"]["tok_per_s"]), 2)
+        ran = json.loads(waste("run", self.model, "--ids", " ".join(map(str, ids[:8])), "-n", "6", "--ignore-eos",
+                               "--temp", "0", "--json", check=0).stdout)
+        self.assertEqual(bench["generated_ids"], ran["tokens"], "bench's prompt is the file's first 8 ids")
+        random_prompt = json.loads(waste("bench", self.model, "--prompt", "8", "-n", "2", "--runs", "1", "--json",
+                                         check=0).stdout)
+        self.assertEqual(random_prompt["prompt_ids"], "random, seed 1")
+        self.assertEqual(random_prompt["warmup_runs"], 1)
+        cold = json.loads(waste("bench", self.model, "--prompt", "8", "-n", "2", "--runs", "1", "--no-warm", "--json",
+                                check=0).stdout)
+        self.assertEqual(cold["warmup_runs"], 0, "a cold measurement stays cold")
+        short = waste("bench", self.model, "--prompt", "11", "--prompt-ids", path, "--json", check=1)
+        self.assertIn(f"{path} holds 10 ids; --prompt 11 wants that many".encode(), short.stderr)
+
     def test_help_lists_every_option_with_its_default(self):
         top = waste("--help", check=0).stdout.decode()
         for command in ("run", "chat", "eval", "tokenize", "bench", "info", "plan", "synth"):
