@@ -93,8 +93,12 @@ fuzz_one() {
   return $status
 }
 export -f fuzz_one
-shopt -s nullglob
-fuzzers=(build/asan/*_fuzz)
+# The fuzz targets: the executables named *_fuzz (their corpus folders,
+# corpus-NAME_fuzz, match the same pattern on a rerun).
+fuzzers=()
+for candidate in build/asan/*_fuzz; do
+  if [ -f "$candidate" ] && [ -x "$candidate" ]; then fuzzers+=("$candidate"); fi
+done
 if [ ${#fuzzers[@]} -gt 0 ]; then
   printf '%s\n' "${fuzzers[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one "$1" "$2"' _ {} "$fuzz_seconds"
 fi
