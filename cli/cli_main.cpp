@@ -51,9 +51,6 @@ void use_binary_utf8_streams() {
     _setmode(_fileno(stdin), _O_BINARY);
     _setmode(_fileno(stdout), _O_BINARY);
     _setmode(_fileno(stderr), _O_BINARY);
-    // Unbuffered, as C's stderr is on POSIX: a warning shows when it is
-    // made, not at exit (Wine's C runtime buffered stderr sent to a pipe).
-    std::setvbuf(stderr, nullptr, _IONBF, 0);
     ::SetConsoleOutputCP(CP_UTF8);
     ::SetConsoleCP(CP_UTF8);
 }

@@ -138,6 +138,7 @@ std::string resolve_api_key(const ServeArgs& args) {
     if (!args.api_key.empty()) {
         fmt::print(stderr, "waste serve: warning: --api-key on the command line is visible to every user of this machine "
                            "(ps, /proc); use --api-key-file FILE or $WASTE_API_KEY\n");
+        std::fflush(stderr);  // now, not at exit: Wine's C runtime buffers stderr sent to a pipe
         return args.api_key;
     }
     const char* key = std::getenv("WASTE_API_KEY");
@@ -184,6 +185,7 @@ int serve(const ServeArgs& args) {
     if (!is_loopback(args.host) && ctx.settings.api_key.empty())
         fmt::print(stderr, "waste serve: warning: listening on {} without an API key: anyone who can reach this address can use the model "
                            "(set --api-key-file or $WASTE_API_KEY)\n", args.host);
+    std::fflush(stderr);
     std::thread listener([&server] { server.listen_after_bind(); });
     const std::string url = fmt::format("http://{}:{}", args.host.find(':') != std::string::npos ? "[" + args.host + "]" : args.host, port);
     fmt::print("waste serve: loading {} (GET {}/health answers \"loading\" until ready)\n", args.model, url);
