@@ -40,7 +40,7 @@ ModelHandle open_model(const std::string& path, const waste_open_options& option
     return ModelHandle(model);
 }
 
-std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty) {
+std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty, const std::string& source) {
     std::vector<int32_t> ids;
     std::string cleaned = text;
     for (char& ch : cleaned)
@@ -56,10 +56,10 @@ std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty) 
             used = 0;
         }
         if (used != item.size() || value < 0 || value > INT32_MAX)
-            throw CLI::ValidationError("--ids", "'" + item + "' is not a token id (a non-negative integer)");
+            throw CLI::ValidationError(source, "'" + item + "' is not a token id (a non-negative integer)");
         ids.push_back(static_cast<int32_t>(value));
     }
-    if (ids.empty() && !allow_empty) throw CLI::ValidationError("--ids", "no token ids given");
+    if (ids.empty() && !allow_empty) throw CLI::ValidationError(source, "no token ids given");
     return ids;
 }
 

@@ -72,8 +72,8 @@ CLI::Option* add_threads_option(CLI::App* command, unsigned& threads, const std:
                                 const std::string& what = "Compute threads (0 = one per core)");
 // "1 2 3", "1,2,3" or "[1, 2, 3]" -> token ids (non-negative, < 2^31);
 // throws CLI::ValidationError naming the bad item (or an empty list, unless
-// allow_empty).
-std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty = false);
+// allow_empty) and where the text came from (`source`: an option or a file).
+std::vector<int32_t> parse_token_ids(const std::string& text, bool allow_empty = false, const std::string& source = "--ids");
 // "0-3,6" -> sorted CPU numbers; throws CLI::ValidationError.
 std::vector<int> parse_cpu_list(const std::string& text);
 

@@ -129,7 +129,12 @@ void run_bench(const BenchArgs& args) {
     std::vector<int32_t> prompt(static_cast<size_t>(args.prompt));
     if (!args.prompt_ids.empty()) {
         // The same prompt as another engine's run (scripts/compare_llama.py): its first --prompt ids.
-        const std::vector<int32_t> ids = parse_token_ids(read_input_file(args.prompt_ids, 64 << 20, "the prompt ids file"), true);
+        std::vector<int32_t> ids;
+        try {
+            ids = parse_token_ids(read_input_file(args.prompt_ids, 64 << 20, "the prompt ids file"), true, args.prompt_ids);
+        } catch (const CLI::ValidationError& bad) {
+            throw RuntimeFailure{bad.what()};  // the file's content, not the command line: exit 1
+        }
         if (ids.size() < prompt.size())
             throw RuntimeFailure{fmt::format("{} holds {} ids; --prompt {} wants that many", args.prompt_ids, ids.size(), args.prompt)};
         std::copy_n(ids.begin(), prompt.size(), prompt.begin());

@@ -490,6 +490,11 @@ class CliTest(unittest.TestCase):
         self.assertEqual(cold["warmup_runs"], 0, "a cold measurement stays cold")
         short = waste("bench", self.model, "--prompt", "11", "--prompt-ids", path, "--json", check=1)
         self.assertIn(f"{path} holds 10 ids; --prompt 11 wants that many".encode(), short.stderr)
+        bad = os.path.join(self.tmp, "bad-prompt-ids.txt")
+        with open(bad, "w") as f:
+            f.write("3 14 x\n")
+        refused = waste("bench", self.model, "--prompt", "2", "--prompt-ids", bad, "--json", check=1)
+        self.assertIn(f"{bad}: 'x' is not a token id".encode(), refused.stderr)
 
     def test_help_lists_every_option_with_its_default(self):
         top = waste("--help", check=0).stdout.decode()
