@@ -44,6 +44,7 @@ bounded by a timeout; a run killed by it reports the tokens it had decoded
 (bench_llama --progress), an OOM kill is reported as such.
 """
 import argparse
+import functools
 import json
 import os
 import platform
@@ -218,6 +219,16 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def alternated(configs, runs):
+    """{name: [result per run]}: each config run `runs` times, the order of the configs reversed every
+    other run, so that a load change on a shared machine hits all of them alike."""
+    out = {name: [] for name in configs}
+    for r in range(runs):
+        for name in (list(configs) if r % 2 == 0 else list(reversed(configs))):
+            out[name].append(configs[name]())
+    return out
+
+
 RAM_ENGINES = ("llama.cpp Q4_K_M", "waste VQ3R int8", "waste VQ3R exact", "waste VQ3R int8 at the GGUF's size")
 
 
@@ -237,11 +248,8 @@ def in_ram(b, a):
     for t in a.threads:
         out[t] = {}
         for p, g in tests:
-            by = out[t]["%d+%d" % (p, g)] = {name: [] for name in configs}
-            for r in range(a.runs):
-                names = list(configs) if r % 2 == 0 else list(reversed(configs))  # alternate who goes first
-                for name in names:
-                    by[name].append(configs[name](t, p, g))
+            out[t]["%d+%d" % (p, g)] = alternated({name: functools.partial(measure, t, p, g) for name, measure in configs.items()},
+                                                  a.runs)
     return out
 
 
@@ -278,7 +286,7 @@ def sweep(b, a, gguf_bytes, container_bytes):
         budget_mib = limit // MIB - a.headroom_mib
         row = {"percent": pct, "limit_bytes": limit, "of_gguf": limit / gguf_bytes,
                "of_container": limit / container_bytes if container_bytes else None,
-               "waste_budget_mib": budget_mib, "threads": t, "runs": {}}
+               "waste_budget_mib": budget_mib, "threads": t}
         print("  limit %d%% = %.0f MiB" % (pct, limit / MIB), file=sys.stderr, flush=True)
         configs = {
             "llama.cpp Q4_K_M mmap": lambda: b.llama(t, mmap=True, limit=limit, cold=True),
@@ -286,11 +294,7 @@ def sweep(b, a, gguf_bytes, container_bytes):
             "waste VQ3R int8": lambda: (b.waste(t, "int8", "%dM" % budget_mib, limit=limit, cold=True) if budget_mib > 0
                                         else {"status": "refused", "tokens_done": 0}),
         }
-        for name in configs:
-            row["runs"][name] = []
-        for r in range(a.runs):
-            for name in (list(configs) if r % 2 == 0 else list(reversed(configs))):
-                row["runs"][name].append(configs[name]())
+        row["runs"] = alternated(configs, a.runs)
         for name in configs:
             row[name] = summarise_runs(row["runs"][name])
         out.append(row)

@@ -54,15 +54,6 @@ RequestMemory::Reservation& request_memory(ServerContext& ctx) {
     return *connection->memory;
 }
 
-// A client that closed its connection (or half-closed it: no HTTP client
-// waiting for an answer does, and servers such as nginx treat it as an
-// abort too) has hung up. Checked before each token, so a generation stops
-// within one token of the client leaving, blocking requests included — a
-// failed write alone noticed a streaming client only a token or two later
-// (the first write after the close still lands in the kernel's buffer), and
-// a blocking one never. One poll with no wait: ~1 µs a token.
-bool client_hung_up(Socket socket) { return peer_hung_up(socket); }
-
 const char* error_type_for(int status) {
     switch (status) {
         case 401: return "authentication_error";
@@ -165,7 +156,7 @@ std::vector<int32_t> plain_tokens(ServerContext& ctx, const std::string& text) {
 Outcome run_blocking(ServerContext& ctx, Admission& admission, GenerationJob& job, Socket client_socket) {
     auto lease = admission.wait_for_slot();
     if (!lease) throw ApiError{503, "the server is shutting down", "unavailable_error", "", "shutting_down"};
-    return generate(ctx.engine, lease->index(), job, [client_socket](const StepOutput&) { return !client_hung_up(client_socket); });
+    return generate(ctx.engine, lease->index(), job, [client_socket](const StepOutput&) { return !peer_hung_up(client_socket); });
 }
 
 Admission admit_or_throw(ServerContext& ctx) {
@@ -325,7 +316,7 @@ void chat_completions(ServerContext& ctx, const std::string& body, httplib::Resp
             bool gone = false;
             try {
                 const Outcome outcome = generate(ctx.engine, lease->index(), *job, [&](const StepOutput& step) {
-                    if (!sink.is_writable() || client_hung_up(client_socket)) return gone = true, false;
+                    if (!sink.is_writable() || peer_hung_up(client_socket)) return gone = true, false;
                     const std::string text = stream.step(ctx.engine, step, params.logprobs);
                     if (!text.empty() && !sink.write(text.data(), text.size())) return gone = true, false;
                     if (step.choice) ++ctx.metrics.stream_tokens_sent;

@@ -1,8 +1,6 @@
 // socket_io_posix.cpp — socket_io.h on Linux and macOS.
 #include "socket_io.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,25 +35,6 @@ bool peer_hung_up(Socket socket) {
     char byte;
     return ::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 #endif
-}
-
-void socket_address(Socket socket, bool peer, std::string& ip, int& port) {
-    sockaddr_storage address{};
-    socklen_t size = sizeof address;
-    const int got = peer ? getpeername(socket, reinterpret_cast<sockaddr*>(&address), &size)
-                         : getsockname(socket, reinterpret_cast<sockaddr*>(&address), &size);
-    if (got != 0) return;
-    char host[INET6_ADDRSTRLEN] = {};
-    if (address.ss_family == AF_INET) {
-        const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-        port = ntohs(in->sin_port);
-    } else if (address.ss_family == AF_INET6) {
-        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-        port = ntohs(in6->sin6_port);
-    }
-    ip = host;
 }
 
 PollWaker::PollWaker() {

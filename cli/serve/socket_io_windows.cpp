@@ -35,25 +35,6 @@ bool peer_hung_up(Socket socket) {
     return ::recv(socket, &byte, 1, MSG_PEEK) == 0;
 }
 
-void socket_address(Socket socket, bool peer, std::string& ip, int& port) {
-    sockaddr_storage address{};
-    int size = sizeof address;
-    const int got = peer ? ::getpeername(socket, reinterpret_cast<sockaddr*>(&address), &size)
-                         : ::getsockname(socket, reinterpret_cast<sockaddr*>(&address), &size);
-    if (got != 0) return;
-    char host[INET6_ADDRSTRLEN] = {};
-    if (address.ss_family == AF_INET) {
-        auto* in = reinterpret_cast<sockaddr_in*>(&address);
-        ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-        port = ntohs(in->sin_port);
-    } else if (address.ss_family == AF_INET6) {
-        auto* in6 = reinterpret_cast<sockaddr_in6*>(&address);
-        ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-        port = ntohs(in6->sin6_port);
-    }
-    ip = host;
-}
-
 // One UDP socket bound to a loopback port and connected to itself: a
 // datagram sent on it makes it readable. Non-blocking, so a wake() with
 // the buffer full and a drain() with nothing queued return at once.

@@ -65,13 +65,16 @@ export async function startServer(model, extraArgs = [], { env = {}, modelSampli
   });
   child.removeAllListeners('exit');
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // Found once (under Wine a scan of /proc), then asked for every RSS sample.
+  let serverProcess;
+  const pid = () => (serverProcess ??= serverPid(child));
   return {
     url,
     child,
     output: () => out,
     errors: () => err,
-    pid: () => serverPid(child),
-    rssKiB: () => Number(readFileSync(`/proc/${serverPid(child)}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
+    pid,
+    rssKiB: () => Number(readFileSync(`/proc/${pid()}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
     async stop(signal = 'SIGTERM') {
       const running = child.exitCode === null && child.signalCode === null;
       if (underWine && signal === 'SIGTERM') {
