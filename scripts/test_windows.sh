@@ -56,6 +56,7 @@ export WASTE_ALLOW_SKIP=o_direct,io_uring
 # first test took 320 s. Booted here, they hold /dev/null.
 export WINEDEBUG=-all
 export WINEPREFIX="$root/build/wine-prefix"
+mkdir -p "$root/build"                           # Wine creates the prefix, not the folders above it
 wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
 wine_server=$(command -v wineserver || echo /usr/lib/wine/wineserver)
 "$wine_server" -k 2>/dev/null || true            # a server a killed run left (the prefix is the stage's own)
