@@ -129,6 +129,7 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
 
     bool model_ended = false;
     int32_t pending = -1;  // the last token drawn, evaluated at the next step (never when the reply ends)
+    std::vector<int32_t> held = job.prompt;  // what the session holds: the prompt, then each token evaluated
     std::vector<float> masked;  // a constrained reply's copy of the logits, masked by it
     for (uint32_t n = 0; n < budget; ++n) {
         if (engine.cancel_all.load()) break;
@@ -136,8 +137,11 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
         bool complete = false;  // the constraint's grammar allows nothing more
         {
             std::lock_guard lock(engine.turn);
-            if (pending >= 0 && waste_session_eval(session, &pending, 1, &error) != WASTE_OK)
-                engine_failure(session, error, "evaluating a generated token");
+            if (pending >= 0) {
+                if (waste_session_eval(session, &pending, 1, &error) != WASTE_OK)
+                    engine_failure(session, error, "evaluating a generated token");
+                held.push_back(pending);
+            }
             const float* logits = nullptr;
             size_t vocab = 0;
             if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK)
@@ -178,6 +182,16 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
             break;
         }
         if (stops.matched()) break;
+    }
+
+    // The state after the reply, kept beside the prompt's: a next turn whose
+    // prompt renders this reply as it was generated prefills only what
+    // follows it (the reply's end marker, the new messages). One that
+    // renders it otherwise (a stop string cut it, reasoning dropped from the
+    // history) still resumes from the prompt's state.
+    if (engine.prompt_cache && job.images.empty() && held.size() > job.prompt.size()) {
+        std::lock_guard lock(engine.turn);
+        engine.prompt_cache->remember(session, held);
     }
 
     // The end: what the reader and the stop strings held back.

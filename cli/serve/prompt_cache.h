@@ -1,8 +1,10 @@
 // prompt_cache.h — prompt reuse: the engine state at the end of recent
-// prompts, kept as session snapshots (bounded by the plan's snapshot
-// reserve, least recently used first out). A request whose prompt extends a
-// stored one restores it and prefills only the new tokens; the snapshot
-// restores the exact state, so the answer is the one a fresh prefill gives.
+// prompts and of their replies (prompt + the generated tokens evaluated),
+// kept as session snapshots (bounded by the plan's snapshot reserve, least
+// recently used first out). A request whose prompt extends a stored one
+// restores it and prefills only the new tokens; the snapshot restores the
+// exact state, so the answer is the one a fresh prefill gives (within the
+// chunked-prefill rounding waste.h documents).
 // Callers hold the engine's turn lock around every call.
 #pragma once
 
@@ -25,8 +27,9 @@ public:
     // prompt (the whole prompt too: a snapshot carries its next-token
     // logits). Returns its length (0: none; the session is then reset).
     uint32_t resume(waste_session* session, const std::vector<int32_t>& prompt);
-    // Stores the state of session, which holds exactly prompt.
-    void remember(waste_session* session, const std::vector<int32_t>& prompt);
+    // Stores the state of session, which holds exactly tokens (a prompt, or
+    // a prompt and its reply).
+    void remember(waste_session* session, const std::vector<int32_t>& tokens);
     bool enabled() const { return capacity_ > 0; }
     uint64_t bytes() const { return bytes_; }
     size_t entries() const { return entries_.size(); }

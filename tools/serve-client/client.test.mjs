@@ -212,11 +212,17 @@ test('every EOS id the model lists ends a reply: generation_config.json\'s too (
   }
 });
 
-test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill does', async () => {
+test('prompt reuse: turn 2 resumes from the state after turn 1 (its prompt and reply) and answers as a fresh prefill does', async () => {
   // A second kimi-mini server without a prompt cache gives the fresh answer.
-  // Tolerance: greedy tokens identical; logprobs within 1e-3, the chunked-
-  // prefill rounding waste.h documents (a resumed prompt is prefilled in
-  // other chunks than a fresh one, waste_session_set_prefill_chunk).
+  // Tolerance: greedy tokens identical; logprobs within 2e-2. The resumed
+  // state evaluated turn 1's reply in decode steps, the fresh server
+  // evaluates it in a prefill chunk, and in the servers' default int8 mode
+  // those are two roundings: decode's int8 tables and the trunk's int8
+  // inputs per token, prefill's int8 rows (waste.h, WASTE_LUT_INT8).
+  // lut_mode_test measured each within 5.5e-3 of the exact logits, so the
+  // two within 1.1e-2 of each other, and a logprob (logit - logsumexp)
+  // moves by at most twice its logits' largest change. (In the exact mode
+  // the bound is chunking's 1e-3, waste_session_set_prefill_chunk.)
   const fresh = await startServer(kimiMini, ['--model-id', 'kimi-mini', '--prompt-cache', '0']);
   try {
     const freshClient = new OpenAI({ baseURL: `${fresh.url}/v1`, apiKey: 'unused', maxRetries: 0 });
@@ -225,7 +231,13 @@ test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill do
     const turn1 = await client.chat.completions.create(ask(history));
     const messages = [...history, { role: 'assistant', content: turn1.choices[0].message.content }, { role: 'user', content: 'And then?' }];
     const [resumed, baseline] = await Promise.all([client.chat.completions.create(ask(messages)), freshClient.chat.completions.create(ask(messages))]);
-    assert.ok(resumed.waste.prompt_tokens_reused > 0, 'turn 2 resumed from turn 1');
+    // Turn 1's reply is cut by max_tokens: its last token was drawn, never
+    // evaluated, so the state after the reply holds every token before it.
+    // Turn 2 renders the reply as generated, so it resumes from that state
+    // and prefills only the reply's end and the new message.
+    assert.equal(turn1.choices[0].finish_reason, 'length');
+    assert.equal(resumed.waste.prompt_tokens_reused, turn1.usage.prompt_tokens + turn1.usage.completion_tokens - 1,
+      'turn 2 resumed from the state after turn 1\'s reply');
     assert.ok(resumed.waste.prompt_tokens_reused < resumed.usage.prompt_tokens);
     assert.equal(baseline.waste.prompt_tokens_reused, 0);
     assert.equal(resumed.choices[0].message.content, baseline.choices[0].message.content);
@@ -234,7 +246,7 @@ test('prompt reuse: turn 2 resumes from turn 1 and answers as a fresh prefill do
     assert.equal(a.length, b.length);
     for (let i = 0; i < a.length; ++i) {
       assert.equal(a[i].token, b[i].token);
-      assert.ok(Math.abs(a[i].logprob - b[i].logprob) <= 1e-3, `token ${i}: ${a[i].logprob} vs ${b[i].logprob}`);
+      assert.ok(Math.abs(a[i].logprob - b[i].logprob) <= 2e-2, `token ${i}: ${a[i].logprob} vs ${b[i].logprob}`);
     }
     // The same request again resumes from its own whole prompt: identical.
     const again = await client.chat.completions.create(ask(messages));

@@ -7,6 +7,9 @@
 // succeeds — including those HAProxy first sends to the dead instance before
 // its health check notices (retry-on conn-failure: nothing reached it).
 //
+// A conversation that names itself (X-Conversation-Id) keeps both its turns
+// on one instance, whose prompt cache resumes turn 2 from turn 1's reply.
+//
 // The two instances get different --model-id values only so the test can see
 // which one answered (replies carry it; chat requests do not select by it).
 import { test, before, after } from 'node:test';
@@ -105,6 +108,30 @@ test('both instances answer through HAProxy', async () => {
   const replies = await Promise.all([0, 1, 2, 3].map((i) => client.chat.completions.create(ask(i))));
   for (const r of replies) assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
   assert.deepEqual(new Set(replies.map((r) => r.model)), new Set(['lb-a', 'lb-b']));
+});
+
+test('a conversation with an X-Conversation-Id stays on one instance, and its turn 2 resumes from turn 1\'s reply', async () => {
+  // Six conversations at once, each two turns. Without the header leastconn
+  // spreads the turns (a turn 2 on the other instance reuses nothing); with
+  // it, each conversation's hash picks one instance for both turns.
+  const conversations = ['a7', 'b3', 'c9', 'd1', 'e5', 'f2'];
+  const ask = (history) => ({ model: 'kimi-mini', messages: history, max_tokens: 8, temperature: 0 });
+  const results = await Promise.all(conversations.map(async (id) => {
+    const headers = { 'X-Conversation-Id': `conversation-${id}` };
+    const history = [{ role: 'user', content: `Tell me about conversation ${id}` }];
+    const turn1 = await client.chat.completions.create(ask(history), { headers });
+    history.push({ role: 'assistant', content: turn1.choices[0].message.content }, { role: 'user', content: 'And then?' });
+    const turn2 = await client.chat.completions.create(ask(history), { headers });
+    return { turn1, turn2 };
+  }));
+  for (const { turn1, turn2 } of results) {
+    assert.equal(turn2.model, turn1.model, 'both turns on one instance');
+    // The instance holds the state after turn 1's reply: every token of it
+    // but the last drawn (never evaluated), whether it ended by length or EOS.
+    assert.equal(turn2.waste.prompt_tokens_reused, turn1.usage.prompt_tokens + turn1.usage.completion_tokens - 1);
+  }
+  // The hash spreads these conversations over both instances.
+  assert.deepEqual(new Set(results.map((r) => r.turn1.model)), new Set(['lb-a', 'lb-b']));
 });
 
 test('an instance killed mid-run: its in-flight requests fail cleanly, all others succeed', async () => {
