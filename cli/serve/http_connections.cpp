@@ -361,6 +361,13 @@ HttpServer::HttpServer(ConnectionLimits limits)
         queue_ = queue;
         return queue;
     };
+    // Answers go out as several sends (headers, body, each streamed event).
+    // With Nagle's algorithm a send waits for the ACK of the one before, and
+    // a client that delays its ACKs (Linux: up to 40 ms once a connection is
+    // past its first exchanges) stalls every answer on a kept-alive
+    // connection by that much. Set on the listening socket; accepted
+    // sockets inherit it.
+    set_tcp_nodelay(true);
     // What httplib's Keep-Alive header tells clients (serve() enforces them).
     set_keep_alive_max_count(limits_.max_requests_per_connection);
     set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
