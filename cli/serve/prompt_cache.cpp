@@ -25,10 +25,11 @@ uint32_t PromptCache::resume(waste_session* session, const std::vector<int32_t>&
     return 0;
 }
 
-void PromptCache::remember(waste_session* session, const std::vector<int32_t>& prompt) {
-    if (!enabled() || prompt.empty()) return;
+void PromptCache::remember(waste_session* session, const std::vector<int32_t>& tokens) {
+    if (!enabled() || tokens.empty()) return;
+    if (waste_model_snapshot_bytes(model_, static_cast<uint32_t>(tokens.size())) > capacity_) return;
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->tokens == prompt) {
+        if (it->tokens == tokens) {
             entries_.splice(entries_.begin(), entries_, it);
             return;
         }
@@ -43,7 +44,7 @@ void PromptCache::remember(waste_session* session, const std::vector<int32_t>& p
         entries_.pop_back();
     }
     bytes_ += waste_snapshot_bytes(snapshot);
-    entries_.push_front(Entry{prompt, snapshot});
+    entries_.push_front(Entry{tokens, snapshot});
 }
 
 }  // namespace waste_serve

@@ -18,7 +18,7 @@ namespace waste_serve {
 
 class PromptCache {
 public:
-    PromptCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+    PromptCache(const waste_model* model, uint64_t capacity_bytes) : model_(model), capacity_(capacity_bytes) {}
     ~PromptCache();
     PromptCache(const PromptCache&) = delete;
     PromptCache& operator=(const PromptCache&) = delete;
@@ -28,7 +28,9 @@ public:
     // logits). Returns its length (0: none; the session is then reset).
     uint32_t resume(waste_session* session, const std::vector<int32_t>& prompt);
     // Stores the state of session, which holds exactly tokens (a prompt, or
-    // a prompt and its reply).
+    // a prompt and its reply), evicting the least recently used to make
+    // room. A state larger than the whole capacity is not stored (and
+    // evicts nothing).
     void remember(waste_session* session, const std::vector<int32_t>& tokens);
     bool enabled() const { return capacity_ > 0; }
     uint64_t bytes() const { return bytes_; }
@@ -40,6 +42,7 @@ private:
         waste_snapshot* snapshot;
     };
     std::list<Entry> entries_;  // most recently used first
+    const waste_model* model_;
     uint64_t capacity_;
     uint64_t bytes_ = 0;
 };

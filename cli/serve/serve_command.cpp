@@ -232,7 +232,7 @@ int serve(const ServeArgs& args) {
         ctx.engine.grammars = std::make_unique<waste_serve::GrammarCache>(tokenizer.get(), args.parallel);
         ctx.engine.context_length = waste_session_context_length(sessions.front().get());
         if (options.snapshot_bytes > 0)
-            ctx.engine.prompt_cache = std::make_unique<waste_serve::PromptCache>(options.snapshot_bytes);
+            ctx.engine.prompt_cache = std::make_unique<waste_serve::PromptCache>(model.get(), options.snapshot_bytes);
         print_plan(model.get(), args, options);
     } catch (...) {
         stop_listening(server);

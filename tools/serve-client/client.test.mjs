@@ -212,6 +212,27 @@ test('every EOS id the model lists ends a reply: generation_config.json\'s too (
   }
 });
 
+test('prompt reuse: a state larger than the whole --prompt-cache is not stored and evicts nothing', async () => {
+  // kimi-mini's snapshot: ~133 KiB fixed (KDA states, logits) + 320 bytes a
+  // token (waste_model_snapshot_bytes). 300 KiB holds a short prompt's state;
+  // one of ~700 tokens (~350 KiB) cannot fit even in an empty cache.
+  const small = await startServer(kimiMini, ['--model-id', 'x', '--prompt-cache', '300K']);
+  try {
+    const smallClient = new OpenAI({ baseURL: `${small.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const ask = (content) => ({ model: 'x', messages: [{ role: 'user', content }], max_tokens: 1, temperature: 0 });
+    const short = ask('A short question about the sea.');
+    const first = await smallClient.chat.completions.create(short);
+    assert.equal(first.waste.prompt_tokens_reused, 0);
+    const long = await smallClient.chat.completions.create(ask('word '.repeat(700)));
+    assert.ok(long.usage.prompt_tokens >= 700, `${long.usage.prompt_tokens} tokens`);
+    // The short prompt's state is still there: its resend prefills nothing.
+    const again = await smallClient.chat.completions.create(short);
+    assert.equal(again.waste.prompt_tokens_reused, again.usage.prompt_tokens);
+  } finally {
+    assert.equal((await small.stop()).code, 0);
+  }
+});
+
 test('prompt reuse: turn 2 resumes from the state after turn 1 (its prompt and reply) and answers as a fresh prefill does', async () => {
   // A second kimi-mini server without a prompt cache gives the fresh answer.
   // Tolerance: greedy tokens identical; logprobs within 2e-2. The resumed

@@ -22,8 +22,13 @@ before(async () => {
   // The default --max-connections (parallel + queue + 8 = 76): node's fetch
   // pool keeps more connections open than it has requests in flight (76
   // for 64 clients, measured with ss), and idle kept-alive ones must not
-  // count against the cap (http_connections.h).
-  server = await startServer(kimiMini, ['--parallel', '4', '--queue', '64', '--ctx', '16384', '--max-tokens', String(longReply)]);
+  // count against the cap (http_connections.h). A prompt cache of 4 MiB:
+  // each request stores its prompt's and its reply's state (~0.2 MiB each
+  // here), so the warm-up round fills it and the load runs it full, evicting;
+  // the default 64 MiB would still be filling during the load, RSS growing
+  // by design up to its reserve, hiding what the check looks for.
+  server = await startServer(kimiMini, ['--parallel', '4', '--queue', '64', '--ctx', '16384', '--max-tokens', String(longReply),
+    '--prompt-cache', '4M']);
   const { tokens } = await (await fetch(`${server.url}/tokenize`, { method: 'POST', body: JSON.stringify({ content: ' and' }) })).json();
   repeated = { [tokens[0]]: 100 };
 });
