@@ -93,7 +93,7 @@ void write_hidden_dump(Loaded& loaded, const std::vector<int32_t>& ids, const st
 
 void run_eval(const RunArgs& args) {
     const std::vector<int32_t> given_ids = parse_token_ids(args.ids);
-    const std::vector<int32_t> decode_ids = args.decode_ids.empty() ? std::vector<int32_t>{} : parse_token_ids(args.decode_ids);
+    const std::vector<int32_t> decode_ids = args.decode_ids.empty() ? std::vector<int32_t>{} : parse_token_ids(args.decode_ids, false, "--decode-ids");
     Loaded loaded = load(args);
     // --image: each image's media block before the given ids, its pad expanded.
     std::vector<int32_t> ids = add_prompt_images(loaded.model.get(), loaded.session.get(), args.images);

@@ -496,6 +496,11 @@ class CliTest(unittest.TestCase):
         refused = waste("bench", self.model, "--prompt", "2", "--prompt-ids", bad, "--json", check=1)
         self.assertIn(f"{bad}: 'x' is not a token id".encode(), refused.stderr)
 
+    def test_a_bad_decode_id_names_its_option(self):
+        # a usage error (exit 2) naming eval's --decode-ids, not --ids (it said --ids)
+        refused = waste("eval", self.model, "--ids", "3 14", "--decode-ids", "15 y", check=2)
+        self.assertIn(b"--decode-ids: 'y' is not a token id", refused.stderr)
+
     def test_help_lists_every_option_with_its_default(self):
         top = waste("--help", check=0).stdout.decode()
         for command in ("run", "chat", "eval", "tokenize", "bench", "info", "plan", "synth"):
