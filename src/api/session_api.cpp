@@ -61,6 +61,22 @@ waste_status waste_session_eval(waste_session* session, const int32_t* tokens, s
     });
 }
 
+waste_status waste_session_eval_batch(waste_session* const* sessions, const int32_t* tokens, size_t count, waste_error* error) {
+    return guarded(error, [&] {
+        if (!sessions || !tokens || count == 0)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval_batch: sessions, tokens and a count of 1 or more are required");
+        std::vector<waste::runtime::Session*> members(count);
+        for (size_t i = 0; i < count; ++i) {
+            if (!sessions[i]) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_eval_batch: session {} is NULL", i);
+            members[i] = sessions[i]->session.get();
+        }
+        // Checked before any pending token is evaluated, so a refusal changes nothing.
+        waste::runtime::Session::check_batch(members, tokens);
+        for (size_t i = 0; i < count; ++i) sessions[i]->flush_pending();
+        waste::runtime::Session::eval_batch(members, tokens);
+    });
+}
+
 waste_status waste_session_eval_hidden(waste_session* session, const int32_t* tokens, size_t count, float* hidden,
                                        size_t hidden_floats, waste_error* error) {
     return guarded(error, [&] {

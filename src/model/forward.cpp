@@ -243,18 +243,42 @@ void softmax_weights(float* s, size_t n, float scale, const float* sink) {
     for (size_t p = 0; p < n; ++p) s[p] *= inv;
 }
 
-void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count) {
+namespace {
+
+// A chunk's rows [first, first + rows) are one session's tokens, in order:
+// its state, and where its last row's logits go.
+struct RowSpan {
+    SessionState* state;
+    size_t first;
+    size_t rows;
+    float* logits;
+};
+
+void attention(ForwardContext& ctx, int layer, const RowSpan& span, const float* normed, float* out) {
+    const size_t h = ctx.config.hidden;
+    attention(ctx, layer, *span.state, normed + span.first * h, span.rows, out + span.first * h);
+}
+
+// The layers, the final norm and the LM head over a chunk whose rows belong
+// to one or more sessions (spans, in row order, covering [0, count)).
+// Everything but attention runs over the whole chunk: the trunk's
+// projections once for all rows, each distinct routed expert once for all
+// the rows that chose it. Attention runs per span over that session's own
+// state and position.
+void forward_rows(ForwardContext& ctx, std::span<const RowSpan> spans, const int32_t* tokens, size_t count) {
     const format::ModelConfig& c = ctx.config;
     Workspace& ws = ctx.ws;
     const size_t hidden = c.hidden;
     const float eps = static_cast<float>(c.rms_eps);
-    WASTE_CHECK(count >= 1 && count <= ws.chunk_tokens);
+    WASTE_CHECK(count >= 1 && count <= ws.chunk_tokens && !spans.empty());
+    WASTE_CHECK(spans.size() == 1 || (!ctx.splice && ctx.scored_rows == 0));
     for (size_t t = 0; t < count; ++t)
         if (tokens[t] < 0 || tokens[t] >= c.vocab)
             fail(WASTE_ERR_INVALID_ARGUMENT, "token id {} is outside the vocabulary of {}", tokens[t], c.vocab);
-    if (state.position + count > state.context_length)
-        fail(WASTE_ERR_CONTEXT_FULL, "the session holds {} of {} tokens; reset it or open with a larger --ctx", state.position,
-             state.context_length);
+    for (const RowSpan& span : spans)
+        if (span.state->position + span.rows > span.state->context_length)
+            fail(WASTE_ERR_CONTEXT_FULL, "the session holds {} of {} tokens; reset it or open with a larger --ctx",
+                 span.state->position, span.state->context_length);
     float* x = ws.x.data();  // [T][H]
     EmbeddingSplice* splice = ctx.splice;
     for (size_t t = 0; t < count; ++t) {
@@ -274,7 +298,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
         for (int layer = 0; layer < c.layers; ++layer) {
             const LayerWeights& lw = ctx.weights.layers[layer];
             norm_rows(x, lw.input_norm, eps, count, hidden, ws.normed.data());
-            attention(ctx, layer, state, ws.normed.data(), count, ws.attn_out.data());
+            for (const RowSpan& span : spans) attention(ctx, layer, span, ws.normed.data(), ws.attn_out.data());
             for (size_t i = 0; i < count * hidden; ++i) x[i] += ws.attn_out[i];
             lookahead_prefetch(ctx, layer + 1, x, count);  // the next MoE layer's likely experts
             norm_rows(x, lw.post_norm, eps, count, hidden, ws.normed.data());
@@ -313,7 +337,7 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
                 ps_live = false;
             }
             norm_rows(x, lw.input_norm, eps, count, hidden, ws.normed.data());
-            attention(ctx, layer, state, ws.normed.data(), count, ws.attn_out.data());
+            for (const RowSpan& span : spans) attention(ctx, layer, span, ws.normed.data(), ws.attn_out.data());
             for (size_t i = 0; i < count * hidden; ++i) ps[i] = ps_live ? ps[i] + ws.attn_out[i] : ws.attn_out[i];
             ps_live = true;
             for (size_t t = 0; t < count; ++t)
@@ -329,9 +353,12 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
         for (size_t t = 0; t < count && n_blocks; ++t)
             attn_res(with_blocks(t, x + t * hidden), ctx.weights.output_res_norm, ctx.weights.output_res_proj, eps, hidden,
                      x + t * hidden, scratch);
-        state.n_blocks = static_cast<uint32_t>(n_blocks);
-        std::memcpy(state.block_residuals.data(), blocks + (count - 1) * max_blocks * hidden,
-                    sizeof(float) * std::min(state.block_residuals.size(), max_blocks * hidden));
+        for (const RowSpan& span : spans) {
+            const size_t last = span.first + span.rows - 1;
+            span.state->n_blocks = static_cast<uint32_t>(n_blocks);
+            std::memcpy(span.state->block_residuals.data(), blocks + last * max_blocks * hidden,
+                        sizeof(float) * std::min(span.state->block_residuals.size(), max_blocks * hidden));
+        }
     }
     ProfileScope head_scope(ctx.profile, ProfileCategory::lm_head);
     WASTE_CHECK(ctx.scored_rows <= count && (ctx.scored_rows == 0 || (ctx.next_tokens && ctx.next_logprobs)));
@@ -342,9 +369,35 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
         if (row < ctx.scored_rows) ctx.next_logprobs[row] = token_logprob(ws.logits, ctx.next_tokens[row]);
     };
     for (size_t row = 0; row + 1 < count && row < ctx.scored_rows; ++row) head(row);
-    std::memcpy(state.residual.data(), x + (count - 1) * hidden, sizeof(float) * hidden);
-    head(count - 1);
-    state.position += static_cast<uint32_t>(count);
+    // Each span's last row through the head, into ws.logits, copied out to
+    // the span's logits; the span whose logits are ws.logits itself goes last.
+    auto finish = [&](const RowSpan& span) {
+        const size_t last = span.first + span.rows - 1;
+        std::memcpy(span.state->residual.data(), x + last * hidden, sizeof(float) * hidden);
+        head(last);
+        if (span.logits != ws.logits.data()) std::memcpy(span.logits, ws.logits.data(), sizeof(float) * ws.logits.size());
+        span.state->position += static_cast<uint32_t>(span.rows);
+    };
+    for (const RowSpan& span : spans)
+        if (span.logits != ws.logits.data()) finish(span);
+    for (const RowSpan& span : spans)
+        if (span.logits == ws.logits.data()) finish(span);
+}
+
+}  // namespace
+
+void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count) {
+    const RowSpan whole{&state, 0, count, ctx.ws.logits.data()};
+    forward_rows(ctx, std::span<const RowSpan>(&whole, 1), tokens, count);
+}
+
+void forward_batch(ForwardContext& ctx, std::span<SessionState* const> states, std::span<float* const> logits,
+                   const int32_t* tokens) {
+    WASTE_CHECK(states.size() == logits.size());
+    std::vector<RowSpan> spans;
+    spans.reserve(states.size());
+    for (size_t i = 0; i < states.size(); ++i) spans.push_back(RowSpan{states[i], i, 1, logits[i]});
+    forward_rows(ctx, spans, tokens, states.size());
 }
 
 double token_logprob(std::span<const float> logits, int32_t token) {

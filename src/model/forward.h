@@ -199,6 +199,19 @@ void project_exact(ForwardContext& ctx, const format::LoadedTensor& w, const flo
 // position; the last token's logits land in ws.logits.
 void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count);
 
+// A batched decode step: tokens[i] (one each) at the position of states[i],
+// all as one chunk of states.size() rows (<= ws.chunk_tokens; the states
+// distinct). The trunk's projections run once over the rows and each distinct
+// routed expert is read once and applied to every row that chose it;
+// attention runs per row over its own state. Row i's logits land in
+// logits[i] (vocab floats; ws.logits serves as scratch). Every row's
+// arithmetic is its own: with 2 or more rows, a row's bits do not depend on
+// the other rows (the trunk and the experts as in a chunk, attention as in a
+// one-token step); with one row it is the decode step (the lookup tables).
+// ctx.splice and ctx.scored_rows must be unset.
+void forward_batch(ForwardContext& ctx, std::span<SessionState* const> states, std::span<float* const> logits,
+                   const int32_t* tokens);
+
 // Layers over a chunk of T tokens. x: normed input [T][H]; out: [T][H].
 void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const float* x, size_t tokens, float* out);
 void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,

@@ -67,6 +67,26 @@ private:
     std::vector<ReadyRecord> ready_;
 };
 
+// share i of n of a count: the shares of 0..n-1 sum to count exactly.
+uint64_t share(uint64_t count, size_t i, size_t n) { return count * (i + 1) / n - count * i / n; }
+
+// One of n equal shares of a batch's counters (share i): each session of a
+// batched step is charged its part, and the parts add up to the whole.
+TokenStats share_of(const TokenStats& whole, size_t i, size_t n) {
+    TokenStats part;
+    part.expert_hits = share(whole.expert_hits, i, n);
+    part.expert_misses = share(whole.expert_misses, i, n);
+    part.bytes_read = share(whole.bytes_read, i, n);
+    part.prefetched = share(whole.prefetched, i, n);
+    part.prefetch_used = share(whole.prefetch_used, i, n);
+    part.prefetch_bytes = share(whole.prefetch_bytes, i, n);
+    part.prefetch_late = share(whole.prefetch_late, i, n);
+    part.prefetch_wasted = share(whole.prefetch_wasted, i, n);
+    part.io_seconds = whole.io_seconds / static_cast<double>(n);
+    part.compute_seconds = whole.compute_seconds / static_cast<double>(n);
+    return part;
+}
+
 TokenStats delta(const ExpertCacheStats& after, const ExpertCacheStats& before) {
     TokenStats d;
     d.expert_hits = after.hits - before.hits;
@@ -159,18 +179,9 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
     const bool want_routes = route_sink_ || route_log_;
     last_stats_ = TokenStats{};
     std::vector<float> chunk_hidden;
-    model::ForwardContext ctx{engine_.container(), c, engine_.weights(), engine_.pool(), experts, workspace_,
-                              kernels::GluActivation{c.activation == format::Activation::situ, static_cast<float>(c.situ_beta),
-                                                     static_cast<float>(c.situ_linear_beta),
-                                                     c.activation == format::Activation::clamped_swiglu
-                                                         ? static_cast<float>(c.swiglu_limit)
-                                                         : 0.0f},
-                              want_routes ? &routes : nullptr, nullptr, profiling_ ? &profile_ : nullptr};
-    ctx.lut = engine_.lut_mode();
-    if (ctx.lut == kernels::VqLutMode::int8) {
-        ctx.decoded = &engine_.decoded();
-        ctx.int8_books = engine_.int8_books().data();
-    }
+    model::ForwardContext ctx = engine_.forward_context(experts, workspace_);
+    ctx.routes = want_routes ? &routes : nullptr;
+    ctx.profile = profiling_ ? &profile_ : nullptr;
     // Queued image rows are spliced at pad positions; the queue is cleared
     // after an evaluation that used a row, finished or failed.
     ctx.splice = images_ ? images_->begin_eval() : nullptr;
@@ -221,6 +232,92 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
                             chunk_hidden.data() + static_cast<size_t>(slot) * n * c.hidden, sizeof(float) * n * c.hidden);
         done += n;
     }
+}
+
+void Session::check_batch(std::span<Session* const> sessions, const int32_t* tokens) {
+    if (sessions.empty()) fail(WASTE_ERR_INVALID_ARGUMENT, "a batched step of no sessions");
+    Engine& engine = sessions.front()->engine_;
+    const format::ModelConfig& c = engine.config();
+    for (size_t i = 0; i < sessions.size(); ++i) {
+        Session& s = *sessions[i];
+        if (&s.engine_ != &engine) fail(WASTE_ERR_INVALID_ARGUMENT, "session {} of the batch belongs to another model", i);
+        for (size_t j = 0; j < i; ++j)
+            if (sessions[j] == sessions[i]) fail(WASTE_ERR_INVALID_ARGUMENT, "session {} of the batch is session {} again", i, j);
+        if (s.state_.position + 1 > s.state_.context_length)
+            fail(WASTE_ERR_CONTEXT_FULL, "session {} of the batch holds {} of {} tokens; reset it or open with a larger --ctx", i,
+                 s.state_.position, s.state_.context_length);
+        if (tokens[i] < 0 || tokens[i] >= c.vocab)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "token {} of the batch, id {}, is outside the vocabulary of {}", i, tokens[i], c.vocab);
+        if (s.images_ && s.images_->rows() > 0)
+            fail(WASTE_ERR_INVALID_ARGUMENT, "session {} of the batch has queued image rows: evaluate its prompt alone", i);
+    }
+}
+
+void Session::eval_batch(std::span<Session* const> sessions, const int32_t* tokens) {
+    check_batch(sessions, tokens);
+    Engine& engine = sessions.front()->engine_;
+    const format::ModelConfig& c = engine.config();
+    // Groups of up to a workspace's rows, in the first session's workspace.
+    Session& first = *sessions.front();
+    const size_t group = first.workspace_.chunk_tokens;
+    uint32_t lookahead = 0;
+    for (const Session* s : sessions) lookahead = std::max(lookahead, s->lookahead_);
+    for (size_t done = 0; done < sessions.size(); done += group) {
+        const size_t n = std::min(group, sessions.size() - done);
+        const std::span<Session* const> members = sessions.subspan(done, n);
+        CachedExperts experts(engine.cache(), engine.usage(), c, lookahead);
+        std::vector<std::vector<model::RouteChoice>> routes;
+        bool want_routes = false;
+        std::vector<model::SessionState*> states;
+        std::vector<float*> logits;
+        for (Session* s : members) {
+            want_routes = want_routes || s->route_sink_ || s->route_log_;
+            states.push_back(&s->state_);
+            logits.push_back(s->workspace_.logits.data());
+        }
+        model::ForwardContext ctx = engine.forward_context(experts, first.workspace_);
+        ctx.routes = want_routes ? &routes : nullptr;
+        const ExpertCacheStats before = engine.cache().stats();
+        const auto start = std::chrono::steady_clock::now();
+        try {
+            model::forward_batch(ctx, states, logits, tokens + done);
+        } catch (...) {
+            // As in eval: states a failed step left half-way start over.
+            engine.cache().abandon();
+            for (Session* s : members) s->state_.reset();
+            throw;
+        }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        TokenStats whole = delta(engine.cache().stats(), before);
+        whole.compute_seconds = seconds - whole.io_seconds;
+        for (size_t i = 0; i < n; ++i) {
+            Session& s = *members[i];
+            TokenStats part = share_of(whole, i, n);
+            part.tokens = 1;
+            s.stats_.add(part);
+            s.last_stats_ = part;
+            if (!want_routes) continue;
+            std::vector<std::vector<model::RouteChoice>> mine{std::move(routes[i])};
+            if (s.route_log_) s.route_log_->write(c, s.state_.position - 1, mine);
+            if (s.route_sink_) s.route_sink_->push_back(std::move(mine.front()));
+        }
+    }
+}
+
+model::ForwardContext Engine::forward_context(model::ExpertProvider& experts, model::Workspace& workspace) {
+    const format::ModelConfig& c = config();
+    model::ForwardContext ctx{container_, c, weights_, pool_, experts, workspace,
+                              kernels::GluActivation{c.activation == format::Activation::situ, static_cast<float>(c.situ_beta),
+                                                     static_cast<float>(c.situ_linear_beta),
+                                                     c.activation == format::Activation::clamped_swiglu
+                                                         ? static_cast<float>(c.swiglu_limit)
+                                                         : 0.0f}};
+    ctx.lut = lut_;
+    if (ctx.lut == kernels::VqLutMode::int8) {
+        ctx.decoded = &decoded_;
+        ctx.int8_books = int8_books_.data();
+    }
+    return ctx;
 }
 
 void Session::reset() {

@@ -73,6 +73,9 @@ public:
     const std::vector<kernels::VqInt8Book>& int8_books() const { return int8_books_; }
     // The plan's prefill chunk: the tokens each session's workspace holds.
     uint32_t prefill_chunk() const { return prefill_chunk_; }
+    // A forward pass's context over this engine's weights, pool and mode,
+    // reading experts from `experts` into `workspace` (no optional outputs).
+    model::ForwardContext forward_context(model::ExpertProvider& experts, model::Workspace& workspace);
 
 private:
     const format::Container& container_;
@@ -98,6 +101,18 @@ public:
     // log p(tokens[i+1] | the session's tokens and tokens[0..i]) (natural
     // log, model::token_logprob); logits() end up exactly as without it.
     void eval(const int32_t* tokens, size_t count, float* hidden = nullptr, double* next_logprobs = nullptr);
+    // A batched decode step (model::forward_batch): tokens[i] is appended to
+    // sessions[i]; the sessions are distinct, of one engine, none with image
+    // rows queued. Evaluated in groups of up to the first session's workspace
+    // rows (the engine's prefill chunk), in its workspace; each group reads
+    // each distinct expert once. Lookahead: the largest any session asks.
+    // Each session's stats get one token and an equal share of the group's
+    // reads and time (shares that add up to the group's). Refused before
+    // anything runs when any session or token is bad (naming its index); a
+    // failure while running resets the group's sessions, as eval's does.
+    static void eval_batch(std::span<Session* const> sessions, const int32_t* tokens);
+    // eval_batch's refusals alone: throws what it would refuse, runs nothing.
+    static void check_batch(std::span<Session* const> sessions, const int32_t* tokens);
     void set_chunk_tokens(size_t chunk_tokens);
     const std::vector<float>& logits() const { return workspace_.logits; }
     uint32_t position() const { return state_.position; }
