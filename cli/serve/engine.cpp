@@ -135,13 +135,15 @@ Outcome generate(Engine& engine, size_t slot, GenerationJob& job, const StepSink
         if (engine.cancel_all.load()) break;
         TokenChoice choice;
         bool complete = false;  // the constraint's grammar allows nothing more
+        if (pending >= 0) {
+            if (engine.stepper->step(session, pending, &error) != WASTE_OK) {
+                std::lock_guard lock(engine.turn);
+                engine_failure(session, error, "evaluating a generated token");
+            }
+            held.push_back(pending);
+        }
         {
             std::lock_guard lock(engine.turn);
-            if (pending >= 0) {
-                if (waste_session_eval(session, &pending, 1, &error) != WASTE_OK)
-                    engine_failure(session, error, "evaluating a generated token");
-                held.push_back(pending);
-            }
             const float* logits = nullptr;
             size_t vocab = 0;
             if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK)

@@ -1,7 +1,9 @@
 // engine.h — the model the server runs and the per-token generation loop.
 // Each slot owns a session; every engine call of every slot takes the turn
-// lock for one step (a prefill chunk or one token), so concurrent streams
-// interleave token by token over the one shared expert cache and reader.
+// lock for one step (a prefill turn, a batched decode step, reading the
+// logits), so concurrent streams share the one expert cache and reader:
+// their decode steps run together as one batch (batch_stepper.h), and a new
+// request's prefill runs in turns between them.
 #pragma once
 
 #include <atomic>
@@ -14,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "batch_stepper.h"
 #include "constrained_reply.h"
 #include "grammar_cache.h"
 #include "metrics.h"
@@ -46,6 +49,7 @@ struct Engine {
     std::string model_id;
     nlohmann::json model_info;              // waste_model_info_json
     TurnLock turn;
+    std::unique_ptr<BatchStepper> stepper;  // decode steps of concurrent streams together (over turn)
     std::unique_ptr<PromptCache> prompt_cache;  // null: no snapshot reserve
     Metrics* metrics = nullptr;
     std::unique_ptr<GrammarCache> grammars;     // response_format's compiled grammars

@@ -39,6 +39,10 @@ std::string Metrics::prometheus_text() const {
     metric("client_disconnects_total", "counter", "Generations whose client went away before the answer was complete", disconnects.load());
     metric("stream_tokens_sent_total", "counter", "Streamed tokens whose chunk was written to the client's socket",
            stream_tokens_sent.load());
+    metric("decode_batches_total", "counter", "Batched decode steps: each reads an expert once for every stream that chose it",
+           decode_batches.load());
+    metric("decode_batch_rows_total", "counter", "Streams' decode steps evaluated in those batches (rows / batches: the mean batch)",
+           decode_batch_rows.load());
     metric("prompt_cache_hits_total", "counter", "Requests resumed from a stored prompt", prompt_cache_hits.load());
     metric("prompt_cache_tokens_reused_total", "counter", "Prompt tokens not prefilled thanks to a stored prompt",
            prompt_cache_tokens_reused.load());

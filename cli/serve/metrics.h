@@ -35,6 +35,8 @@ struct Metrics {
     // stops within a token of its client leaving adds at most 2: the token
     // whose write the kernel still took, and the one whose write failed).
     std::atomic<uint64_t> stream_tokens_sent{0};
+    std::atomic<uint64_t> decode_batches{0};      // batched decode steps run (batch_stepper.h)
+    std::atomic<uint64_t> decode_batch_rows{0};   // the streams' steps they evaluated
     std::atomic<uint64_t> prompt_cache_hits{0};
     std::atomic<uint64_t> prompt_cache_tokens_reused{0};
     std::atomic<int64_t> active{0};                // generations holding a slot

@@ -168,6 +168,7 @@ int serve(const ServeArgs& args) {
         ctx.engine.model_id = path.substr(path.find_last_of('/') + 1);
     }
     ctx.engine.metrics = &ctx.metrics;
+    ctx.engine.stepper = std::make_unique<waste_serve::BatchStepper>(ctx.engine.turn, ctx.metrics);
     ctx.engine.default_max_tokens = args.max_tokens;
     ctx.engine.thinking = !args.no_thinking;
     if (!args.chat_template.empty()) ctx.engine.chat_template = read_chat_template_file(args.chat_template);

@@ -234,18 +234,18 @@ test('prompt reuse: a state larger than the whole --prompt-cache is not stored a
 });
 
 test('prompt reuse: turn 2 resumes from the state after turn 1 (its prompt and reply) and answers as a fresh prefill does', async () => {
-  // A second kimi-mini server without a prompt cache gives the fresh answer.
-  // Tolerance: greedy tokens identical; logprobs within 2e-2. The resumed
-  // state evaluated turn 1's reply in decode steps, the fresh server
-  // evaluates it in a prefill chunk, and in the servers' default int8 mode
-  // those are two roundings: decode's int8 tables and the trunk's int8
-  // inputs per token, prefill's int8 rows (waste.h, WASTE_LUT_INT8).
-  // lut_mode_test measured each within 5.5e-3 of the exact logits, so the
-  // two within 1.1e-2 of each other, and a logprob (logit - logsumexp)
-  // moves by at most twice its logits' largest change. (In the exact mode
-  // the bound is chunking's 1e-3, waste_session_set_prefill_chunk.)
-  const fresh = await startServer(kimiMini, ['--model-id', 'kimi-mini', '--prompt-cache', '0']);
+  // A second kimi-mini server without a prompt cache gives the fresh
+  // answer; both in the exact mode. Tolerance: greedy tokens identical;
+  // logprobs within 2e-3. The resumed state evaluated turn 1's reply in
+  // decode steps and the fresh server evaluates it in a prefill chunk:
+  // within chunking's 1e-3 on each logit (waste_session_set_prefill_chunk),
+  // so a logprob (logit - logsumexp) within twice that. (The default int8
+  // mode's decode tables and prefill rows are two coarser roundings, whose
+  // cost docs/QUALITY.md measures.)
+  const cached = await startServer(kimiMini, ['--model-id', 'kimi-mini', '--lut', 'exact']);
+  const fresh = await startServer(kimiMini, ['--model-id', 'kimi-mini', '--prompt-cache', '0', '--lut', 'exact']);
   try {
+    const client = new OpenAI({ baseURL: `${cached.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const freshClient = new OpenAI({ baseURL: `${fresh.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const history = [{ role: 'user', content: 'In the beginning God created the heaven and the earth. And the earth was without form, and void.' }];
     const ask = (messages) => ({ model: 'x', messages, max_tokens: 12, temperature: 0, logprobs: true });
@@ -267,13 +267,14 @@ test('prompt reuse: turn 2 resumes from the state after turn 1 (its prompt and r
     assert.equal(a.length, b.length);
     for (let i = 0; i < a.length; ++i) {
       assert.equal(a[i].token, b[i].token);
-      assert.ok(Math.abs(a[i].logprob - b[i].logprob) <= 2e-2, `token ${i}: ${a[i].logprob} vs ${b[i].logprob}`);
+      assert.ok(Math.abs(a[i].logprob - b[i].logprob) <= 2e-3, `token ${i}: ${a[i].logprob} vs ${b[i].logprob}`);
     }
     // The same request again resumes from its own whole prompt: identical.
     const again = await client.chat.completions.create(ask(messages));
     assert.equal(again.waste.prompt_tokens_reused, again.usage.prompt_tokens);
     assert.equal(again.choices[0].message.content, resumed.choices[0].message.content);
   } finally {
+    assert.equal((await cached.stop()).code, 0);
     assert.equal((await fresh.stop()).code, 0);
   }
 });

@@ -84,6 +84,49 @@ test(`${clients} concurrent streaming clients: complete, well-formed, 0 errors, 
   assert.ok(completed >= clients, `${completed} streams completed`);
 });
 
+test('concurrent greedy streams decode in batches and answer as each does alone', async () => {
+  // Four prompts, each first alone (its decode steps are batches of one:
+  // the decode path) and then all four at once (batched: each expert read
+  // once for all the streams that chose it), on a server of its own in the
+  // exact mode. A batch rounds as a prefill chunk does, not as the decode
+  // path's lookup tables (waste.h, waste_session_eval_batch): within 1e-3 on
+  // each logit in the exact mode, so a token's logprob (logit minus
+  // logsumexp) within 2e-3. The check: the same tokens up to any position
+  // where the lone run's top two choices are within 0.01 nats (a near tie
+  // the two roundings may order either way; after one, the texts may part),
+  // each chosen token's logprob within 2e-3 up to there. (The int8 mode's
+  // decode tables and prefill rows are two coarser roundings; its batch is
+  // held to the chunk path's bits in batch_step_test.)
+  const exact = await startServer(kimiMini, ['--parallel', '4', '--lut', 'exact']);
+  try {
+    const ask = (i) => ({
+      model: 'x', messages: [{ role: 'user', content: `Write about the ${['sea', 'hills', 'city', 'desert'][i]}.` }],
+      max_tokens: 24, temperature: 0, logprobs: true, top_logprobs: 2,
+    });
+    const post = async (body) => (await fetch(`${exact.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body) })).json();
+    const alone = [];
+    for (let i = 0; i < 4; ++i) alone.push(await post(ask(i)));
+    const before = await metrics(exact.url);
+    const together = await Promise.all([0, 1, 2, 3].map((i) => post(ask(i))));
+    const after = await metrics(exact.url);
+    const batches = after.waste_decode_batches_total - before.waste_decode_batches_total;
+    const rows = after.waste_decode_batch_rows_total - before.waste_decode_batch_rows_total;
+    assert.ok(rows > batches, `${rows} steps in ${batches} batches: the streams were never batched`);
+    for (let i = 0; i < 4; ++i) {
+      const a = alone[i].choices[0].logprobs.content;
+      const b = together[i].choices[0].logprobs.content;
+      for (let t = 0; t < Math.min(a.length, b.length); ++t) {
+        const margin = a[t].top_logprobs.length > 1 ? a[t].top_logprobs[0].logprob - a[t].top_logprobs[1].logprob : Infinity;
+        if (margin < 0.01) break;
+        assert.equal(b[t].token, a[t].token, `prompt ${i}, token ${t}`);
+        assert.ok(Math.abs(b[t].logprob - a[t].logprob) <= 2e-3, `prompt ${i}, token ${t}: ${b[t].logprob} vs ${a[t].logprob}`);
+      }
+    }
+  } finally {
+    assert.equal((await exact.stop()).code, 0);
+  }
+});
+
 // The metrics once the server has counted one more disconnect and freed
 // every slot (polled for up to 10 s), checked for exactly that.
 async function afterOneDisconnect(before) {
