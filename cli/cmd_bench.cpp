@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_parallel.h"
 #include "cli_common.h"
 #include "input_file.h"
 #include "stream_options.h"
@@ -39,6 +40,7 @@ struct BenchArgs {
     double temperature = 0;  // decode: 0 = argmax; else sampled (seeded by --seed, the same tokens every run)
     bool warm = true;
     bool json_output = false;
+    int parallel = 1;  // > 1: streams decoding together (bench_parallel.h)
     StreamArgs stream;
 };
 
@@ -101,6 +103,11 @@ uint64_t bandwidth_buffer_bytes(const std::string& path, const waste_open_option
 }
 
 void run_bench(const BenchArgs& args) {
+    if (args.parallel > 1) {
+        run_parallel_bench(ParallelBench{args.model, args.budget, args.policy, args.threads, args.parallel, args.prompt, args.tokens,
+                                         args.runs, args.seed, args.warm, args.json_output, args.stream});
+        return;
+    }
     waste_error error{};
     const waste_open_options options = model_open_options(static_cast<uint32_t>(args.prompt + args.tokens + 1),
                                                           args.threads, args.budget, /*verify=*/false, args.policy,
@@ -376,6 +383,10 @@ void add_bench_command(CLI::App& app) {
         ->default_val(0)
         ->check(CLI::Range(0.0, 100.0));
     bench->add_flag("!--no-warm", args->warm, "Do not fill the expert cache before timing");
+    bench->add_option("--parallel", args->parallel,
+                      "Streams decoding together (batched steps), each with its own random prompt, beside the same streams one at a time")
+        ->default_val(1)
+        ->check(CLI::Range(1, 256));
     bench->add_flag("--json", args->json_output, "Print JSON (documented in docs/CLI.md)");
     add_stream_options(bench, args->stream);
     bench->callback([args] {

@@ -496,6 +496,25 @@ class CliTest(unittest.TestCase):
         refused = waste("bench", self.model, "--prompt", "2", "--prompt-ids", bad, "--json", check=1)
         self.assertIn(f"{bad}: 'x' is not a token id".encode(), refused.stderr)
 
+    def test_bench_parallel_reports_batched_streams_beside_one_at_a_time(self):
+        out = json.loads(waste("bench", self.model, "--parallel", "3", "--prompt", "5", "-n", "4", "--runs", "2",
+                               "--json", check=0).stdout)
+        self.assertEqual(out["parallel"], 3)
+        self.assertEqual(len(out["aggregate_tok_per_s_runs"]), 2)
+        self.assertEqual(len(out["one_at_a_time_tok_per_s_runs"]), 2)
+        self.assertAlmostEqual(out["per_stream_tok_per_s"] * 3, out["aggregate_tok_per_s"], places=6)
+        # tiny: 3 MoE layers (the first is dense), 8 experts top-2. A batched
+        # step looks up the distinct experts of 3 tokens a layer (2 to 6);
+        # one at a time looks up each token's 2 a layer: 3 x 2 x 3 = 18.
+        self.assertEqual(out["experts_per_step_one_at_a_time"], 18)
+        self.assertGreaterEqual(out["distinct_experts_per_step"], 6)
+        self.assertLessEqual(out["distinct_experts_per_step"], 18)
+        self.assertAlmostEqual(out["union_bound_experts_per_step"], 3 * 8 * (1 - (1 - 2 / 8) ** 3))
+        for key in ("bytes_read_per_token", "bytes_read_per_token_one_at_a_time", "gain", "io_wait_ms_per_step"):
+            self.assertIn(key, out)
+        refused = waste("bench", self.model, "--parallel", "0", check=2)
+        self.assertIn(b"--parallel", refused.stderr)
+
     def test_a_bad_decode_id_names_its_option(self):
         # a usage error (exit 2) naming eval's --decode-ids, not --ids (it said --ids)
         refused = waste("eval", self.model, "--ids", "3 14", "--decode-ids", "15 y", check=2)
