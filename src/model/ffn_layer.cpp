@@ -81,38 +81,44 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
     const float *gate_books = expert_books.gate, *up_books = expert_books.up, *down_books = expert_books.down;
     const size_t position_floats = static_cast<size_t>(quant.stages) * quant.entries;
     const size_t positions = in_shape.positions;
-    // (decode only: a prefill chunk runs its experts as matrix products,
-    // model/moe_experts.h, with no tables)
-    const bool use_tables = tokens == 1;
+    // (decode only, one table set per row: a one-token step, or a batched
+    // step of several sessions' tokens; a prefill chunk runs its experts as
+    // matrix products, model/moe_experts.h, with no tables)
+    const bool use_tables = tokens == 1 || ctx.batch_rows;
+    WASTE_CHECK(!use_tables || tokens <= ws.table_rows);
     // the approximate int8 mode (kernels/vq_lut.h): each thread quantises the
     // positions it built, split at int8 block boundaries
     const bool int8 = use_tables && ctx.lut == kernels::VqLutMode::int8;
     WASTE_CHECK(!int8 || (ws.gate_q.size() == ws.gate_table.size() && ctx.int8_books));
+    // a row's tables, and its int8 tables' scales and quantised input
+    const size_t row_floats = ws.table_floats, row_blocks = kernels::vq_int8_blocks(in_shape);
+    const size_t in_stride_row = positions * kernels::vq_int8_input_stride(in_shape);
     // the int8 mode's codebooks in integers: gate, up, down from the bank's first record
     const kernels::VqInt8Book* books8 = int8 ? ctx.int8_books + container.bank(layer).codebook_base : nullptr;
     const size_t stages = static_cast<size_t>(quant.stages);
     const size_t in_stride = kernels::vq_int8_input_stride(in_shape);
     std::optional<ProfileScope> build_scope(std::in_place, ctx.profile, ProfileCategory::lut_build);
     if (use_tables)
-        ctx.pool.parallel_for(positions, [&](size_t begin, size_t end) {
-            kernels::VqTableShape part = in_shape;
-            part.positions = static_cast<int>(end - begin);
-            const float* input = xe + begin * quant.vec_dim;
-            const size_t offset = begin * position_floats;
-            if (int8) {  // the tables straight from the quantised input, in integers
-                const size_t block = begin / kernels::vq_int8_block;
-                uint8_t* xu = ws.in_xu.data() + begin * in_stride;
-                float* xs = ws.in_xs.data() + begin;
-                kernels::quantize_vq_input_int8(part, input, xu, xs);
-                kernels::build_vq_table_int8(kernels::active_isa(), part, books8, xu, xs, ws.gate_q.data() + offset,
-                                             ws.gate_q_scales.data() + block);
-                kernels::build_vq_table_int8(kernels::active_isa(), part, books8 + stages, xu, xs, ws.up_q.data() + offset,
-                                             ws.up_q_scales.data() + block);
-                return;
-            }
-            kernels::build_vq_table(part, gate_books, input, ws.gate_table.data() + offset);
-            kernels::build_vq_table(part, up_books, input, ws.up_table.data() + offset);
-        }, int8 ? kernels::vq_int8_block : 1);
+        for (size_t t = 0; t < tokens; ++t)
+            ctx.pool.parallel_for(positions, [&](size_t begin, size_t end) {
+                kernels::VqTableShape part = in_shape;
+                part.positions = static_cast<int>(end - begin);
+                const float* input = xe + t * ldx + begin * quant.vec_dim;
+                const size_t offset = t * row_floats + begin * position_floats;
+                if (int8) {  // the tables straight from the quantised input, in integers
+                    const size_t block = t * row_blocks + begin / kernels::vq_int8_block;
+                    uint8_t* xu = ws.in_xu.data() + t * in_stride_row + begin * in_stride;
+                    float* xs = ws.in_xs.data() + t * positions + begin;
+                    kernels::quantize_vq_input_int8(part, input, xu, xs);
+                    kernels::build_vq_table_int8(kernels::active_isa(), part, books8, xu, xs, ws.gate_q.data() + offset,
+                                                 ws.gate_q_scales.data() + block);
+                    kernels::build_vq_table_int8(kernels::active_isa(), part, books8 + stages, xu, xs, ws.up_q.data() + offset,
+                                                 ws.up_q_scales.data() + block);
+                    return;
+                }
+                kernels::build_vq_table(part, gate_books, input, ws.gate_table.data() + offset);
+                kernels::build_vq_table(part, up_books, input, ws.up_table.data() + offset);
+            }, int8 ? kernels::vq_int8_block : 1);
 
     build_scope.reset();
 
@@ -207,9 +213,11 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                             int8_t* down_q = ws.thread_down_q[slice].data();
                             float* down_q_scales = ws.thread_down_q_scales[slice].data();
                             kernels::apply_vq_table_int8(isa, in_shape, packed6, record + layout.gate_off, scales,
-                                                         ws.gate_q.data(), ws.gate_q_scales.data(), g, 0, inter);
+                                                         ws.gate_q.data() + a.token * row_floats,
+                                                         ws.gate_q_scales.data() + a.token * row_blocks, g, 0, inter);
                             kernels::apply_vq_table_int8(isa, in_shape, packed6, record + layout.up_off, scales + 2 * inter,
-                                                         ws.up_q.data(), ws.up_q_scales.data(), u, 0, inter);
+                                                         ws.up_q.data() + a.token * row_floats,
+                                                         ws.up_q_scales.data() + a.token * row_blocks, u, 0, inter);
                             add_expert_input_biases(expert_books, a.expert, inter, 1, g, u);
                             kernels::glu(isa, ctx.act, g, u, inter);
                             uint8_t* xu = ws.thread_down_xu[slice].data();
@@ -221,10 +229,10 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
                             add_expert_output_bias(expert_books, a.expert, lat, 1, result);
                             continue;
                         }
-                        kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales, ws.gate_table.data(), g, 0,
-                                                inter);
-                        kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter, ws.up_table.data(),
-                                                u, 0, inter);
+                        kernels::apply_vq_table(in_shape, packed6, record + layout.gate_off, scales,
+                                                ws.gate_table.data() + a.token * row_floats, g, 0, inter);
+                        kernels::apply_vq_table(in_shape, packed6, record + layout.up_off, scales + 2 * inter,
+                                                ws.up_table.data() + a.token * row_floats, u, 0, inter);
                         add_expert_input_biases(expert_books, a.expert, inter, 1, g, u);
                         kernels::glu(isa, ctx.act, g, u, inter);
                         kernels::build_vq_table(down_shape, down_books, g, down_table);

@@ -38,9 +38,10 @@ namespace {
 size_t workspace_rows(size_t chunk) { return std::max<size_t>(chunk, 2); }
 }  // namespace
 
-Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads, size_t chunk)
-    : chunk_tokens(chunk) {
-    WASTE_CHECK(chunk >= 1 && chunk <= max_prefill_chunk);
+Workspace::Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads, size_t chunk,
+                     size_t rows_of_tables)
+    : chunk_tokens(chunk), table_rows(rows_of_tables) {
+    WASTE_CHECK(chunk >= 1 && chunk <= max_prefill_chunk && table_rows >= 1 && table_rows <= max_batch_rows);
     const size_t tokens = workspace_rows(chunk);
     hidden = c.hidden;
     attn_width = attention_width(c);
@@ -66,8 +67,8 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
         moe_acc.assign(tokens * std::max(lat, hidden), 0.0f);
         // lookup tables serve the decode step; a prefill chunk runs its
         // experts as matrix products (model/moe_experts.h)
-        gate_table.assign(table_floats, 0.0f);
-        up_table.assign(table_floats, 0.0f);
+        gate_table.assign(table_rows * table_floats, 0.0f);
+        up_table.assign(table_rows * table_floats, 0.0f);
         for (auto* buffer : {&expert_x, &expert_out}) buffer->assign(tokens * lat, 0.0f);
         for (auto* buffer : {&expert_gate, &expert_up}) buffer->assign(tokens * inter, 0.0f);
         slot_out.assign(tokens * c.top_k * lat, 0.0f);
@@ -80,7 +81,7 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
 }
 
 uint64_t Workspace::planned_bytes(const format::ModelConfig& c, const format::ExpertQuant* quant, unsigned threads, size_t chunk,
-                                  bool int8) {
+                                  bool int8, size_t table_rows) {
     const uint64_t T = workspace_rows(chunk), H = static_cast<uint64_t>(c.hidden), A = attention_width(c), F = dense_ffn_width(c);
     const uint64_t n_threads = std::max(threads, 1u);
     // the chunk's rows: residual, normed, attention and FFN outputs, AttnRes's
@@ -99,7 +100,7 @@ uint64_t Workspace::planned_bytes(const format::ModelConfig& c, const format::Ex
         // router scores, the expert input, the MoE accumulator; one expert's
         // inputs, outputs, gate and up over the chunk; every (token, slot)'s output
         floats += T * (E + lat + std::max(lat, H) + 2 * lat + 2 * I + K * lat);
-        floats += 2 * in.floats();                                   // decode's gate and up tables
+        floats += 2 * in.floats() * table_rows;                      // decode's gate and up tables, a batched step's rows
         floats += n_threads * (down.floats() + 2 * I);              // each thread's down table, gate and up rows
         bytes += 2 * n_threads * 8 * sizeof(std::vector<float>);    // the per-thread vectors themselves (capacity doubles)
         // the MoE step's bookkeeping per chunk (ffn_layer.cpp): each token's
@@ -109,7 +110,7 @@ uint64_t Workspace::planned_bytes(const format::ModelConfig& c, const format::Ex
         if (int8) {
             // the tables at a byte an entry, their block scales and quantised inputs
             const uint64_t in_stride = kernels::vq_int8_input_stride(in), down_stride = kernels::vq_int8_input_stride(down);
-            bytes += 2 * in.floats() + 2 * kernels::vq_int8_blocks(in) * 4 + in.positions * (in_stride + 4);
+            bytes += table_rows * (2 * in.floats() + 2 * kernels::vq_int8_blocks(in) * 4 + in.positions * (in_stride + 4));
             bytes += n_threads * (down.floats() + kernels::vq_int8_blocks(down) * 4 + down.positions * (down_stride + 4));
             // prefill: one expert decoded to int8 rows; per thread one
             // expert's f32 inputs, gate, up and outputs over the chunk, its
@@ -130,12 +131,12 @@ void Workspace::enable_int8_tables(const format::Container& container) {
     const format::ExpertQuant& quant = container.manifest().quant;
     const kernels::VqTableShape in{static_cast<int>(lat / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
     const kernels::VqTableShape down{static_cast<int>(inter / quant.vec_dim), quant.stages, quant.entries, quant.vec_dim};
-    gate_q.assign(in.floats(), 0);
-    up_q.assign(in.floats(), 0);
-    gate_q_scales.assign(kernels::vq_int8_blocks(in), 0.0f);
-    up_q_scales.assign(kernels::vq_int8_blocks(in), 0.0f);
-    in_xu.assign(in.positions * kernels::vq_int8_input_stride(in), 0);
-    in_xs.assign(in.positions, 0.0f);
+    gate_q.assign(table_rows * in.floats(), 0);
+    up_q.assign(table_rows * in.floats(), 0);
+    gate_q_scales.assign(table_rows * kernels::vq_int8_blocks(in), 0.0f);
+    up_q_scales.assign(table_rows * kernels::vq_int8_blocks(in), 0.0f);
+    in_xu.assign(table_rows * in.positions * kernels::vq_int8_input_stride(in), 0);
+    in_xs.assign(table_rows * in.positions, 0.0f);
     for (size_t t = 0; t < thread_down_table.size(); ++t) {
         thread_down_q.emplace_back(down.floats(), 0);
         thread_down_q_scales.emplace_back(kernels::vq_int8_blocks(down), 0.0f);
@@ -393,7 +394,8 @@ void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* toke
 
 void forward_batch(ForwardContext& ctx, std::span<SessionState* const> states, std::span<float* const> logits,
                    const int32_t* tokens) {
-    WASTE_CHECK(states.size() == logits.size());
+    WASTE_CHECK(states.size() == logits.size() && states.size() <= ctx.ws.table_rows);
+    ctx.batch_rows = true;
     std::vector<RowSpan> spans;
     spans.reserve(states.size());
     for (size_t i = 0; i < states.size(); ++i) spans.push_back(RowSpan{states[i], i, 1, logits[i]});

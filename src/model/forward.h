@@ -36,6 +36,10 @@ namespace waste::model {
 constexpr uint32_t default_prefill_chunk = 512;
 constexpr uint32_t min_planned_chunk = 64;  // upstream's prefill chunk (models.md §7)
 constexpr uint32_t max_prefill_chunk = 8192;
+// The most rows a batched decode step (forward_batch) takes: each row has
+// its own gate and up lookup tables in every workspace of a model planned
+// for several sessions (Workspace::table_rows); more sessions step in groups.
+constexpr uint32_t max_batch_rows = 8;
 
 // Hands out checked expert records. The MoE step asks for a group of one
 // layer's distinct experts at once (request: reads start together), takes
@@ -71,15 +75,19 @@ struct RouteChoice {
 // Scratch for one chunk of up to chunk_tokens tokens, allocated once per
 // session. Row-major, one row per token of the chunk; widths in comments.
 struct Workspace {
-    Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads, size_t chunk_tokens);
+    // table_rows: the rows a batched decode step may hold (1 to
+    // max_batch_rows; 1 for a model planned for one session).
+    Workspace(const format::ModelConfig& c, const format::Container& container, unsigned threads, size_t chunk_tokens,
+              size_t table_rows = 1);
     // What a workspace allocates, enable_int8_tables included when int8 —
     // an upper bound, within a few KiB of what the allocator hands out
     // (tests/memory_plan_test.cpp) — plus the MoE step's per-chunk
     // bookkeeping (routes, assignments). quant: the container's expert
     // quantisation, null for a trunk-only container.
     static uint64_t planned_bytes(const format::ModelConfig& c, const format::ExpertQuant* quant, unsigned threads,
-                                  size_t chunk_tokens, bool int8);
+                                  size_t chunk_tokens, bool int8, size_t table_rows = 1);
     size_t chunk_tokens = 0;
+    size_t table_rows = 1;  // rows of decode's gate/up tables (and their int8 copies and inputs)
     size_t hidden = 0, attn_width = 0, ffn_width = 0, small_width = 0, lat = 0, inter = 0, table_floats = 0,
            down_table_floats = 0;
     std::vector<float> x, normed, attn_out, ffn_out, ps, shared_out;  // [T][H]
@@ -88,7 +96,7 @@ struct Workspace {
     std::vector<float> small;                                  // [T][small_width]: D or q_lora
     std::vector<float> ffn_gate, ffn_up;                       // [T][ffn_width]
     std::vector<float> router, expert_in, moe_acc;             // [T][E], [T][lat], [T][max(lat, H)]
-    std::vector<float> gate_table, up_table;                   // [positions(lat)][S][entries]: decode only
+    std::vector<float> gate_table, up_table;                   // [table_rows][positions(lat)][S][entries]: decode only
     // one expert over a prefill chunk, the matrix products' inputs on 64-byte lines
     platform::LineAlignedVector<float> expert_x, expert_out;   // [T][lat]
     platform::LineAlignedVector<float> expert_gate, expert_up; // [T][I]
@@ -100,13 +108,13 @@ struct Workspace {
     // The int8 lookup-table mode (kernels/vq_lut.h, decode only): the gate/up
     // tables and each thread's down table quantised, with their block scales.
     // Empty unless enable_int8_tables() was called (ForwardContext::lut).
-    std::vector<int8_t> gate_q, up_q;                          // [positions(lat)][S][entries]
-    std::vector<float> gate_q_scales, up_q_scales;             // [blocks of vq_int8_block positions]
+    std::vector<int8_t> gate_q, up_q;                          // [table_rows][positions(lat)][S][entries]
+    std::vector<float> gate_q_scales, up_q_scales;             // [table_rows][blocks of vq_int8_block positions]
     std::vector<std::vector<int8_t>> thread_down_q;            // [threads][positions(I)][S][entries]
     std::vector<std::vector<float>> thread_down_q_scales;      // [threads][blocks]
     // their quantised inputs (kernels/vq_lut.h, quantize_vq_input_int8)
-    std::vector<uint8_t> in_xu;                                // [positions(lat)][stride]
-    std::vector<float> in_xs;                                  // [positions(lat)]
+    std::vector<uint8_t> in_xu;                                // [table_rows][positions(lat)][stride]
+    std::vector<float> in_xs;                                  // [table_rows][positions(lat)]
     std::vector<std::vector<uint8_t>> thread_down_xu;          // [threads][positions(I)][stride]
     std::vector<std::vector<float>> thread_down_xs;            // [threads][positions(I)]
     // ... and its prefill (kernels/int8_matmul.h): one expert decoded for a
@@ -171,6 +179,10 @@ struct ForwardContext {
     // (model::int8_codebooks; null: none, decode then fails in the int8 mode).
     const kernels::VqInt8Book* int8_books = nullptr;
     EmbeddingSplice* splice = nullptr;  // queued image rows, when any
+    // The chunk's rows are different sessions' decode steps (forward_batch):
+    // the MoE applies each row's experts through that row's lookup tables,
+    // exactly as a one-token decode step does, not as prefill's products.
+    bool batch_rows = false;
 };
 
 // Per-token widths of the chunk's buffers (Workspace): the widest attention
@@ -200,15 +212,16 @@ void project_exact(ForwardContext& ctx, const format::LoadedTensor& w, const flo
 void forward_chunk(ForwardContext& ctx, SessionState& state, const int32_t* tokens, size_t count);
 
 // A batched decode step: tokens[i] (one each) at the position of states[i],
-// all as one chunk of states.size() rows (<= ws.chunk_tokens; the states
+// all as one chunk of states.size() rows (<= ws.table_rows; the states
 // distinct). The trunk's projections run once over the rows and each distinct
-// routed expert is read once and applied to every row that chose it;
-// attention runs per row over its own state. Row i's logits land in
-// logits[i] (vocab floats; ws.logits serves as scratch). Every row's
-// arithmetic is its own: with 2 or more rows, a row's bits do not depend on
-// the other rows (the trunk and the experts as in a chunk, attention as in a
-// one-token step); with one row it is the decode step (the lookup tables).
-// ctx.splice and ctx.scored_rows must be unset.
+// routed expert is read once and applied to every row that chose it, through
+// each row's own lookup tables as a decode step applies it; attention runs
+// per row over its own state. Row i's logits land in logits[i] (vocab
+// floats; ws.logits serves as scratch). Every row's arithmetic is its own:
+// a row's bits do not depend on the other rows; they are the decode step's
+// but for the trunk's products over several rows, which round as a prefill
+// chunk's do; with one row it is the decode step. ctx.splice and
+// ctx.scored_rows must be unset.
 void forward_batch(ForwardContext& ctx, std::span<SessionState* const> states, std::span<float* const> logits,
                    const int32_t* tokens);
 

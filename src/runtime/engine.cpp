@@ -122,7 +122,7 @@ Engine::Engine(const format::Container& container, const MemoryPlan& plan, const
       cache_(container, std::max<uint64_t>(plan.cache_records, 2ull * container.config().top_k), options.cache_policy,
              options.io, plan.io_depth),
       usage_(container.has_experts() ? static_cast<size_t>(container.config().layers) * container.config().experts : 0, 0),
-      lut_(options.lut), prefill_chunk_(std::max(plan.prefill_chunk, 1u)), decoded_(options.lut == kernels::VqLutMode::int8 ? plan.decoded_bytes : 0) {
+      lut_(options.lut), prefill_chunk_(std::max(plan.prefill_chunk, 1u)), batch_rows_(batch_table_rows(plan.sessions)), decoded_(options.lut == kernels::VqLutMode::int8 ? plan.decoded_bytes : 0) {
     if (lut_ == kernels::VqLutMode::int8 && container.has_experts()) int8_books_ = model::int8_codebooks(container);
 }
 
@@ -156,7 +156,7 @@ uint64_t Engine::warm_cache(std::span<const CacheKey> order) {
 
 Session::Session(Engine& engine, uint32_t context_length)
     : engine_(engine), state_(engine.config(), context_length),
-      workspace_(engine.config(), engine.container(), engine.threads(), engine.prefill_chunk()),
+      workspace_(engine.config(), engine.container(), engine.threads(), engine.prefill_chunk(), engine.batch_rows()),
       chunk_tokens_(engine.prefill_chunk()) {
     if (engine.lut_mode() == kernels::VqLutMode::int8) workspace_.enable_int8_tables(engine.container());
 }
@@ -257,9 +257,9 @@ void Session::eval_batch(std::span<Session* const> sessions, const int32_t* toke
     check_batch(sessions, tokens);
     Engine& engine = sessions.front()->engine_;
     const format::ModelConfig& c = engine.config();
-    // Groups of up to a workspace's rows, in the first session's workspace.
+    // Groups of up to the engine's batch rows, in the first session's workspace.
     Session& first = *sessions.front();
-    const size_t group = first.workspace_.chunk_tokens;
+    const size_t group = std::min<size_t>(engine.batch_rows(), first.workspace_.table_rows);
     uint32_t lookahead = 0;
     for (const Session* s : sessions) lookahead = std::max(lookahead, s->lookahead_);
     for (size_t done = 0; done < sessions.size(); done += group) {

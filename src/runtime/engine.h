@@ -73,6 +73,8 @@ public:
     const std::vector<kernels::VqInt8Book>& int8_books() const { return int8_books_; }
     // The plan's prefill chunk: the tokens each session's workspace holds.
     uint32_t prefill_chunk() const { return prefill_chunk_; }
+    // The rows a batched decode step takes at once (batch_table_rows of the plan's sessions).
+    uint32_t batch_rows() const { return batch_rows_; }
     // A forward pass's context over this engine's weights, pool and mode,
     // reading experts from `experts` into `workspace` (no optional outputs).
     model::ForwardContext forward_context(model::ExpertProvider& experts, model::Workspace& workspace);
@@ -85,6 +87,7 @@ private:
     std::vector<uint64_t> usage_;
     kernels::VqLutMode lut_ = kernels::VqLutMode::exact;
     uint32_t prefill_chunk_ = model::min_planned_chunk;
+    uint32_t batch_rows_ = 1;
     model::DecodedExperts decoded_;
     std::vector<kernels::VqInt8Book> int8_books_;
 };
@@ -103,9 +106,9 @@ public:
     void eval(const int32_t* tokens, size_t count, float* hidden = nullptr, double* next_logprobs = nullptr);
     // A batched decode step (model::forward_batch): tokens[i] is appended to
     // sessions[i]; the sessions are distinct, of one engine, none with image
-    // rows queued. Evaluated in groups of up to the first session's workspace
-    // rows (the engine's prefill chunk), in its workspace; each group reads
-    // each distinct expert once. Lookahead: the largest any session asks.
+    // rows queued. Evaluated in groups of up to the engine's batch_rows(), in
+    // the first session's workspace; each group reads each distinct expert
+    // once. Lookahead: the largest any session asks.
     // Each session's stats get one token and an equal share of the group's
     // reads and time (shares that add up to the group's). Refused before
     // anything runs when any session or token is bad (naming its index); a

@@ -40,18 +40,21 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
     return bytes;
 }
 
+uint32_t batch_table_rows(uint32_t sessions) { return std::clamp(sessions, 1u, model::max_batch_rows); }
+
 uint64_t scratch_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
-                       uint32_t prefill_chunk, bool int8_tables) {
-    return workspace_bytes(c, quant, context_length, compute_threads, prefill_chunk, int8_tables) +
+                       uint32_t prefill_chunk, bool int8_tables, uint32_t table_rows) {
+    return workspace_bytes(c, quant, context_length, compute_threads, prefill_chunk, int8_tables, table_rows) +
            std::max(compute_threads, 1u) * compute_thread_stack_bytes;
 }
 
 uint64_t workspace_bytes(const ModelConfig& c, const format::ExpertQuant& quant, uint32_t context_length, unsigned compute_threads,
-                         uint32_t prefill_chunk, bool int8_tables) {
+                         uint32_t prefill_chunk, bool int8_tables, uint32_t table_rows) {
     const uint64_t threads = std::max(compute_threads, 1u);
     // Incident: the plan once counted two threads' tables whatever the pool
     // ran, so `--threads 256` on K3 held ~300 MB the budget did not know of.
-    uint64_t bytes = model::Workspace::planned_bytes(c, c.has_moe() ? &quant : nullptr, compute_threads, prefill_chunk, int8_tables);
+    uint64_t bytes =
+        model::Workspace::planned_bytes(c, c.has_moe() ? &quant : nullptr, compute_threads, prefill_chunk, int8_tables, table_rows);
     // attention's scratch per head (at most one thread a head): the scores
     // over the context and the chunk, MLA's absorbed query; and per thread
     // MLA's W_UK and W_UV rows of a head
@@ -111,7 +114,8 @@ MemoryPlan plan_at_chunk(const format::Container& container, const PlanRequest& 
     format::ExpertQuant no_experts;  // a trunk-only container: unit shapes, no tables
     no_experts.stages = no_experts.vec_dim = no_experts.entries = 1;
     plan.session_scratch_bytes = workspace_bytes(c, container.has_experts() ? container.manifest().quant : no_experts,
-                                                 context_length, compute_threads, prefill_chunk, request.int8_tables);
+                                                 context_length, compute_threads, prefill_chunk, request.int8_tables,
+                                                 batch_table_rows(plan.sessions));
     plan.scratch_bytes = plan.sessions * plan.session_scratch_bytes +
                          std::max(compute_threads, 1u) * compute_thread_stack_bytes;
     plan.snapshot_bytes = request.snapshot_bytes;

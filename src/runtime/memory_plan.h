@@ -94,14 +94,20 @@ uint64_t session_state_bytes(const format::ModelConfig& config, uint32_t context
 // for a chunk of prefill_chunk tokens, and attention's scratch) for a pool of
 // compute_threads threads (each has its own down-projection table and
 // gate/up rows in every workspace); int8_tables: the int8 lookup-table mode's
-// quantised copies too (kernels/vq_lut.h).
+// quantised copies too (kernels/vq_lut.h); table_rows: the rows of decode's
+// gate/up tables, batch_table_rows(sessions).
 uint64_t workspace_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
-                         unsigned compute_threads, uint32_t prefill_chunk, bool int8_tables = false);
+                         unsigned compute_threads, uint32_t prefill_chunk, bool int8_tables = false, uint32_t table_rows = 1);
 
 // The engine's scratch for one session: its workspace and the compute
 // threads' stacks.
 uint64_t scratch_bytes(const format::ModelConfig& config, const format::ExpertQuant& quant, uint32_t context_length,
-                       unsigned compute_threads, uint32_t prefill_chunk, bool int8_tables = false);
+                       unsigned compute_threads, uint32_t prefill_chunk, bool int8_tables = false, uint32_t table_rows = 1);
+
+// The rows of decode tables each workspace holds for batched decode steps
+// (model::forward_batch) when the plan has `sessions` sessions: one each, up
+// to model::max_batch_rows.
+uint32_t batch_table_rows(uint32_t sessions);
 
 // The most sessions a plan takes (waste_open_options.sessions): the plan
 // multiplies a session's bytes by it, and an engine runs one call at a time,
