@@ -88,12 +88,14 @@ TEST(MemoryPlan, WorkspaceBytesMatchWhatAWorkspaceAllocatesAtEveryChunk) {
         const waste::format::ModelConfig& c = container->config();
         for (size_t chunk : {size_t{1}, size_t{64}, size_t{512}, size_t{2048}})
             for (unsigned threads : {1u, 3u})
-                for (bool int8 : {false, true}) {
+                for (bool int8 : {false, true})
+                    for (size_t rows : {size_t{1}, size_t{8}}) {  // a batched decode step's rows of tables
                     SCOPED_TRACE(std::string(name) + ", chunk " + std::to_string(chunk) + ", threads " + std::to_string(threads) +
-                                 (int8 ? ", int8" : ", exact"));
-                    waste::model::Workspace ws(c, *container, threads, chunk);
+                                 (int8 ? ", int8" : ", exact") + ", table rows " + std::to_string(rows));
+                    waste::model::Workspace ws(c, *container, threads, chunk, rows);
                     if (int8) ws.enable_int8_tables(*container);
-                    const uint64_t planned = waste::model::Workspace::planned_bytes(c, &container->manifest().quant, threads, chunk, int8);
+                    const uint64_t planned =
+                        waste::model::Workspace::planned_bytes(c, &container->manifest().quant, threads, chunk, int8, rows);
                     const uint64_t held = workspace_bytes(ws);
                     const uint64_t bookkeeping = chunk * (sizeof(std::vector<int>) + 32 * c.top_k);
                     EXPECT_GE(planned, held);
