@@ -102,14 +102,6 @@ void open(Model& out, const std::string& preset, bool int8, unsigned threads, si
     }
 }
 
-std::vector<float> logits_of(waste_session* s) {
-    const float* logits = nullptr;
-    size_t vocab = 0;
-    waste_error error{};
-    EXPECT_EQ(waste_session_logits(s, &logits, &vocab, &error), WASTE_OK) << error.message;
-    return std::vector<float>(logits, logits + vocab);
-}
-
 int32_t argmax(const std::vector<float>& v) { return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
 std::vector<int32_t> prompt(size_t count, size_t seed, int32_t vocab) {
@@ -174,7 +166,7 @@ Batched run_batched(const std::string& preset, bool int8, unsigned threads, size
         run.logits.emplace_back(batch);
         for (size_t k = 0; k < who.size(); ++k) {
             run.sequences[who[k]].push_back(tokens[k]);
-            run.logits.back()[who[k]] = logits_of(m.sessions[who[k]]);
+            run.logits.back()[who[k]] = waste_test::session_logits(m.sessions[who[k]]);
         }
     }
     return run;
@@ -239,7 +231,7 @@ TEST(BatchStep, AgreesWithEachTokenEvaluatedAlone) {
                 for (size_t step = 0; step < kSteps; ++step) {
                     if (run.logits[step][i].empty()) continue;
                     ASSERT_EQ(waste_session_eval(s, &run.sequences[i][at++], 1, &error), WASTE_OK) << error.message;
-                    const std::vector<float> want = logits_of(s);
+                    const std::vector<float> want = waste_test::session_logits(s);
                     const std::vector<float>& got = run.logits[step][i];
                     const double distance = relative_distance(got, want);
                     worst = std::max(worst, distance);
@@ -260,10 +252,10 @@ TEST(BatchStep, ABatchOfOneIsTheDecodeStep) {
         waste_error error{};
         for (waste_session* s : m.sessions) ASSERT_EQ(waste_session_eval(s, p.data(), p.size(), &error), WASTE_OK);
         for (int step = 0; step < 4; ++step) {
-            const int32_t token = argmax(logits_of(m.sessions[0]));
+            const int32_t token = argmax(waste_test::session_logits(m.sessions[0]));
             ASSERT_EQ(waste_session_eval_batch(&m.sessions[0], &token, 1, &error), WASTE_OK) << error.message;
             ASSERT_EQ(waste_session_eval(m.sessions[1], &token, 1, &error), WASTE_OK) << error.message;
-            EXPECT_EQ(logits_of(m.sessions[0]), logits_of(m.sessions[1])) << "step " << step;
+            EXPECT_EQ(waste_test::session_logits(m.sessions[0]), waste_test::session_logits(m.sessions[1])) << "step " << step;
         }
     }
 }
@@ -274,13 +266,13 @@ TEST(BatchStep, RefusalsNameTheIndexAndChangeNothing) {
     const std::vector<int32_t> p = prompt(5, 1, vocab_of(m.model));
     waste_error error{};
     for (waste_session* s : m.sessions) ASSERT_EQ(waste_session_eval(s, p.data(), p.size(), &error), WASTE_OK);
-    const std::vector<float> before = logits_of(m.sessions[0]);
+    const std::vector<float> before = waste_test::session_logits(m.sessions[0]);
     auto refused = [&](std::vector<waste_session*> members, std::vector<int32_t> tokens, waste_status status, const std::string& says) {
         waste_error e{};
         EXPECT_EQ(waste_session_eval_batch(members.data(), tokens.data(), members.size(), &e), status) << says;
         EXPECT_NE(std::string(e.message).find(says), std::string::npos) << e.message;
         for (waste_session* s : m.sessions) EXPECT_EQ(waste_session_position(s), p.size()) << says;
-        EXPECT_EQ(logits_of(m.sessions[0]), before) << says;
+        EXPECT_EQ(waste_test::session_logits(m.sessions[0]), before) << says;
     };
     refused({m.sessions[0], m.sessions[1], m.sessions[0]}, {1, 2, 3}, WASTE_ERR_INVALID_ARGUMENT, "session 2 of the batch is session 0");
     refused({m.sessions[0], nullptr}, {1, 2}, WASTE_ERR_INVALID_ARGUMENT, "session 1 is NULL");
@@ -295,7 +287,7 @@ TEST(BatchStep, RefusalsNameTheIndexAndChangeNothing) {
     EXPECT_EQ(waste_session_eval_batch(m.sessions.data(), tokens.data(), 3, &e), WASTE_ERR_CONTEXT_FULL);
     EXPECT_NE(std::string(e.message).find("session 2 of the batch holds 64 of 64"), std::string::npos) << e.message;
     EXPECT_EQ(waste_session_position(m.sessions[0]), p.size());
-    EXPECT_EQ(logits_of(m.sessions[0]), before);
+    EXPECT_EQ(waste_test::session_logits(m.sessions[0]), before);
 }
 
 TEST(BatchStep, EachMemberCountsOneTokenAndTheSharesAddUp) {

@@ -137,14 +137,6 @@ waste_sampler* make_sampler(double temperature, uint64_t seed) {
     return sampler;
 }
 
-std::vector<float> logits_of(waste_session* s) {
-    const float* logits = nullptr;
-    size_t vocab = 0;
-    waste_error error{};
-    EXPECT_EQ(waste_session_logits(s, &logits, &vocab, &error), WASTE_OK) << error.message;
-    return std::vector<float>(logits, logits + vocab);
-}
-
 TEST_F(Generate, SavedAndReloadedSessionContinuesExactly) {
     auto m = open("tiny");
     const auto prompt = tokenize(*m, "Once upon a time the");
@@ -170,7 +162,7 @@ TEST_F(Generate, SavedAndReloadedSessionContinuesExactly) {
         ASSERT_EQ(waste_state_load(second, path.c_str(), &error), WASTE_OK) << error.message;
         EXPECT_EQ(waste_session_position(second), prompt.size() + 8);
         // The reloaded logits are the saved session's, bit for bit.
-        const auto a = logits_of(first), b = logits_of(second);
+        const auto a = waste_test::session_logits(first), b = waste_test::session_logits(second);
         ASSERT_EQ(a.size(), b.size());
         EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
         generate(second, s2, 8, tail);
@@ -237,7 +229,7 @@ TEST_F(Generate, ReservedIdsOfALargerVocabularyAreGeneratedWithoutText) {
             SCOPED_TRACE(testing::Message() << "temperature " << temperature << (tokenizer == from_file ? ", rank-file tokenizer" : ""));
             waste_session* s = session(*m);
             eval(s, prompt);
-            ASSERT_EQ(logits_of(s).size(), static_cast<size_t>(vocab));
+            ASSERT_EQ(waste_test::session_logits(s).size(), static_cast<size_t>(vocab));
             waste_sampler* sampler = temperature > 0 ? make_sampler(temperature, 5) : nullptr;
             Collected out;
             const waste_generate_result result = generate(s, sampler, 24, out, tokenizer);
@@ -546,7 +538,7 @@ TEST_F(Generate, HostileStateFilesAreRefusedAndResetTheSession) {
     // And the K3 shape round-trips through its own sessions (block residuals).
     waste_session* k3b = session(*k3);
     ASSERT_EQ(waste_state_load(k3b, foreign.c_str(), &error), WASTE_OK) << error.message;
-    const auto x = logits_of(other), y = logits_of(k3b);
+    const auto x = waste_test::session_logits(other), y = waste_test::session_logits(k3b);
     EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0);
     waste_session_free(other);
     waste_session_free(k3b);

@@ -213,4 +213,12 @@ waste_status status_of(const std::function<void()>& body, std::string* message) 
     return WASTE_OK;
 }
 
+std::vector<float> session_logits(const waste_session* session) {
+    const float* logits = nullptr;
+    size_t vocab = 0;
+    waste_error error{};
+    EXPECT_EQ(waste_session_logits(session, &logits, &vocab, &error), WASTE_OK) << error.message;
+    return logits ? std::vector<float>(logits, logits + vocab) : std::vector<float>{};
+}
+
 }  // namespace waste_test

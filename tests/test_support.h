@@ -192,4 +192,8 @@ waste_status status_of(const std::function<void()>& body, std::string* message =
 std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& bytes);
 
+// The session's next-token logits, copied (a failure is a test failure and
+// gives an empty vector).
+std::vector<float> session_logits(const waste_session* session);
+
 }  // namespace waste_test
