@@ -149,6 +149,14 @@ uint64_t parse_size(const std::string& text) {
     return static_cast<uint64_t>(std::llround(bytes));
 }
 
+int32_t greedy_token(const waste_session* session) {
+    const float* logits = nullptr;
+    size_t vocab = 0;
+    waste_error error{};
+    if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK) fail_with(error, "logits");
+    return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+}
+
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const size_t n = values.size();

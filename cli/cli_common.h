@@ -58,6 +58,8 @@ uint64_t parse_size(const std::string& text);
 std::string format_bytes(uint64_t bytes);
 // The middle value (the mean of the middle two when even); 0 when empty.
 double median(std::vector<double> values);
+// The argmax of the session's next-token logits (greedy); a failure exits 1.
+int32_t greedy_token(const waste_session* session);
 
 // Takes a JSON string the library returned and frees it.
 std::string take_string(char* json);

@@ -43,17 +43,6 @@ Totals totals(const std::vector<SessionPtr>& sessions) {
     return t;
 }
 
-int32_t argmax_of(waste_session* session) {
-    const float* logits = nullptr;
-    size_t vocab = 0;
-    waste_error error{};
-    if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK) fail_with(error, "logits");
-    size_t best = 0;
-    for (size_t i = 1; i < vocab; ++i)
-        if (logits[i] > logits[best]) best = i;
-    return static_cast<int32_t>(best);
-}
-
 }  // namespace
 
 void run_parallel_bench(const ParallelBench& args) {
@@ -100,14 +89,14 @@ void run_parallel_bench(const ParallelBench& args) {
         prefill();
         std::vector<std::vector<int32_t>> generated(n);
         std::vector<int32_t> next(n);
-        for (size_t i = 0; i < n; ++i) next[i] = prompts[i].empty() ? 0 : argmax_of(raw[i]);
+        for (size_t i = 0; i < n; ++i) next[i] = prompts[i].empty() ? 0 : greedy_token(raw[i]);
         Totals before = totals(sessions);
         auto start = std::chrono::steady_clock::now();
         for (int step = 0; step < steps; ++step) {
             if (waste_session_eval_batch(raw.data(), next.data(), n, &error) != WASTE_OK) fail_with(error, "batched decode");
             for (size_t i = 0; i < n; ++i) {
                 generated[i].push_back(next[i]);
-                next[i] = argmax_of(raw[i]);
+                next[i] = greedy_token(raw[i]);
             }
         }
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

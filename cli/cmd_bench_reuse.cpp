@@ -58,16 +58,6 @@ std::vector<int32_t> random_ids(std::mt19937& random, int count, int vocab) {
     return ids;
 }
 
-// The first token after what the session holds (the argmax: greedy), which
-// is when a streaming client sees something.
-int32_t first_token(waste_session* session) {
-    const float* logits = nullptr;
-    size_t vocab = 0;
-    waste_error error{};
-    if (waste_session_logits(session, &logits, &vocab, &error) != WASTE_OK) fail_with(error, "logits");
-    return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
-}
-
 struct Timed {
     double ms = 0;
     int32_t token = -1;
@@ -78,7 +68,7 @@ Timed timed(waste_session* session, Work&& work) {
     const auto start = std::chrono::steady_clock::now();
     work();
     Timed t;
-    t.token = first_token(session);
+    t.token = greedy_token(session);  // when a streaming client sees something
     t.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return t;
 }
