@@ -100,8 +100,10 @@ void on_event(const char* text, void* user) {
 
 void add_convert_command(CLI::App& app) {
     auto a = std::make_shared<ConvertArgs>();
-    CLI::App* convert = app.add_subcommand("convert", "Convert a Kimi-family Hugging Face checkpoint to a container");
-    convert->add_option("SRC_DIR", a->source, "Checkpoint directory (config.json, safetensors shards, tokenizer)")->required();
+    CLI::App* convert = app.add_subcommand("convert", "Convert a Hugging Face checkpoint or a GGUF file to a container");
+    convert->add_option("SOURCE", a->source,
+                        "Checkpoint directory (config.json, safetensors shards, tokenizer), or a GGUF file (docs/GGUF.md)")
+        ->required();
     convert->add_option("OUT", a->out, "Container directory to write (resumed when it holds this conversion's ledger)")
         ->required();
     convert->add_option("--quant", a->quant, "Expert format: VQ3R, VQ2R or VQ4P")->default_str("VQ3R");

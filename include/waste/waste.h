@@ -576,6 +576,9 @@ typedef void (*waste_event_fn)(const char* event_json, void* user);
  * written; nothing is published (no manifest.json) unless the whole
  * conversion succeeds. Resumable: a rerun after any interruption continues
  * from the last finished layer and writes a byte-identical container.
+ * source_dir may instead be a GGUF file of an architecture docs/GGUF.md lists
+ * (its keys as config.json, its vocabulary as tokenizer.json, its chat
+ * template; "reclaim" is refused for it).
  *
  * options_json: NULL or a JSON object, every member optional:
  *   "quant": "VQ3R"|"VQ2R"|"VQ4P"   (default "VQ3R")
@@ -597,7 +600,7 @@ WASTE_API waste_status waste_convert(const char* source_dir, const char* out_dir
                                      waste_progress_fn progress, waste_event_fn event, void* user,
                                      char** out_summary_json, waste_error* error);
 
-/* Checks a container against the checkpoint it came from: every expert
+/* Checks a container against the checkpoint (or GGUF file) it came from: every expert
  * record's checks and CRC-32, then each expert's dequantised weights against
  * the source (relative error per layer) and each trunk tensor's. options_json:
  * NULL or {"max_expert_error": x}. *out_report_json: {"ok", "layers", "trunk",

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 import torch
 
-_U32, _F32, _BOOL, _STRING, _ARRAY = 4, 6, 7, 8, 9
+_U32, _I32, _F32, _BOOL, _STRING, _ARRAY = 4, 5, 6, 7, 8, 9
 GGML_F32, GGML_F16 = 0, 1
 _BYTES = {GGML_F32: 4, GGML_F16: 2}
 _NUMPY = {GGML_F32: "<f4", GGML_F16: "<f2"}
@@ -58,7 +58,13 @@ class GGUFWriter:
         self.add(key, _STRING, value)
 
     def u32_array(self, key, values):
-        self.add(key, _ARRAY, [int(v) for v in values])
+        self.add(key, _ARRAY, (_U32, [int(v) for v in values]))
+
+    def i32_array(self, key, values):
+        self.add(key, _ARRAY, (_I32, [int(v) for v in values]))
+
+    def string_array(self, key, values):
+        self.add(key, _ARRAY, (_STRING, list(values)))
 
     def tensor(self, name, t, ggml_type=GGML_F32):
         """t: a torch tensor or numpy array."""
@@ -88,8 +94,13 @@ class GGUFWriter:
                 head += struct.pack("<f", value)
             elif type_ == _BOOL:
                 head += struct.pack("<B", 1 if value else 0)
-            elif type_ == _ARRAY:  # of u32
-                head += struct.pack("<IQ", _U32, len(value)) + struct.pack("<%dI" % len(value), *value)
+            elif type_ == _ARRAY:
+                element, items = value
+                head += struct.pack("<IQ", element, len(items))
+                if element == _STRING:
+                    head += b"".join(self._str(v) for v in items)
+                else:
+                    head += struct.pack("<%d%s" % (len(items), "I" if element == _U32 else "i"), *items)
             else:
                 raise ValueError(type_)
         offset = 0
@@ -118,9 +129,48 @@ def _numel(shape):
     return n
 
 
-def _common(w, cfg, n_ff, n_head=None):
-    """The keys every llama.cpp text model reads (conversion/base.py)."""
-    w.string("tokenizer.ggml.model", "none")
+class Gpt2Vocab:
+    """A byte-level BPE vocabulary as GGUF keeps it (tokenizer.ggml.*, as
+    convert_hf_to_gguf.py's get_vocab_base writes a Hugging Face
+    tokenizer.json): tokens by id (the BPE vocab's byte-level strings, added
+    tokens' raw content), llama.cpp token types (1 normal, 3 control: special
+    or looking like <|...|>, 4 user-defined: the other added tokens, 5 unused:
+    the padding [PADn] up to vocab_size), merges as "a b" strings."""
+
+    def __init__(self, tokenizer_json, vocab_size, pre, chat_template=None, bos=None, eos=None):
+        model = tokenizer_json["model"]
+        tokens, types = ["[PAD%d]" % i for i in range(vocab_size)], [5] * vocab_size
+        for text, i in model["vocab"].items():
+            tokens[i], types[i] = text, 1
+        for added in tokenizer_json["added_tokens"]:
+            text = added["content"]
+            looks_special = text.startswith("<|") and text.endswith("|>")
+            tokens[added["id"]], types[added["id"]] = text, 3 if added["special"] or looks_special else 4
+        self.tokens, self.types, self.pre = tokens, types, pre
+        self.merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+        self.chat_template, self.bos, self.eos = chat_template, bos, eos
+
+    def write(self, w):
+        w.string("tokenizer.ggml.model", "gpt2")
+        w.string("tokenizer.ggml.pre", self.pre)
+        w.string_array("tokenizer.ggml.tokens", self.tokens)
+        w.i32_array("tokenizer.ggml.token_type", self.types)
+        w.string_array("tokenizer.ggml.merges", self.merges)
+        if self.bos is not None:
+            w.u32("tokenizer.ggml.bos_token_id", self.bos)
+        if self.eos is not None:
+            w.u32("tokenizer.ggml.eos_token_id", self.eos)
+        if self.chat_template is not None:
+            w.string("tokenizer.chat_template", self.chat_template)
+
+
+def _common(w, cfg, n_ff, n_head=None, vocab=None):
+    """The keys every llama.cpp text model reads (conversion/base.py); the
+    vocabulary llama.cpp's "none" (dummy tokens) unless one is given."""
+    if vocab is None:
+        w.string("tokenizer.ggml.model", "none")
+    else:
+        vocab.write(w)
     w.u32("{arch}.vocab_size", cfg["vocab_size"])
     w.u32("{arch}.context_length", cfg.get("max_position_embeddings", 4096))
     w.u32("{arch}.embedding_length", cfg["hidden_size"])
@@ -158,12 +208,18 @@ def _moe_experts(w, sd, hf, blk, n_experts):
         w.tensor(blk + name + ".weight", _stack_experts(sd, hf, n_experts, proj))
 
 
-def write_qwen3_moe(sd, cfg, path, f16=False):
+def write_qwen3_moe(sd, cfg, path, f16=False, vocab=None):
     """Arch `qwen3moe`. llama.cpp has no dense layers in this architecture
     (decoder_sparse_step/mlp_only_layers) and always renormalises the top-k
     weights (qwen3moe.cpp passes norm_w = true; the converter writes no
     expert_weights_norm key): the first is refused here, the second is a
-    documented difference (python/README.md)."""
+    documented difference (python/README.md). vocab: a Gpt2Vocab, or None
+    for llama.cpp's "none" vocabulary."""
+    qwen3_moe_writer(sd, cfg, f16, vocab).write(path)
+
+
+def qwen3_moe_writer(sd, cfg, f16=False, vocab=None):
+    """write_qwen3_moe's GGUFWriter, not yet written (a test may swap its tensors)."""
     from .qwen3_moe import is_moe_layer
     L = cfg["num_hidden_layers"]
     if not all(is_moe_layer(cfg, i) for i in range(L)):
@@ -171,7 +227,7 @@ def write_qwen3_moe(sd, cfg, path, f16=False):
     w = GGUFWriter("qwen3moe")
     if f16:
         _matrices_as_f16(w)
-    _common(w, cfg, cfg.get("intermediate_size", cfg["moe_intermediate_size"]))
+    _common(w, cfg, cfg.get("intermediate_size", cfg["moe_intermediate_size"]), vocab=vocab)
     w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
     w.u32("{arch}.attention.key_length", cfg["head_dim"])
     w.u32("{arch}.attention.value_length", cfg["head_dim"])
@@ -189,7 +245,7 @@ def write_qwen3_moe(sd, cfg, path, f16=False):
                          ("post_attention_layernorm", "ffn_norm"), ("mlp.gate", "ffn_gate_inp")):
             w.tensor(blk + dst + ".weight", sd[hf + src + ".weight"])
         _moe_experts(w, sd, hf, blk, cfg["num_experts"])
-    w.write(path)
+    return w
 
 
 def write_deepseek_v3(sd, cfg, path, f16=False):

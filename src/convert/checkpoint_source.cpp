@@ -11,6 +11,7 @@
 #include "convert/checkpoint.h"
 #include "convert/checkpoint_source.h"
 #include "convert/converter.h"
+#include "convert/gguf_source.h"
 #include "platform/error.h"
 #include "platform/utf8_path.h"
 
@@ -129,6 +130,12 @@ nlohmann::ordered_json read_release_config(const std::string& source_dir) {
 
 nlohmann::json convert_checkpoint(const std::string& source_dir, const std::string& out_dir,
                                   const ConvertOptions& options) {
+    if (is_gguf_file(source_dir)) {
+        GgufRelease release = open_gguf_release(source_dir);
+        return convert_release(*release.weights, release.config,
+                               ReleaseFiles{std::move(release.tokenizer), std::move(release.generation_config)}, out_dir,
+                               options);
+    }
     const nlohmann::ordered_json config = read_release_config(source_dir);
     // Shards a previous run of this conversion reclaimed are opened from the
     // headers it recorded; any other missing shard is still refused.

@@ -626,8 +626,13 @@ void add_vision_unit(ConvertPlan& plan, const VisionPlan& vision) {
 
 }  // namespace
 
-json convert_source(const WeightSource& source, const ordered_json& release_config, const std::string& source_dir,
-                    const std::string& out_dir, const ConvertOptions& options) {
+namespace {
+
+// The conversion; `given` holds the tokenizer files and generation config
+// when the source is not a release directory (a GGUF), else they are read
+// from source_dir.
+json convert_any(const WeightSource& source, const ordered_json& release_config, const std::string& source_dir,
+                 const ReleaseFiles* given, const std::string& out_dir, const ConvertOptions& options) {
     const auto started = Clock::now();
     // ---- everything is read and checked before a byte is written.
     const ordered_json config = container_config(release_config);
@@ -646,9 +651,11 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
                 fail(WASTE_ERR_UNSUPPORTED, "config.json: {} {} is not a multiple of the {}-value VQ vectors", key,
                      value, quant.vec_dim);
     const format::ExpertLayout layout = has_moe ? format::expert_layout(model, quant) : format::ExpertLayout{};
-    const TokenizerFiles tokenizer =
-        source_dir.empty() ? TokenizerFiles{} : read_tokenizer_files(source_dir, model.vocab);
-    const std::optional<std::string> generation_config = read_generation_config(source_dir, model.vocab);
+    const TokenizerFiles tokenizer = given             ? given->tokenizer
+                                     : source_dir.empty() ? TokenizerFiles{}
+                                                          : read_tokenizer_files(source_dir, model.vocab);
+    const std::optional<std::string> generation_config =
+        given ? given->generation_config : read_generation_config(source_dir, model.vocab);
 
     json fingerprint = {{"config", config.dump()},
                         {"quant", format::expert_quant_json(quant)},
@@ -897,6 +904,20 @@ json convert_source(const WeightSource& source, const ordered_json& release_conf
     for (const fs::directory_entry& entry : fs::directory_iterator(work, error))
         if (entry.path().extension() == ".part") fs::remove(entry.path(), error);
     return summary;
+}
+
+}  // namespace
+
+json convert_source(const WeightSource& source, const ordered_json& release_config, const std::string& source_dir,
+                    const std::string& out_dir, const ConvertOptions& options) {
+    return convert_any(source, release_config, source_dir, nullptr, out_dir, options);
+}
+
+json convert_release(const WeightSource& source, const ordered_json& release_config, const ReleaseFiles& files,
+                     const std::string& out_dir, const ConvertOptions& options) {
+    if (options.reclaim != Reclaim::off)
+        fail(WASTE_ERR_UNSUPPORTED, "reclaim: the source is one file, not shards that can be deleted as they are done");
+    return convert_any(source, release_config, "", &files, out_dir, options);
 }
 
 }  // namespace waste::convert

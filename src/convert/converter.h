@@ -26,10 +26,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "convert/tokenizer_files.h"
 #include "convert/weight_source.h"
 #include "format/manifest.h"
 #include "format/trunk_codec.h"
@@ -66,9 +68,10 @@ struct CheckpointOpenOptions;
 // whose recorded header is missing or unreadable is refused naming both.
 CheckpointOpenOptions recorded_reclaimed_shards(const std::string& out_dir);
 
-// Converts. Throws waste::Error; on failure nothing is published (no
-// manifest.json), and what was finished stays recorded for a rerun.
-// Returns the summary: per-layer weight error, totals, skipped tensors.
+// Converts a checkpoint directory, or a GGUF file (gguf_source.h). Throws
+// waste::Error; on failure nothing is published (no manifest.json), and what
+// was finished stays recorded for a rerun. Returns the summary: per-layer
+// weight error, totals, skipped tensors.
 nlohmann::json convert_checkpoint(const std::string& source_dir, const std::string& out_dir,
                                   const ConvertOptions& options);
 
@@ -77,5 +80,16 @@ nlohmann::json convert_checkpoint(const std::string& source_dir, const std::stri
 nlohmann::json convert_source(const WeightSource& source, const nlohmann::ordered_json& config_json,
                               const std::string& source_dir, const std::string& out_dir,
                               const ConvertOptions& options);
+
+// What a release ships beside config.json and its weights, when the source
+// is not a release directory (a GGUF file: gguf_source.h).
+struct ReleaseFiles {
+    TokenizerFiles tokenizer;
+    std::optional<std::string> generation_config;  // written as generation_config.json
+};
+
+// The same with those files given; --reclaim is refused (there are no shards).
+nlohmann::json convert_release(const WeightSource& source, const nlohmann::ordered_json& config_json,
+                               const ReleaseFiles& files, const std::string& out_dir, const ConvertOptions& options);
 
 }  // namespace waste::convert

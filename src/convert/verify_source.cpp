@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "convert/checkpoint.h"
 #include "convert/checkpoint_source.h"
+#include "convert/gguf_source.h"
 #include "convert/kimi_layout.h"
 #include "convert/vq_fit.h"
 #include "format/container.h"
@@ -51,8 +53,14 @@ json verify_against_source(const std::string& model_dir, const std::string& sour
     container_options.want_direct_io = false;
     const std::unique_ptr<format::Container> container = format::Container::open(model_dir, container_options);
     const format::Manifest& manifest = container->manifest();
-    const Checkpoint checkpoint = Checkpoint::open(platform::utf8_path(source_dir));
-    const std::unique_ptr<WeightSource> source = checkpoint_source(checkpoint);
+    std::optional<Checkpoint> checkpoint;
+    std::unique_ptr<WeightSource> source;
+    if (is_gguf_file(source_dir)) {
+        source = open_gguf_release(source_dir).weights;
+    } else {
+        checkpoint.emplace(Checkpoint::open(platform::utf8_path(source_dir)));
+        source = checkpoint_source(*checkpoint);
+    }
     const ConvertPlan plan = plan_kimi_conversion(manifest.config_json, *source);
 
     json report = {{"model", model_dir}, {"source", source_dir}, {"layers", json::array()}, {"trunk", json::array()},

