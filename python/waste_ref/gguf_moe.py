@@ -134,7 +134,7 @@ class Gpt2Vocab:
     convert_hf_to_gguf.py's get_vocab_base writes a Hugging Face
     tokenizer.json): tokens by id (the BPE vocab's byte-level strings, added
     tokens' raw content), llama.cpp token types (1 normal, 3 control: special
-    or looking like <|...|>, 4 user-defined: the other added tokens, 5 unused:
+    or looking like <|...|> or <｜...｜>, 4 user-defined: the other added tokens, 5 unused:
     the padding [PADn] up to vocab_size), merges as "a b" strings."""
 
     def __init__(self, tokenizer_json, vocab_size, pre, chat_template=None, bos=None, eos=None):
@@ -144,7 +144,8 @@ class Gpt2Vocab:
             tokens[i], types[i] = text, 1
         for added in tokenizer_json["added_tokens"]:
             text = added["content"]
-            looks_special = text.startswith("<|") and text.endswith("|>")
+            looks_special = ((text.startswith("<|") and text.endswith("|>")) or
+                             (text.startswith("<\uff5c") and text.endswith("\uff5c>")))  # DeepSeek's fullwidth bars
             tokens[added["id"]], types[added["id"]] = text, 3 if added["special"] or looks_special else 4
         self.tokens, self.types, self.pre = tokens, types, pre
         self.merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
@@ -248,13 +249,18 @@ def qwen3_moe_writer(sd, cfg, f16=False, vocab=None):
     return w
 
 
-def write_deepseek_v3(sd, cfg, path, f16=False):
+def write_deepseek_v3(sd, cfg, path, f16=False, vocab=None):
+    """deepseek_v3_writer(...).write(path)."""
+    deepseek_v3_writer(sd, cfg, f16, vocab).write(path)
+
+
+def deepseek_v3_writer(sd, cfg, f16=False, vocab=None):
     """Arch `deepseek2` (llama.cpp runs V2, V3 and K2 under it), in the current
     MLA layout: kv_b_proj is split per head into attn_k_b (k_nope part,
     transposed to [H, kv_lora, nope]) and attn_v_b ([H, v, kv_lora]), which
     llama.cpp uses for absorbed attention (conversion/deepseek.py).
 
-    f16: see _matrices_as_f16."""
+    f16: see _matrices_as_f16; vocab: as write_qwen3_moe's."""
     from .deepseek_v3 import is_moe_layer
     if not cfg.get("rope_interleave", True):
         # deepseek2 is a NORM (interleaved) RoPE model in llama.cpp; the converter does not permute q/k
@@ -265,7 +271,7 @@ def write_deepseek_v3(sd, cfg, path, f16=False):
     w = GGUFWriter("deepseek2")
     if f16:
         _matrices_as_f16(w)
-    _common(w, cfg, cfg["intermediate_size"])
+    _common(w, cfg, cfg["intermediate_size"], vocab=vocab)
     # MLA runs in llama.cpp as MQA over the latent: one KV head of kv_lora + rope
     w.u32("{arch}.attention.head_count_kv", 1)
     w.u32("{arch}.attention.key_length", kvr + rope)
@@ -329,7 +335,7 @@ def write_deepseek_v3(sd, cfg, path, f16=False):
         _moe_experts(w, sd, hf, blk, cfg["n_routed_experts"])
         for p, d in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
             w.tensor(blk + d + ".weight", sd[hf + "mlp.shared_experts." + p + ".weight"])
-    w.write(path)
+    return w
 
 
 def write_glm4_moe(sd, cfg, path, f16=False):

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,12 @@ struct TensorView {
     size_t tensor = 0;         // index into that file's GgufFile::tensors
     uint64_t first_row = 0;    // of the GGUF tensor's rows (an expert's slice starts at e * rows)
     std::vector<int64_t> shape;  // PyTorch order
+    // MLA's kv_b_proj [heads · (nope + v), kv_lora]: head h's nope rows are
+    // attn_k_b [heads, kv_lora, nope]'s head h transposed, its v rows
+    // attn_v_b [heads, v, kv_lora]'s head h (tensor is attn_k_b).
+    bool mla_kv_b = false;
+    size_t v_b_part = 0, v_b_tensor = 0;
+    uint64_t nope = 0, v_dim = 0, kv_lora = 0;
 };
 
 // The keys of one file, each read as its kind or refused naming it.
@@ -58,6 +65,13 @@ public:
     }
     std::optional<double> optional_real(std::string_view key) const {
         return find(key) ? std::optional(real(key)) : std::nullopt;
+    }
+    std::optional<bool> optional_flag(std::string_view key) const {
+        const format::GgufValue* v = find(key);
+        if (!v) return std::nullopt;
+        if (v->type != format::GgufType::boolean)
+            fail(WASTE_ERR_FORMAT, "{}: {} is not a bool ({})", what_, key, format::gguf_type_name(v->type));
+        return v->integer != 0;
     }
     const std::string& string(std::string_view key) const {
         const format::GgufValue* v = require(key);
@@ -146,14 +160,29 @@ ordered_json qwen3moe_config(const Keys& keys, const std::set<std::string>& tens
     return config;
 }
 
-// The release's names of the GGUF tensors of a qwen3moe file: name ->
-// (GGUF name, expert slice or -1).
+// Where a release tensor's values are in the GGUF: a tensor, one expert's
+// slice of a 3-D tensor, or MLA's kv_b_proj put back together from the
+// per-head halves llama.cpp's converter splits it into.
 struct NameMap {
     std::string gguf;
-    int64_t expert = -1;
+    int64_t expert = -1;      // >= 0: the expert's slice of gguf's [E, rows, cols]
+    std::string v_b;          // non-empty: gguf is attn_k_b, this attn_v_b (TensorView::mla_kv_b)
+    NameMap() = default;
+    NameMap(std::string gguf_name, int64_t expert_slice = -1, std::string v_b_name = {})
+        : gguf(std::move(gguf_name)), expert(expert_slice), v_b(std::move(v_b_name)) {}
 };
-std::map<std::string, NameMap> qwen3moe_names(const ordered_json& config) {
-    std::map<std::string, NameMap> names;
+
+// The release's names of a file's tensors, and the GGUF names left out on
+// purpose (multi-token-prediction layers, which the engine does not run).
+struct Names {
+    std::map<std::string, NameMap> map;
+    int64_t first_ignored_layer = -1;  // >= 0: the tensors of blk.N. from this N on are left out
+};
+
+Names qwen3moe_names(const ordered_json& config, const std::set<std::string>& tensors) {
+    (void)tensors;
+    Names out;
+    std::map<std::string, NameMap>& names = out.map;
     names["model.embed_tokens.weight"] = {"token_embd.weight"};
     names["model.norm.weight"] = {"output_norm.weight"};
     if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
@@ -174,15 +203,171 @@ std::map<std::string, NameMap> qwen3moe_names(const ordered_json& config) {
                 names[fmt::format("model.layers.{}.mlp.experts.{}.{}.weight", l, e, hf)] = {
                     fmt::format("blk.{}.{}.weight", l, gguf), e};
     }
-    return names;
+    return out;
+}
+
+// deepseek2 (llama.cpp's LLM_ARCH_DEEPSEEK2, src/models/deepseek2.cpp; it
+// runs DeepSeek-V3 / R1 / V3.1 and Kimi K2): MLA over a latent of
+// kv_lora_rank, q-LoRA (q_lora_rank 0: plain q), RoPE on qk_rope dims
+// (rope.dimension_count, interleaved pairs), sigmoid router with a
+// correction bias (exp_probs_b) and expert groups, shared experts, leading
+// dense layers; nextn_predict_layers MTP layers counted in block_count.
+// DeepSeek-V2's softmax gating (expert_gating_func 1, or absent as in V2
+// files) is refused: the engine runs V3's.
+ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    const auto key = [](std::string_view k) { return fmt::format("deepseek2.{}", k); };
+    const uint64_t hidden = keys.uint(key("embedding_length"));
+    const uint64_t heads = keys.uint(key("attention.head_count"));
+    const uint64_t blocks = keys.uint(key("block_count"));
+    const uint64_t mtp = keys.optional_uint(key("nextn_predict_layers")).value_or(0);
+    if (mtp >= blocks)
+        fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what(), key("nextn_predict_layers"), mtp,
+             key("block_count"), blocks);
+    const uint64_t rope = keys.uint(key("rope.dimension_count"));
+    // llama.cpp: key_length_mla / value_length_mla, else key_length / value_length
+    const uint64_t k_mla = keys.optional_uint(key("attention.key_length_mla")).value_or(keys.uint(key("attention.key_length")));
+    const uint64_t v_mla =
+        keys.optional_uint(key("attention.value_length_mla")).value_or(keys.uint(key("attention.value_length")));
+    if (k_mla <= rope)
+        fail(WASTE_ERR_FORMAT, "{}: the key length {} leaves no dims beside the {} RoPE dims", keys.what(), k_mla, rope);
+    const uint64_t gating = keys.optional_uint(key("expert_gating_func")).value_or(1);
+    if (gating != 2)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} ({}): the engine runs DeepSeek-V3's sigmoid gating (2)", keys.what(),
+             key("expert_gating_func"), gating, keys.find(key("expert_gating_func")) ? "softmax" : "absent: V2's softmax");
+    if (keys.find(key("attention.temperature_scale")))
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {}: attention temperature tuning is not run by the engine", keys.what(),
+             key("attention.temperature_scale"));
+    uint64_t moe_ff = 0;
+    if (keys.find(key("expert_feed_forward_length"))) {
+        const format::GgufValue* v = keys.find(key("expert_feed_forward_length"));
+        if (v->type == format::GgufType::array) {  // one per layer: the MoE layers' must agree
+            const std::vector<int64_t>& per_layer = keys.integers(key("expert_feed_forward_length"));
+            for (int64_t n : per_layer)
+                if (n != 0 && moe_ff != 0 && static_cast<uint64_t>(n) != moe_ff)
+                    fail(WASTE_ERR_UNSUPPORTED, "{}: {} differs between layers ({} and {})", keys.what(),
+                         key("expert_feed_forward_length"), moe_ff, n);
+                else if (n > 0) moe_ff = static_cast<uint64_t>(n);
+        } else {
+            moe_ff = keys.uint(key("expert_feed_forward_length"));
+        }
+    }
+    if (moe_ff == 0) fail(WASTE_ERR_FORMAT, "{}: the key {} is missing or 0", keys.what(), key("expert_feed_forward_length"));
+    if (const auto declared = keys.optional_uint(key("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
+        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), key("vocab_size"), *declared, vocab);
+    const uint64_t q_lora = keys.optional_uint(key("attention.q_lora_rank")).value_or(0);
+    if (q_lora == 0 && tensors.count("blk.0.attn_q_a.weight"))
+        fail(WASTE_ERR_FORMAT, "{}: blk.0.attn_q_a.weight is there but {} is missing or 0", keys.what(),
+             key("attention.q_lora_rank"));
+    ordered_json config;
+    config["architectures"] = {"DeepseekV3ForCausalLM"};
+    config["model_type"] = "deepseek_v3";
+    config["vocab_size"] = vocab;
+    config["hidden_size"] = hidden;
+    config["num_hidden_layers"] = blocks - mtp;
+    config["num_attention_heads"] = heads;
+    config["num_key_value_heads"] = heads;
+    config["q_lora_rank"] = q_lora > 0 ? ordered_json(q_lora) : ordered_json(nullptr);
+    config["kv_lora_rank"] = keys.uint(key("attention.kv_lora_rank"));
+    config["qk_nope_head_dim"] = k_mla - rope;
+    config["qk_rope_head_dim"] = rope;
+    config["v_head_dim"] = v_mla;
+    const uint64_t dense = keys.optional_uint(key("leading_dense_block_count")).value_or(0);
+    config["intermediate_size"] = dense > 0 ? keys.uint(key("feed_forward_length")) : keys.optional_uint(key("feed_forward_length")).value_or(moe_ff);
+    config["moe_intermediate_size"] = moe_ff;
+    config["n_routed_experts"] = keys.uint(key("expert_count"));
+    config["n_shared_experts"] = keys.uint(key("expert_shared_count"));
+    config["num_experts_per_tok"] = keys.uint(key("expert_used_count"));
+    config["n_group"] = keys.optional_uint(key("expert_group_count")).value_or(1);
+    config["topk_group"] = keys.optional_uint(key("expert_group_used_count")).value_or(1);
+    config["routed_scaling_factor"] = keys.optional_real(key("expert_weights_scale")).value_or(1.0);
+    config["norm_topk_prob"] = keys.optional_flag(key("expert_weights_norm")).value_or(false);
+    config["scoring_func"] = "sigmoid";
+    config["topk_method"] = "noaux_tc";
+    config["first_k_dense_replace"] = dense;
+    config["rope_theta"] = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
+    config["rope_interleave"] = true;  // llama.cpp runs deepseek2 with NORM (interleaved) RoPE
+    config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
+    if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
+    if (keys.find(key("rope.scaling.type"))) {
+        const std::string& kind = keys.string(key("rope.scaling.type"));
+        if (kind == "yarn") {
+            ordered_json yarn = {{"type", "yarn"},
+                                 {"factor", keys.real(key("rope.scaling.factor"))},
+                                 {"original_max_position_embeddings", keys.uint(key("rope.scaling.original_context_length"))},
+                                 {"beta_fast", keys.optional_real(key("rope.scaling.yarn_beta_fast")).value_or(32.0)},
+                                 {"beta_slow", keys.optional_real(key("rope.scaling.yarn_beta_slow")).value_or(1.0)}};
+            // llama.cpp's converter stores 0.1 · mscale_all_dim and its loader
+            // divides by 0.1 again (in f32); it reads mscale as mscale_all_dim.
+            if (keys.find(key("rope.scaling.yarn_log_multiplier"))) {
+                const float log_mul = static_cast<float>(keys.real(key("rope.scaling.yarn_log_multiplier"))) / 0.1f;
+                yarn["mscale"] = log_mul;
+                yarn["mscale_all_dim"] = log_mul;
+            }
+            config["rope_scaling"] = std::move(yarn);
+        } else if (kind != "none") {
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what(),
+                 key("rope.scaling.type"), kind);
+        }
+    }
+    config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
+    return config;
+}
+
+Names deepseek2_names(const ordered_json& config, const std::set<std::string>& tensors) {
+    Names out;
+    std::map<std::string, NameMap>& names = out.map;
+    names["model.embed_tokens.weight"] = {"token_embd.weight"};
+    names["model.norm.weight"] = {"output_norm.weight"};
+    if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
+    const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["n_routed_experts"].get<int64_t>();
+    const int64_t dense = config["first_k_dense_replace"].get<int64_t>();
+    const bool q_lora = !config["q_lora_rank"].is_null();
+    for (int64_t l = 0; l < layers; ++l) {
+        const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
+        const auto add = [&](const std::string& h, const std::string& g) { names[hf + h + ".weight"] = {blk + g + ".weight"}; };
+        add("input_layernorm", "attn_norm");
+        if (q_lora) {
+            add("self_attn.q_a_proj", "attn_q_a");
+            add("self_attn.q_a_layernorm", "attn_q_a_norm");
+            add("self_attn.q_b_proj", "attn_q_b");
+        } else {
+            add("self_attn.q_proj", "attn_q");
+        }
+        add("self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa");
+        add("self_attn.kv_a_layernorm", "attn_kv_a_norm");
+        if (tensors.count(blk + "attn_kv_b.weight")) add("self_attn.kv_b_proj", "attn_kv_b");  // older files
+        else names[hf + "self_attn.kv_b_proj.weight"] = {blk + "attn_k_b.weight", -1, blk + "attn_v_b.weight"};
+        add("self_attn.o_proj", "attn_output");
+        add("post_attention_layernorm", "ffn_norm");
+        if (l < dense) {
+            add("mlp.gate_proj", "ffn_gate");
+            add("mlp.up_proj", "ffn_up");
+            add("mlp.down_proj", "ffn_down");
+            continue;
+        }
+        add("mlp.gate", "ffn_gate_inp");
+        names[hf + "mlp.gate.e_score_correction_bias"] = {blk + "exp_probs_b.bias"};
+        for (int64_t e = 0; e < experts; ++e)
+            for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
+                                       std::pair{"down_proj", "ffn_down_exps"}})
+                names[fmt::format("{}mlp.experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+        if (config["n_shared_experts"].get<int64_t>() > 0) {
+            add("mlp.shared_experts.gate_proj", "ffn_gate_shexp");
+            add("mlp.shared_experts.up_proj", "ffn_up_shexp");
+            add("mlp.shared_experts.down_proj", "ffn_down_shexp");
+        }
+    }
+    out.first_ignored_layer = layers;  // the MTP layers after the last
+    return out;
 }
 
 struct Architecture {
     std::string_view name;  // general.architecture
     ordered_json (*config)(const Keys&, const std::set<std::string>& tensors, int64_t vocab);
-    std::map<std::string, NameMap> (*names)(const ordered_json& config);
+    Names (*names)(const ordered_json& config, const std::set<std::string>& tensors);
 };
-constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe_names}};
+constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe_names},
+                                          {"deepseek2", deepseek2_config, deepseek2_names}};
 
 // ---- the vocabulary ------------------------------------------------------
 
@@ -243,11 +428,11 @@ std::string gpt2_tokenizer_json(const Keys& keys, int64_t vocab) {
     ordered_json tokenizer = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}};
     tokenizer["added_tokens"] = std::move(added);
     tokenizer["normalizer"] = pre->nfc ? ordered_json{{"type", "NFC"}} : ordered_json(nullptr);
-    tokenizer["pre_tokenizer"] = {
-        {"type", "Sequence"},
-        {"pretokenizers",
-         {{{"type", "Split"}, {"pattern", {{"Regex", pre->regex}}}, {"behavior", "Isolated"}, {"invert", false}},
-          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}}}};
+    ordered_json splits = ordered_json::array();
+    for (std::string_view regex : pre->regexes)
+        splits.push_back({{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}});
+    splits.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}});
+    tokenizer["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", std::move(splits)}};
     tokenizer["post_processor"] = nullptr;
     tokenizer["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
     tokenizer["model"] = std::move(model);
@@ -398,6 +583,31 @@ public:
         if (first > rows || count > rows - first || out.size() != count * cols)
             fail(WASTE_ERR_INTERNAL, "{}: rows {}+{} of {} ({} values) asked of {} rows", parts_[v.part].path, first,
                  count, name, out.size(), rows);
+        if (!v.mla_kv_b) return decode(v.part, t, v.first_row + first, count, out.data());
+        const uint64_t per_head = v.nope + v.v_dim;
+        const format::GgufTensor& vt = parts_[v.v_b_part].file.tensors[v.v_b_tensor];
+        std::vector<float> k_head(v.kv_lora * v.nope), v_head(v.v_dim * v.kv_lora);
+        uint64_t loaded = UINT64_MAX;
+        for (uint64_t r = 0; r < count; ++r) {
+            const uint64_t row = first + r, head = row / per_head, j = row % per_head;
+            if (head != loaded) {
+                decode(v.part, t, head * v.kv_lora, v.kv_lora, k_head.data());
+                decode(v.v_b_part, vt, head * v.v_dim, v.v_dim, v_head.data());
+                loaded = head;
+            }
+            float* dst = out.data() + r * v.kv_lora;
+            if (j < v.nope)
+                for (uint64_t c = 0; c < v.kv_lora; ++c) dst[c] = k_head[c * v.nope + j];
+            else
+                std::copy_n(v_head.data() + (j - v.nope) * v.kv_lora, v.kv_lora, dst);
+        }
+    }
+    std::vector<std::string> shards() const override { return names_; }
+
+private:
+    // Rows [first, first + count) of GGUF tensor t (in `part`), decoded into out.
+    void decode(size_t part, const format::GgufTensor& t, uint64_t first, uint64_t count, float* out) const {
+        const uint64_t cols = t.shape[0];
         const uint64_t row_bytes = cols / t.type.block_elements * t.type.block_bytes;
         constexpr uint64_t max_read = uint64_t{8} << 20;  // bytes read at once
         const uint64_t rows_per_read = std::max<uint64_t>(1, max_read / row_bytes);
@@ -405,15 +615,12 @@ public:
         for (uint64_t done = 0; done < count;) {
             const uint64_t n = std::min(rows_per_read, count - done);
             bytes.resize(n * row_bytes);
-            read_at(v.part, t.offset + (v.first_row + first + done) * row_bytes, bytes);
+            read_at(part, t.offset + (first + done) * row_bytes, bytes);
             for (uint64_t r = 0; r < n; ++r)
-                format::dequantize_ggml_row(t.type, bytes.data() + r * row_bytes, out.data() + (done + r) * cols, cols);
+                format::dequantize_ggml_row(t.type, bytes.data() + r * row_bytes, out + (done + r) * cols, cols);
             done += n;
         }
     }
-    std::vector<std::string> shards() const override { return names_; }
-
-private:
     const TensorView& view(const std::string& name) const {
         const auto it = views_.find(name);
         if (it == views_.end()) fail(WASTE_ERR_FORMAT, "{}: no tensor {}", parts_[0].path, name);
@@ -444,7 +651,7 @@ private:
 // Each name the architecture gives, bound to its GGUF tensor with the shape
 // it must have; a tensor the file holds beyond them is refused.
 std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& parts, const std::string& what,
-                                               const std::map<std::string, NameMap>& names, const ordered_json& config) {
+                                               const Names& names, const ordered_json& config) {
     std::map<std::string, std::pair<size_t, size_t>> index;  // name -> (part, tensor)
     for (size_t p = 0; p < parts.size(); ++p)
         for (size_t i = 0; i < parts[p].file.tensors.size(); ++i) {
@@ -455,33 +662,55 @@ std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& part
         }
     std::set<std::string> used;
     std::map<std::string, TensorView> views;
-    const int64_t experts = config.contains("num_experts") ? config["num_experts"].get<int64_t>() : 0;
-    for (const auto& [name, map] : names) {
-        const auto it = index.find(map.gguf);
-        if (it == index.end()) fail(WASTE_ERR_FORMAT, "{}: the tensor {} is missing", what, map.gguf);
+    const int64_t experts = config.contains("num_experts")        ? config["num_experts"].get<int64_t>()
+                            : config.contains("n_routed_experts") ? config["n_routed_experts"].get<int64_t>()
+                                                                  : 0;
+    // A tensor by GGUF name: its place, checked decodable, and its PyTorch shape.
+    const auto find = [&](const std::string& gguf_name, std::vector<int64_t>& shape) {
+        const auto it = index.find(gguf_name);
+        if (it == index.end()) fail(WASTE_ERR_FORMAT, "{}: the tensor {} is missing", what, gguf_name);
         const format::GgufTensor& t = parts[it->second.first].file.tensors[it->second.second];
         if (!t.type.decodable)
             fail(WASTE_ERR_UNSUPPORTED, "{}: tensor {} is {}, a type the engine does not decode yet (docs/GGUF.md)",
                  what, t.name, t.type.name);
+        shape.assign(t.shape.rbegin(), t.shape.rend());  // ggml's ne lists the row first
+        used.insert(gguf_name);
+        return it->second;
+    };
+    for (const auto& [name, map] : names.map) {
         TensorView view;
-        view.part = it->second.first;
-        view.tensor = it->second.second;
-        // ggml's ne lists the row first: the PyTorch shape reversed.
-        std::vector<int64_t> shape(t.shape.rbegin(), t.shape.rend());
+        std::vector<int64_t> shape;
+        std::tie(view.part, view.tensor) = find(map.gguf, shape);
         if (map.expert >= 0) {
             if (shape.size() != 3 || shape[0] != experts)
                 fail(WASTE_ERR_FORMAT, "{}: tensor {} has shape [{}], expected [{}, rows, cols] (one matrix per expert)",
-                     what, t.name, fmt::join(t.shape, ", "), experts);
+                     what, map.gguf, fmt::join(shape, ", "), experts);
             view.first_row = static_cast<uint64_t>(map.expert) * static_cast<uint64_t>(shape[1]);
             shape.erase(shape.begin());
         }
+        if (!map.v_b.empty()) {
+            std::vector<int64_t> v_shape;
+            std::tie(view.v_b_part, view.v_b_tensor) = find(map.v_b, v_shape);
+            // attn_k_b [heads, kv_lora, nope], attn_v_b [heads, v, kv_lora]
+            if (shape.size() != 3 || v_shape.size() != 3 || shape[0] != v_shape[0] || shape[1] != v_shape[2])
+                fail(WASTE_ERR_FORMAT, "{}: {} [{}] and {} [{}] are not [heads, kv_lora, nope] and [heads, v, kv_lora]",
+                     what, map.gguf, fmt::join(shape, ", "), map.v_b, fmt::join(v_shape, ", "));
+            view.mla_kv_b = true;
+            view.kv_lora = static_cast<uint64_t>(shape[1]);
+            view.nope = static_cast<uint64_t>(shape[2]);
+            view.v_dim = static_cast<uint64_t>(v_shape[1]);
+            shape = {shape[0] * (shape[2] + v_shape[1]), shape[1]};
+        }
         view.shape = std::move(shape);
         views.emplace(name, std::move(view));
-        used.insert(map.gguf);
     }
-    for (const auto& [name, at] : index)
-        if (!used.count(name))
+    for (const auto& [name, at] : index) {
+        if (used.count(name)) continue;
+        int64_t layer = -1;
+        if (names.first_ignored_layer >= 0 && name.starts_with("blk.")) layer = std::atoll(name.c_str() + 4);
+        if (layer < 0 || layer < names.first_ignored_layer)
             fail(WASTE_ERR_UNSUPPORTED, "{}: tensor {} is not part of the architecture as the engine reads it", what, name);
+    }
     return views;
 }
 
@@ -492,8 +721,12 @@ const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
     // src/llama-vocab.cpp quotes each beside its own rewrite of it).
     static const std::vector<GgufPreTokenizer> table = {
         {"qwen2",
-         R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)",
+         {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
          true, false},
+        {"deepseek-v3",
+         {R"(\p{N}{1,3})", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+          R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+         false, false},
     };
     return table;
 }
@@ -520,7 +753,7 @@ GgufRelease open_gguf_release(const std::string& path) {
     for (const Architecture& a : architectures)
         if (a.name == arch) architecture = &a;
     if (!architecture)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe)",
+        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2)",
              path, arch);
     const format::GgufTensor* embed = nullptr;
     for (const GgufPart& part : parts)
@@ -538,7 +771,8 @@ GgufRelease open_gguf_release(const std::string& path) {
     if (const auto eos = keys.optional_uint("tokenizer.ggml.eos_token_id")) release.config["eos_token_id"] = *eos;
     release.tokenizer = gguf_tokenizer(keys, vocab);
     release.generation_config = gguf_generation_config(keys, vocab);
-    std::map<std::string, TensorView> views = bind_tensors(parts, path, architecture->names(release.config), release.config);
+    std::map<std::string, TensorView> views =
+        bind_tensors(parts, path, architecture->names(release.config, tensors), release.config);
     release.weights = std::make_unique<GgufWeights>(std::move(parts), std::move(views));
     return release;
 }

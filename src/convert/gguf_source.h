@@ -51,7 +51,7 @@ GgufRelease open_gguf_release(const std::string& path);
 // release's tokenizer.json that llama.cpp reproduces for it.
 struct GgufPreTokenizer {
     std::string_view name;
-    std::string_view regex;
+    std::vector<std::string_view> regexes;  // Split pre-tokenizers, applied in order
     bool nfc;            // the release's tokenizer.json normalises to NFC (llama.cpp does not)
     bool ignore_merges;  // the release's BPE takes a whole-word vocab token before merging
 };
