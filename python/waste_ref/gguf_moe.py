@@ -395,7 +395,12 @@ def write_glm4_moe(sd, cfg, path, f16=False):
     w.write(path)
 
 
-def write_gpt_oss(sd, cfg, path, f16=False):
+def write_gpt_oss(sd, cfg, path, f16=False, vocab=None):
+    """gpt_oss_writer(...).write(path)."""
+    gpt_oss_writer(sd, cfg, f16, vocab).write(path)
+
+
+def gpt_oss_writer(sd, cfg, f16=False, vocab=None):
     """Arch `gpt-oss` (src/models/openai-moe.cpp): GQA with q/k/v/o biases,
     attn_sinks, sliding window on layers il % 2 == 0 (swa pattern 2, as HF's
     default layer_types), NEOX RoPE (YaRN keys as DeepSeek's), the router's
@@ -413,7 +418,7 @@ def write_gpt_oss(sd, cfg, path, f16=False):
     w = GGUFWriter("gpt-oss")
     if f16:
         _matrices_as_f16(w)
-    _common(w, cfg, cfg["intermediate_size"])
+    _common(w, cfg, cfg["intermediate_size"], vocab=vocab)
     w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
     w.u32("{arch}.attention.key_length", D)
     w.u32("{arch}.attention.value_length", D)
@@ -451,7 +456,7 @@ def write_gpt_oss(sd, cfg, path, f16=False):
         w.tensor(blk + "ffn_gate_exps.bias", gub[:, 0::2].contiguous())
         w.tensor(blk + "ffn_up_exps.bias", gub[:, 1::2].contiguous())
         w.tensor(blk + "ffn_down_exps.bias", sd[x + "down_proj_bias"])
-    w.write(path)
+    return w
 
 
 # model_type -> the writer of that family's GGUF

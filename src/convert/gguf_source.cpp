@@ -32,11 +32,14 @@ struct TensorView {
     size_t tensor = 0;         // index into that file's GgufFile::tensors
     uint64_t first_row = 0;    // of the GGUF tensor's rows (an expert's slice starts at e * rows)
     std::vector<int64_t> shape;  // PyTorch order
-    // MLA's kv_b_proj [heads · (nope + v), kv_lora]: head h's nope rows are
-    // attn_k_b [heads, kv_lora, nope]'s head h transposed, its v rows
-    // attn_v_b [heads, v, kv_lora]'s head h (tensor is attn_k_b).
-    bool mla_kv_b = false;
-    size_t v_b_part = 0, v_b_tensor = 0;
+    // Two GGUF tensors made one (tensor the first, second_* the second):
+    // - mla_kv_b: MLA's kv_b_proj [heads · (nope + v), kv_lora]: head h's
+    //   nope rows are attn_k_b [heads, kv_lora, nope]'s head h transposed,
+    //   its v rows attn_v_b [heads, v, kv_lora]'s head h;
+    // - interleaved: row r's values alternate the first's row r and the
+    //   second's (gpt-oss's gate_up_proj_bias from ffn_{gate,up}_exps.bias).
+    enum class Compose : uint8_t { none, mla_kv_b, interleaved } compose = Compose::none;
+    size_t second_part = 0, second_tensor = 0;
     uint64_t nope = 0, v_dim = 0, kv_lora = 0;
 };
 
@@ -166,10 +169,12 @@ ordered_json qwen3moe_config(const Keys& keys, const std::set<std::string>& tens
 struct NameMap {
     std::string gguf;
     int64_t expert = -1;      // >= 0: the expert's slice of gguf's [E, rows, cols]
-    std::string v_b;          // non-empty: gguf is attn_k_b, this attn_v_b (TensorView::mla_kv_b)
+    TensorView::Compose compose = TensorView::Compose::none;
+    std::string second;       // the second tensor of a composed one
     NameMap() = default;
-    NameMap(std::string gguf_name, int64_t expert_slice = -1, std::string v_b_name = {})
-        : gguf(std::move(gguf_name)), expert(expert_slice), v_b(std::move(v_b_name)) {}
+    NameMap(std::string gguf_name, int64_t expert_slice = -1) : gguf(std::move(gguf_name)), expert(expert_slice) {}
+    NameMap(std::string first, TensorView::Compose how, std::string second_name)
+        : gguf(std::move(first)), compose(how), second(std::move(second_name)) {}
 };
 
 // The release's names of a file's tensors, and the GGUF names left out on
@@ -336,7 +341,7 @@ Names deepseek2_names(const ordered_json& config, const std::set<std::string>& t
         add("self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa");
         add("self_attn.kv_a_layernorm", "attn_kv_a_norm");
         if (tensors.count(blk + "attn_kv_b.weight")) add("self_attn.kv_b_proj", "attn_kv_b");  // older files
-        else names[hf + "self_attn.kv_b_proj.weight"] = {blk + "attn_k_b.weight", -1, blk + "attn_v_b.weight"};
+        else names[hf + "self_attn.kv_b_proj.weight"] = {blk + "attn_k_b.weight", TensorView::Compose::mla_kv_b, blk + "attn_v_b.weight"};
         add("self_attn.o_proj", "attn_output");
         add("post_attention_layernorm", "ffn_norm");
         if (l < dense) {
@@ -361,13 +366,116 @@ Names deepseek2_names(const ordered_json& config, const std::set<std::string>& t
     return out;
 }
 
+// gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE, src/models/openai-moe.cpp):
+// GQA with q/k/v/o biases and a sink logit per head (attn_sinks), NEOX RoPE
+// over the whole head (YaRN as DeepSeek's keys), a sliding window on the
+// layers a sliding_window_pattern of p marks (layer i slides when
+// i % p < p - 1; llama.cpp's default p = 2: the even layers, as HF's
+// layer_types), every layer MoE with the router's bias, the clamped SwiGLU
+// (limit 7, fixed in llama.cpp) with per-expert biases. YaRN's truncate is
+// false, as every gpt-oss release's config.json says (llama.cpp always
+// truncates: python/README.md lists the difference).
+ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    const auto key = [](std::string_view k) { return fmt::format("gpt-oss.{}", k); };
+    const uint64_t hidden = keys.uint(key("embedding_length"));
+    const uint64_t heads = keys.uint(key("attention.head_count"));
+    if (heads == 0) fail(WASTE_ERR_FORMAT, "{}: {} is 0", keys.what(), key("attention.head_count"));
+    const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
+    if (const uint64_t v = keys.optional_uint(key("attention.value_length")).value_or(head_dim); v != head_dim)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from the key length {}", keys.what(), key("attention.value_length"), v, head_dim);
+    if (const uint64_t rot = keys.optional_uint(key("rope.dimension_count")).value_or(head_dim); rot != head_dim)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: gpt-oss rotates the whole head ({})", keys.what(), key("rope.dimension_count"), rot, head_dim);
+    const uint64_t layers = keys.uint(key("block_count"));
+    uint64_t period = 2;
+    if (const format::GgufValue* v = keys.find(key("attention.sliding_window_pattern"))) {
+        if (v->type == format::GgufType::array)
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} as a per-layer array is not read", keys.what(), key("attention.sliding_window_pattern"));
+        period = keys.uint(key("attention.sliding_window_pattern"));
+    }
+    const double theta = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
+    if (const auto swa_theta = keys.optional_real(key("rope.freq_base_swa")); swa_theta && *swa_theta != theta)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from rope.freq_base {} (one RoPE base for every layer)", keys.what(),
+             key("rope.freq_base_swa"), *swa_theta, theta);
+    if (const auto declared = keys.optional_uint(key("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
+        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), key("vocab_size"), *declared, vocab);
+    ordered_json config;
+    config["architectures"] = {"GptOssForCausalLM"};
+    config["model_type"] = "gpt_oss";
+    config["vocab_size"] = vocab;
+    config["hidden_size"] = hidden;
+    config["num_hidden_layers"] = layers;
+    config["num_attention_heads"] = heads;
+    config["num_key_value_heads"] = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
+    config["head_dim"] = head_dim;
+    config["intermediate_size"] = keys.uint(key("expert_feed_forward_length"));
+    config["num_local_experts"] = keys.uint(key("expert_count"));
+    config["num_experts_per_tok"] = keys.uint(key("expert_used_count"));
+    config["sliding_window"] = keys.uint(key("attention.sliding_window"));
+    ordered_json types = ordered_json::array();
+    for (uint64_t i = 0; i < layers; ++i)
+        types.push_back(period == 0 || i % period < period - 1 ? "sliding_attention" : "full_attention");
+    config["layer_types"] = std::move(types);
+    config["swiglu_limit"] = 7.0;
+    config["attention_bias"] = true;
+    config["rope_theta"] = theta;
+    config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
+    if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
+    if (keys.find(key("rope.scaling.type"))) {
+        const std::string& kind = keys.string(key("rope.scaling.type"));
+        if (kind == "yarn")
+            config["rope_scaling"] = {{"rope_type", "yarn"},
+                                      {"factor", keys.real(key("rope.scaling.factor"))},
+                                      {"original_max_position_embeddings", keys.uint(key("rope.scaling.original_context_length"))},
+                                      {"beta_fast", keys.optional_real(key("rope.scaling.yarn_beta_fast")).value_or(32.0)},
+                                      {"beta_slow", keys.optional_real(key("rope.scaling.yarn_beta_slow")).value_or(1.0)},
+                                      {"truncate", false}};
+        else if (kind != "none")
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what(), key("rope.scaling.type"), kind);
+    }
+    config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
+    return config;
+}
+
+Names gpt_oss_names(const ordered_json& config, const std::set<std::string>& tensors) {
+    (void)tensors;
+    Names out;
+    std::map<std::string, NameMap>& names = out.map;
+    names["model.embed_tokens.weight"] = {"token_embd.weight"};
+    names["model.norm.weight"] = {"output_norm.weight"};
+    if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
+    const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["num_local_experts"].get<int64_t>();
+    for (int64_t l = 0; l < layers; ++l) {
+        const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
+        names[hf + "input_layernorm.weight"] = {blk + "attn_norm.weight"};
+        names[hf + "post_attention_layernorm.weight"] = {blk + "post_attention_norm.weight"};
+        for (const auto& [h, g] : {std::pair{"q_proj", "attn_q"}, std::pair{"k_proj", "attn_k"},
+                                   std::pair{"v_proj", "attn_v"}, std::pair{"o_proj", "attn_output"}}) {
+            names[hf + "self_attn." + h + ".weight"] = {blk + g + ".weight"};
+            names[hf + "self_attn." + h + ".bias"] = {blk + g + ".bias"};
+        }
+        names[hf + "self_attn.sinks"] = {blk + "attn_sinks.weight"};
+        names[hf + "mlp.router.weight"] = {blk + "ffn_gate_inp.weight"};
+        names[hf + "mlp.router.bias"] = {blk + "ffn_gate_inp.bias"};
+        // HF's gate_up_proj_bias [E, 2I] interleaves gate and up (gate = [:, ::2])
+        names[hf + "mlp.experts.gate_up_proj_bias"] = {blk + "ffn_gate_exps.bias", TensorView::Compose::interleaved,
+                                                       blk + "ffn_up_exps.bias"};
+        names[hf + "mlp.experts.down_proj_bias"] = {blk + "ffn_down_exps.bias"};
+        for (int64_t e = 0; e < experts; ++e)
+            for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
+                                       std::pair{"down_proj", "ffn_down_exps"}})
+                names[fmt::format("{}mlp.experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+    }
+    return out;
+}
+
 struct Architecture {
     std::string_view name;  // general.architecture
     ordered_json (*config)(const Keys&, const std::set<std::string>& tensors, int64_t vocab);
     Names (*names)(const ordered_json& config, const std::set<std::string>& tensors);
 };
 constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe_names},
-                                          {"deepseek2", deepseek2_config, deepseek2_names}};
+                                          {"deepseek2", deepseek2_config, deepseek2_names},
+                                          {"gpt-oss", gpt_oss_config, gpt_oss_names}};
 
 // ---- the vocabulary ------------------------------------------------------
 
@@ -583,16 +691,29 @@ public:
         if (first > rows || count > rows - first || out.size() != count * cols)
             fail(WASTE_ERR_INTERNAL, "{}: rows {}+{} of {} ({} values) asked of {} rows", parts_[v.part].path, first,
                  count, name, out.size(), rows);
-        if (!v.mla_kv_b) return decode(v.part, t, v.first_row + first, count, out.data());
+        if (v.compose == TensorView::Compose::none) return decode(v.part, t, v.first_row + first, count, out.data());
+        const format::GgufTensor& second = parts_[v.second_part].file.tensors[v.second_tensor];
+        if (v.compose == TensorView::Compose::interleaved) {
+            const uint64_t half = cols / 2;
+            std::vector<float> a(half), b(half);
+            for (uint64_t r = 0; r < count; ++r) {
+                decode(v.part, t, first + r, 1, a.data());
+                decode(v.second_part, second, first + r, 1, b.data());
+                for (uint64_t c = 0; c < half; ++c) {
+                    out[r * cols + 2 * c] = a[c];
+                    out[r * cols + 2 * c + 1] = b[c];
+                }
+            }
+            return;
+        }
         const uint64_t per_head = v.nope + v.v_dim;
-        const format::GgufTensor& vt = parts_[v.v_b_part].file.tensors[v.v_b_tensor];
         std::vector<float> k_head(v.kv_lora * v.nope), v_head(v.v_dim * v.kv_lora);
         uint64_t loaded = UINT64_MAX;
         for (uint64_t r = 0; r < count; ++r) {
             const uint64_t row = first + r, head = row / per_head, j = row % per_head;
             if (head != loaded) {
                 decode(v.part, t, head * v.kv_lora, v.kv_lora, k_head.data());
-                decode(v.v_b_part, vt, head * v.v_dim, v.v_dim, v_head.data());
+                decode(v.second_part, second, head * v.v_dim, v.v_dim, v_head.data());
                 loaded = head;
             }
             float* dst = out.data() + r * v.kv_lora;
@@ -662,9 +783,9 @@ std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& part
         }
     std::set<std::string> used;
     std::map<std::string, TensorView> views;
-    const int64_t experts = config.contains("num_experts")        ? config["num_experts"].get<int64_t>()
-                            : config.contains("n_routed_experts") ? config["n_routed_experts"].get<int64_t>()
-                                                                  : 0;
+    int64_t experts = 0;
+    for (const char* key : {"num_experts", "n_routed_experts", "num_local_experts"})
+        if (config.contains(key)) experts = config[key].get<int64_t>();
     // A tensor by GGUF name: its place, checked decodable, and its PyTorch shape.
     const auto find = [&](const std::string& gguf_name, std::vector<int64_t>& shape) {
         const auto it = index.find(gguf_name);
@@ -688,18 +809,25 @@ std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& part
             view.first_row = static_cast<uint64_t>(map.expert) * static_cast<uint64_t>(shape[1]);
             shape.erase(shape.begin());
         }
-        if (!map.v_b.empty()) {
+        view.compose = map.compose;
+        if (map.compose == TensorView::Compose::mla_kv_b) {
             std::vector<int64_t> v_shape;
-            std::tie(view.v_b_part, view.v_b_tensor) = find(map.v_b, v_shape);
+            std::tie(view.second_part, view.second_tensor) = find(map.second, v_shape);
             // attn_k_b [heads, kv_lora, nope], attn_v_b [heads, v, kv_lora]
             if (shape.size() != 3 || v_shape.size() != 3 || shape[0] != v_shape[0] || shape[1] != v_shape[2])
                 fail(WASTE_ERR_FORMAT, "{}: {} [{}] and {} [{}] are not [heads, kv_lora, nope] and [heads, v, kv_lora]",
-                     what, map.gguf, fmt::join(shape, ", "), map.v_b, fmt::join(v_shape, ", "));
-            view.mla_kv_b = true;
+                     what, map.gguf, fmt::join(shape, ", "), map.second, fmt::join(v_shape, ", "));
             view.kv_lora = static_cast<uint64_t>(shape[1]);
             view.nope = static_cast<uint64_t>(shape[2]);
             view.v_dim = static_cast<uint64_t>(v_shape[1]);
             shape = {shape[0] * (shape[2] + v_shape[1]), shape[1]};
+        } else if (map.compose == TensorView::Compose::interleaved) {
+            std::vector<int64_t> second_shape;
+            std::tie(view.second_part, view.second_tensor) = find(map.second, second_shape);
+            if (shape.size() != 2 || second_shape != shape)
+                fail(WASTE_ERR_FORMAT, "{}: {} [{}] and {} [{}] must be matrices of one shape", what, map.gguf,
+                     fmt::join(shape, ", "), map.second, fmt::join(second_shape, ", "));
+            shape[1] *= 2;
         }
         view.shape = std::move(shape);
         views.emplace(name, std::move(view));
@@ -723,6 +851,9 @@ const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
         {"qwen2",
          {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
          true, false},
+        {"gpt-4o",
+         {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+         false, true},
         {"deepseek-v3",
          {R"(\p{N}{1,3})", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
           R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
@@ -753,7 +884,7 @@ GgufRelease open_gguf_release(const std::string& path) {
     for (const Architecture& a : architectures)
         if (a.name == arch) architecture = &a;
     if (!architecture)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2)",
+        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss)",
              path, arch);
     const format::GgufTensor* embed = nullptr;
     for (const GgufPart& part : parts)
