@@ -42,8 +42,10 @@ import torch
 
 try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
+    from ._convert_support import assert_kill_and_resume_byte_identical
 except ImportError:
     import _paths  # noqa: F401
+    from _convert_support import assert_kill_and_resume_byte_identical
 from waste_ref import deepseek_v3, gguf_moe, gpt_oss, hf_families, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
@@ -212,6 +214,10 @@ class GgufConvertCase(unittest.TestCase):
     def test_f32_gguf_converts_as_its_checkpoint(self):
         cfg, ckpt, gguf_path, b, summary = self.qwen3_f32()
         self.check_same_as_checkpoint("qwen3", "qwen3_moe", cfg, gguf_path, ckpt, b, summary)
+
+    def test_interrupted_conversion_resumes_byte_identical(self):
+        _, _, gguf_path, whole, _ = self.qwen3_f32()
+        assert_kill_and_resume_byte_identical(self, CLI, gguf_path, whole, self.path("resumed.waste"), FAST)
 
     def test_deepseek2_gguf_converts_as_its_checkpoint(self):
         # V3's structure (q-LoRA, YaRN with mscale, 4 groups of 2 with 2 kept, a
