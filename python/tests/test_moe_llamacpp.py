@@ -73,6 +73,20 @@ MIN_MARGIN = 1e-4  # routing decisions must win by this much (module docstring)
 N_IDS = 20
 
 
+def build_llama_tools(work, tools):
+    """Clones the package's llama.cpp source into work (the headers of the
+    exact release the prebuilt libraries come from) and builds each tool of
+    tools/llama-cpp (e.g. "logits_dump") against those libraries; -> the
+    clone's path."""
+    src = os.path.join(work, "llama.cpp")
+    subprocess.run(["git", "-c", "advice.detachedHead=false", "clone", "-q", BUNDLE, src], check=True)
+    for tool in tools:
+        subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(src, "include"), "-I" + os.path.join(src, "ggml", "include"),
+                        os.path.join(LLAMA_DIR, tool + ".c")] + [os.path.join(BINS, lib) for lib in LIBS] +
+                       ["-Wl,-rpath," + BINS, "-o", os.path.join(work, tool)], check=True)
+    return src
+
+
 def oracles_required():
     return os.environ.get("WASTE_REQUIRE_ORACLES", "") not in ("", "0")
 
@@ -101,13 +115,8 @@ class LlamaCppCase(unittest.TestCase):
                            % ", ".join([os.path.relpath(p, _paths.REPO_ROOT) for p in absent] + tools))
             return
         cls.work = tempfile.mkdtemp(prefix="waste-llamacpp-")
-        src = os.path.join(cls.work, "llama.cpp")
-        # the headers of the exact release the prebuilt libraries come from
-        subprocess.run(["git", "-c", "advice.detachedHead=false", "clone", "-q", BUNDLE, src], check=True)
+        build_llama_tools(cls.work, ["logits_dump"])
         cls.exe = os.path.join(cls.work, "logits_dump")
-        subprocess.run(["cc", "-O2", "-Wall", "-I" + os.path.join(src, "include"), "-I" + os.path.join(src, "ggml", "include"),
-                        os.path.join(LLAMA_DIR, "logits_dump.c")] + [os.path.join(BINS, lib) for lib in LIBS] +
-                       ["-Wl,-rpath," + BINS, "-o", cls.exe], check=True)
 
     @classmethod
     def tearDownClass(cls):

@@ -110,13 +110,40 @@ private:
 
 // ---- the architectures ---------------------------------------------------
 
+// What every architecture's keys share, `arch` their prefix.
+struct ArchKeys {
+    const Keys& keys;
+    std::string arch;
+    std::string operator()(std::string_view k) const { return fmt::format("{}.{}", arch, k); }
+    // A {arch}.vocab_size that disagrees with token_embd.weight's rows is refused.
+    void check_vocab(int64_t vocab) const {
+        if (const auto declared = keys.optional_uint((*this)("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
+            fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), (*this)("vocab_size"),
+                 *declared, vocab);
+    }
+    // rope.scaling.*: none, or YaRN as rope_scaling (its factor, original
+    // context and betas); another kind is refused naming it.
+    std::optional<ordered_json> yarn() const {
+        if (!keys.find((*this)("rope.scaling.type"))) return std::nullopt;
+        const std::string& kind = keys.string((*this)("rope.scaling.type"));
+        if (kind == "none") return std::nullopt;
+        if (kind != "yarn")
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what(), (*this)("rope.scaling.type"), kind);
+        return ordered_json{{"type", "yarn"},
+                            {"factor", keys.real((*this)("rope.scaling.factor"))},
+                            {"original_max_position_embeddings", keys.uint((*this)("rope.scaling.original_context_length"))},
+                            {"beta_fast", keys.optional_real((*this)("rope.scaling.yarn_beta_fast")).value_or(32.0)},
+                            {"beta_slow", keys.optional_real((*this)("rope.scaling.yarn_beta_slow")).value_or(1.0)}};
+    }
+};
+
 // qwen3moe (llama.cpp's LLM_ARCH_QWEN3MOE; convert_hf_to_gguf's
 // Qwen3MoeModel): GQA with per-head q/k norms and NEOX RoPE, every layer
 // MoE, softmax router. llama.cpp always renormalises the top-k weights
 // (norm_w is fixed true in src/models/qwen3moe.cpp; the converter writes no
 // key for it), so norm_topk_prob is true, as in every Qwen3-MoE release.
 ordered_json qwen3moe_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
-    const auto key = [](std::string_view k) { return fmt::format("qwen3moe.{}", k); };
+    const ArchKeys key{keys, "qwen3moe"};
     const uint64_t hidden = keys.uint(key("embedding_length"));
     const uint64_t heads = keys.uint(key("attention.head_count"));
     if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what(), key("embedding_length"), key("attention.head_count"));
@@ -129,17 +156,12 @@ ordered_json qwen3moe_config(const Keys& keys, const std::set<std::string>& tens
         fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from {} {} (Qwen3-MoE's heads have one head_dim)", keys.what(),
              key("attention.value_length"), value_dim, key("attention.key_length"), head_dim);
     const uint64_t moe_ff = keys.uint(key("expert_feed_forward_length"));
-    if (const auto* scaling = keys.find(key("rope.scaling.type"))) {
-        const std::string& kind = keys.string(key("rope.scaling.type"));
-        if (kind != "none")
-            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported for qwen3_moe yet (none)", keys.what(),
-                 key("rope.scaling.type"), kind);
-        (void)scaling;
-    }
+    if (key.yarn())
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} yarn is not supported for qwen3_moe yet (none)", keys.what(),
+             key("rope.scaling.type"));
     if (const auto shared = keys.optional_uint(key("expert_shared_count")); shared && *shared != 0)
         fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: Qwen3-MoE has no shared experts", keys.what(), key("expert_shared_count"), *shared);
-    if (const auto declared = keys.optional_uint(key("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
-        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), key("vocab_size"), *declared, vocab);
+    key.check_vocab(vocab);
     ordered_json config;
     config["architectures"] = {"Qwen3MoeForCausalLM"};
     config["model_type"] = "qwen3_moe";
@@ -184,13 +206,27 @@ struct Names {
     int64_t first_ignored_layer = -1;  // >= 0: the tensors of blk.N. from this N on are left out
 };
 
+// Every architecture's embedding, final norm and (untied) LM head.
+Names with_ends(const ordered_json& config) {
+    Names out;
+    out.map["model.embed_tokens.weight"] = {"token_embd.weight"};
+    out.map["model.norm.weight"] = {"output_norm.weight"};
+    if (!config["tie_word_embeddings"].get<bool>()) out.map["lm_head.weight"] = {"output.weight"};
+    return out;
+}
+
+// A layer's routed experts: each one's slice of the 3-D ffn_*_exps stacks.
+void add_experts(std::map<std::string, NameMap>& names, const std::string& hf, const std::string& blk, int64_t experts) {
+    for (int64_t e = 0; e < experts; ++e)
+        for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
+                                   std::pair{"down_proj", "ffn_down_exps"}})
+            names[fmt::format("{}mlp.experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+}
+
 Names qwen3moe_names(const ordered_json& config, const std::set<std::string>& tensors) {
     (void)tensors;
-    Names out;
+    Names out = with_ends(config);
     std::map<std::string, NameMap>& names = out.map;
-    names["model.embed_tokens.weight"] = {"token_embd.weight"};
-    names["model.norm.weight"] = {"output_norm.weight"};
-    if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
     const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["num_experts"].get<int64_t>();
     static constexpr std::pair<const char*, const char*> per_layer[] = {
         {"input_layernorm", "attn_norm"},           {"self_attn.q_proj", "attn_q"},
@@ -198,15 +234,10 @@ Names qwen3moe_names(const ordered_json& config, const std::set<std::string>& te
         {"self_attn.o_proj", "attn_output"},        {"self_attn.q_norm", "attn_q_norm"},
         {"self_attn.k_norm", "attn_k_norm"},        {"post_attention_layernorm", "ffn_norm"},
         {"mlp.gate", "ffn_gate_inp"}};
-    static constexpr std::pair<const char*, const char*> per_expert[] = {
-        {"gate_proj", "ffn_gate_exps"}, {"up_proj", "ffn_up_exps"}, {"down_proj", "ffn_down_exps"}};
     for (int64_t l = 0; l < layers; ++l) {
-        for (const auto& [hf, gguf] : per_layer)
-            names[fmt::format("model.layers.{}.{}.weight", l, hf)] = {fmt::format("blk.{}.{}.weight", l, gguf)};
-        for (int64_t e = 0; e < experts; ++e)
-            for (const auto& [hf, gguf] : per_expert)
-                names[fmt::format("model.layers.{}.mlp.experts.{}.{}.weight", l, e, hf)] = {
-                    fmt::format("blk.{}.{}.weight", l, gguf), e};
+        const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
+        for (const auto& [h, g] : per_layer) names[hf + h + ".weight"] = {blk + g + ".weight"};
+        add_experts(names, hf, blk, experts);
     }
     return out;
 }
@@ -220,7 +251,7 @@ Names qwen3moe_names(const ordered_json& config, const std::set<std::string>& te
 // DeepSeek-V2's softmax gating (expert_gating_func 1, or absent as in V2
 // files) is refused: the engine runs V3's.
 ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
-    const auto key = [](std::string_view k) { return fmt::format("deepseek2.{}", k); };
+    const ArchKeys key{keys, "deepseek2"};
     const uint64_t hidden = keys.uint(key("embedding_length"));
     const uint64_t heads = keys.uint(key("attention.head_count"));
     const uint64_t blocks = keys.uint(key("block_count"));
@@ -257,8 +288,7 @@ ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& ten
         }
     }
     if (moe_ff == 0) fail(WASTE_ERR_FORMAT, "{}: the key {} is missing or 0", keys.what(), key("expert_feed_forward_length"));
-    if (const auto declared = keys.optional_uint(key("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
-        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), key("vocab_size"), *declared, vocab);
+    key.check_vocab(vocab);
     const uint64_t q_lora = keys.optional_uint(key("attention.q_lora_rank")).value_or(0);
     if (q_lora == 0 && tensors.count("blk.0.attn_q_a.weight"))
         fail(WASTE_ERR_FORMAT, "{}: blk.0.attn_q_a.weight is there but {} is missing or 0", keys.what(),
@@ -293,37 +323,23 @@ ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& ten
     config["rope_interleave"] = true;  // llama.cpp runs deepseek2 with NORM (interleaved) RoPE
     config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
     if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
-    if (keys.find(key("rope.scaling.type"))) {
-        const std::string& kind = keys.string(key("rope.scaling.type"));
-        if (kind == "yarn") {
-            ordered_json yarn = {{"type", "yarn"},
-                                 {"factor", keys.real(key("rope.scaling.factor"))},
-                                 {"original_max_position_embeddings", keys.uint(key("rope.scaling.original_context_length"))},
-                                 {"beta_fast", keys.optional_real(key("rope.scaling.yarn_beta_fast")).value_or(32.0)},
-                                 {"beta_slow", keys.optional_real(key("rope.scaling.yarn_beta_slow")).value_or(1.0)}};
-            // llama.cpp's converter stores 0.1 · mscale_all_dim and its loader
-            // divides by 0.1 again (in f32); it reads mscale as mscale_all_dim.
-            if (keys.find(key("rope.scaling.yarn_log_multiplier"))) {
-                const float log_mul = static_cast<float>(keys.real(key("rope.scaling.yarn_log_multiplier"))) / 0.1f;
-                yarn["mscale"] = log_mul;
-                yarn["mscale_all_dim"] = log_mul;
-            }
-            config["rope_scaling"] = std::move(yarn);
-        } else if (kind != "none") {
-            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what(),
-                 key("rope.scaling.type"), kind);
+    if (std::optional<ordered_json> yarn = key.yarn()) {
+        // llama.cpp's converter stores 0.1 · mscale_all_dim and its loader
+        // divides by 0.1 again (in f32); it reads mscale as mscale_all_dim.
+        if (keys.find(key("rope.scaling.yarn_log_multiplier"))) {
+            const float log_mul = static_cast<float>(keys.real(key("rope.scaling.yarn_log_multiplier"))) / 0.1f;
+            (*yarn)["mscale"] = log_mul;
+            (*yarn)["mscale_all_dim"] = log_mul;
         }
+        config["rope_scaling"] = std::move(*yarn);
     }
     config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
     return config;
 }
 
 Names deepseek2_names(const ordered_json& config, const std::set<std::string>& tensors) {
-    Names out;
+    Names out = with_ends(config);
     std::map<std::string, NameMap>& names = out.map;
-    names["model.embed_tokens.weight"] = {"token_embd.weight"};
-    names["model.norm.weight"] = {"output_norm.weight"};
-    if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
     const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["n_routed_experts"].get<int64_t>();
     const int64_t dense = config["first_k_dense_replace"].get<int64_t>();
     const bool q_lora = !config["q_lora_rank"].is_null();
@@ -352,10 +368,7 @@ Names deepseek2_names(const ordered_json& config, const std::set<std::string>& t
         }
         add("mlp.gate", "ffn_gate_inp");
         names[hf + "mlp.gate.e_score_correction_bias"] = {blk + "exp_probs_b.bias"};
-        for (int64_t e = 0; e < experts; ++e)
-            for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
-                                       std::pair{"down_proj", "ffn_down_exps"}})
-                names[fmt::format("{}mlp.experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+        add_experts(names, hf, blk, experts);
         if (config["n_shared_experts"].get<int64_t>() > 0) {
             add("mlp.shared_experts.gate_proj", "ffn_gate_shexp");
             add("mlp.shared_experts.up_proj", "ffn_up_shexp");
@@ -376,7 +389,7 @@ Names deepseek2_names(const ordered_json& config, const std::set<std::string>& t
 // false, as every gpt-oss release's config.json says (llama.cpp always
 // truncates: python/README.md lists the difference).
 ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
-    const auto key = [](std::string_view k) { return fmt::format("gpt-oss.{}", k); };
+    const ArchKeys key{keys, "gpt-oss"};
     const uint64_t hidden = keys.uint(key("embedding_length"));
     const uint64_t heads = keys.uint(key("attention.head_count"));
     if (heads == 0) fail(WASTE_ERR_FORMAT, "{}: {} is 0", keys.what(), key("attention.head_count"));
@@ -396,8 +409,7 @@ ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tenso
     if (const auto swa_theta = keys.optional_real(key("rope.freq_base_swa")); swa_theta && *swa_theta != theta)
         fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from rope.freq_base {} (one RoPE base for every layer)", keys.what(),
              key("rope.freq_base_swa"), *swa_theta, theta);
-    if (const auto declared = keys.optional_uint(key("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
-        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), key("vocab_size"), *declared, vocab);
+    key.check_vocab(vocab);
     ordered_json config;
     config["architectures"] = {"GptOssForCausalLM"};
     config["model_type"] = "gpt_oss";
@@ -420,17 +432,9 @@ ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tenso
     config["rope_theta"] = theta;
     config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
     if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
-    if (keys.find(key("rope.scaling.type"))) {
-        const std::string& kind = keys.string(key("rope.scaling.type"));
-        if (kind == "yarn")
-            config["rope_scaling"] = {{"rope_type", "yarn"},
-                                      {"factor", keys.real(key("rope.scaling.factor"))},
-                                      {"original_max_position_embeddings", keys.uint(key("rope.scaling.original_context_length"))},
-                                      {"beta_fast", keys.optional_real(key("rope.scaling.yarn_beta_fast")).value_or(32.0)},
-                                      {"beta_slow", keys.optional_real(key("rope.scaling.yarn_beta_slow")).value_or(1.0)},
-                                      {"truncate", false}};
-        else if (kind != "none")
-            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what(), key("rope.scaling.type"), kind);
+    if (std::optional<ordered_json> yarn = key.yarn()) {
+        (*yarn)["truncate"] = false;
+        config["rope_scaling"] = std::move(*yarn);
     }
     config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
     return config;
@@ -438,11 +442,8 @@ ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tenso
 
 Names gpt_oss_names(const ordered_json& config, const std::set<std::string>& tensors) {
     (void)tensors;
-    Names out;
+    Names out = with_ends(config);
     std::map<std::string, NameMap>& names = out.map;
-    names["model.embed_tokens.weight"] = {"token_embd.weight"};
-    names["model.norm.weight"] = {"output_norm.weight"};
-    if (!config["tie_word_embeddings"].get<bool>()) names["lm_head.weight"] = {"output.weight"};
     const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["num_local_experts"].get<int64_t>();
     for (int64_t l = 0; l < layers; ++l) {
         const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
@@ -460,10 +461,7 @@ Names gpt_oss_names(const ordered_json& config, const std::set<std::string>& ten
         names[hf + "mlp.experts.gate_up_proj_bias"] = {blk + "ffn_gate_exps.bias", TensorView::Compose::interleaved,
                                                        blk + "ffn_up_exps.bias"};
         names[hf + "mlp.experts.down_proj_bias"] = {blk + "ffn_down_exps.bias"};
-        for (int64_t e = 0; e < experts; ++e)
-            for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
-                                       std::pair{"down_proj", "ffn_down_exps"}})
-                names[fmt::format("{}mlp.experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+        add_experts(names, hf, blk, experts);
     }
     return out;
 }
