@@ -433,6 +433,27 @@ class GgufConvertCase(unittest.TestCase):
             vocab.write(w)
         refused("pre", bad_pre, "tokenizer.ggml.pre \"falcon3\"")
 
+        def wrong_kind(w):
+            w.kv = [(k, t, v) if k != "qwen3moe.expert_count" else (k, gguf_moe._STRING, "8") for k, t, v in w.kv]
+        refused("kind", wrong_kind, "qwen3moe.expert_count is not an unsigned integer (string)")
+
+        def undecoded_type(w):
+            w.tensors = [t if t[0] != "output_norm.weight" else (t[0], t[1], gguf_moe.GGML_I32, t[3]) for t in w.tensors]
+        refused("type", undecoded_type, "tensor output_norm.weight is i32, a type the engine does not decode")
+
+        def vocab_of(types=None, tokens=("a", "b", "ab")):
+            def edit(w):
+                vocab = gguf_moe.Gpt2Vocab({"model": {"vocab": {}, "merges": ["a b"]}, "added_tokens": []},
+                                           cfg["vocab_size"], "qwen2")
+                vocab.tokens[:len(tokens)], vocab.types[:len(tokens)] = list(tokens), [1] * len(tokens)
+                if types is not None:
+                    vocab.types = types
+                w.kv = [kv for kv in w.kv if not kv[0].startswith("tokenizer.")]
+                vocab.write(w)
+            return edit
+        refused("types", vocab_of(types=[1, 1, 1]), "tokenizer.ggml.token_type has 3 entries for 96 tokens")
+        refused("duplicate", vocab_of(tokens=("a", "a", "ab")), "tokens 0 and 1 are both \"a\"")
+
 
 if __name__ == "__main__":
     unittest.main()

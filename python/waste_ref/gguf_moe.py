@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 _U32, _I32, _F32, _BOOL, _STRING, _ARRAY = 4, 5, 6, 7, 8, 9
-GGML_F32, GGML_F16 = 0, 1
-_BYTES = {GGML_F32: 4, GGML_F16: 2}
-_NUMPY = {GGML_F32: "<f4", GGML_F16: "<f2"}
+GGML_F32, GGML_F16, GGML_I32 = 0, 1, 26  # (I32: for tests of a type a reader refuses)
+_BYTES = {GGML_F32: 4, GGML_F16: 2, GGML_I32: 4}
+_NUMPY = {GGML_F32: "<f4", GGML_F16: "<f2", GGML_I32: "<i4"}
 _ALIGN = 32
 
 
