@@ -203,6 +203,13 @@ class GgufConvertCase(unittest.TestCase):
         cfg, ckpt, gguf_path, b, summary = self.qwen3_f32()
         self.check_same_as_checkpoint("qwen3", "qwen3_moe", cfg, gguf_path, ckpt, b, summary)
 
+    def test_commands_that_open_a_model_say_to_convert_a_gguf(self):
+        _, _, gguf_path, _, _ = self.qwen3_f32()
+        for command in (["info", gguf_path], ["run", gguf_path, "--ids", "1 2", "-n", "2"], ["plan", gguf_path]):
+            with self.subTest(command=command[0]):
+                done = run([CLI, *command], expect=1)
+                self.assertIn(gguf_path + " is a GGUF file: convert it first (waste convert", done.stderr)
+
     def test_interrupted_conversion_resumes_byte_identical(self):
         _, _, gguf_path, whole, _ = self.qwen3_f32()
         assert_kill_and_resume_byte_identical(self, CLI, gguf_path, whole, self.path("resumed.waste"), FAST)

@@ -860,18 +860,7 @@ const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
     return table;
 }
 
-bool is_gguf_file(const std::string& path) {
-    std::error_code error;
-    const fs::path p = platform::utf8_path(path);
-    if (!fs::is_regular_file(p, error)) return false;
-    if (fs::file_size(p, error) < 4 || error) return false;
-    const platform::OpenedFile opened = platform::open_for_reading(path, false);
-    uint8_t magic[4] = {};
-    int read_error = 0;
-    const int64_t got = platform::read_at_offset(opened.file, magic, 4, 0, &read_error);
-    platform::close_native_file(opened.file);
-    return got == 4 && std::string_view(reinterpret_cast<const char*>(magic), 4) == "GGUF";
-}
+bool is_gguf_file(const std::string& path) { return format::has_gguf_magic(path); }
 
 GgufRelease open_gguf_release(const std::string& path) {
     std::vector<GgufPart> parts = open_parts(path);

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "format/f16.h"
+#include "format/gguf.h"
 #include "format/trunk_codec.h"
 #include "platform/error.h"
 #include "platform/utf8_path.h"
@@ -42,8 +43,12 @@ std::unique_ptr<Container> Container::open(const std::string& directory, const C
     c->directory_ = directory;
     c->options_ = options;
     std::error_code error;
-    if (!std::filesystem::is_directory(platform::utf8_path(directory), error))
+    if (!std::filesystem::is_directory(platform::utf8_path(directory), error)) {
+        if (has_gguf_magic(directory))
+            fail(WASTE_ERR_UNSUPPORTED, "{} is a GGUF file: convert it first (waste convert {} OUT; docs/GGUF.md), "
+                 "running a GGUF without converting it is not supported yet", directory, directory);
         fail(WASTE_ERR_IO, "{} is not a container directory (expected a folder with manifest.json)", directory);
+    }
     const std::string manifest_path = directory + "/manifest.json";
     file_size_or_fail(manifest_path, "manifest");
     const std::string text = platform::read_small_file(manifest_path, max_manifest_bytes);

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <unordered_set>
 
 #include "platform/error.h"
 #include "platform/native_file.h"
+#include "platform/utf8_path.h"
 
 namespace waste::format {
 
@@ -362,6 +364,18 @@ GgufFile read_gguf(const std::string& path, const GgufLimits& limits) {
         }
     };
     return parse_gguf(size, read_at, path, limits);
+}
+
+bool has_gguf_magic(const std::string& path) {
+    std::error_code error;
+    const std::filesystem::path p = platform::utf8_path(path);
+    if (!std::filesystem::is_regular_file(p, error) || std::filesystem::file_size(p, error) < 4 || error) return false;
+    const platform::OpenedFile opened = platform::open_for_reading(path, false);
+    uint8_t magic[4] = {};
+    int read_error = 0;
+    const int64_t got = platform::read_at_offset(opened.file, magic, 4, 0, &read_error);
+    platform::close_native_file(opened.file);
+    return got == 4 && std::string_view(reinterpret_cast<const char*>(magic), 4) == "GGUF";
 }
 
 }  // namespace waste::format

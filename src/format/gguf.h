@@ -77,4 +77,7 @@ GgufFile parse_gguf(uint64_t file_size, const GgufReadAt& read_at, std::string_v
 GgufFile parse_gguf(std::span<const uint8_t> file, std::string_view what, const GgufLimits& limits = {});
 GgufFile read_gguf(const std::string& path, const GgufLimits& limits = {});
 
+// True when `path` is a regular file that starts with GGUF's magic.
+bool has_gguf_magic(const std::string& path);
+
 }  // namespace waste::format
