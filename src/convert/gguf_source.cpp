@@ -263,9 +263,11 @@ ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& ten
              key("block_count"), blocks);
     const uint64_t rope = keys.uint(key("rope.dimension_count"));
     // llama.cpp: key_length_mla / value_length_mla, else key_length / value_length
-    const uint64_t k_mla = keys.optional_uint(key("attention.key_length_mla")).value_or(keys.uint(key("attention.key_length")));
-    const uint64_t v_mla =
-        keys.optional_uint(key("attention.value_length_mla")).value_or(keys.uint(key("attention.value_length")));
+    const auto either = [&](std::string_view mla, std::string_view plain) {
+        return keys.find(key(mla)) ? keys.uint(key(mla)) : keys.uint(key(plain));
+    };
+    const uint64_t k_mla = either("attention.key_length_mla", "attention.key_length");
+    const uint64_t v_mla = either("attention.value_length_mla", "attention.value_length");
     if (k_mla <= rope)
         fail(WASTE_ERR_FORMAT, "{}: the key length {} leaves no dims beside the {} RoPE dims", keys.what(), k_mla, rope);
     const uint64_t gating = keys.optional_uint(key("expert_gating_func")).value_or(1);
