@@ -569,8 +569,9 @@ WASTE_API waste_status waste_synth_presets_json(char** out_json, waste_error* er
 /* An event of a long job, as one JSON object (see waste_convert). */
 typedef void (*waste_event_fn)(const char* event_json, void* user);
 
-/* Converts a Kimi-family Hugging Face checkpoint (config.json, safetensors
- * shards with or without model.safetensors.index.json, tiktoken.model,
+/* Converts a Hugging Face checkpoint of a family the engine runs
+ * (config.json, safetensors shards with or without
+ * model.safetensors.index.json, tiktoken.model or tokenizer.json,
  * tokenizer_config.json, chat.json) into a v0 container at out_dir.
  * Every tensor's presence, shape and dtype is checked before anything is
  * written; nothing is published (no manifest.json) unless the whole
