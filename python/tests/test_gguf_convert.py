@@ -225,7 +225,8 @@ class GgufConvertCase(unittest.TestCase):
                      rope_scaling=dict(type="yarn", factor=32.0, original_max_position_embeddings=4096, beta_fast=32,
                                        beta_slow=1, mscale=1.0, mscale_all_dim=1.0)),
                  "plain-q": deepseek_v3.tiny_config(moe_intermediate_size=24, q_lora_rank=None),
-                 "with-mtp": deepseek_v3.tiny_config(moe_intermediate_size=24)}
+                 "with-mtp": deepseek_v3.tiny_config(moe_intermediate_size=24),
+                 "mla-lengths-only": deepseek_v3.tiny_config(moe_intermediate_size=24)}
         for name, cfg in cases.items():
             with self.subTest(model=name):
                 ckpt = self.path(name + "-ckpt")
@@ -234,6 +235,9 @@ class GgufConvertCase(unittest.TestCase):
                 w = gguf_moe.deepseek_v3_writer(bf16(sd), cfg)
                 if name == "with-mtp":
                     add_mtp_layer(w, cfg)
+                if name == "mla-lengths-only":  # key_length_mla / value_length_mla without the latent's lengths
+                    w.kv = [kv for kv in w.kv if kv[0] not in ("deepseek2.attention.key_length",
+                                                                "deepseek2.attention.value_length")]
                 w.write(gguf_path)
                 out = self.path(name + "-from-gguf.waste")
                 self.check_same_as_checkpoint(name, "deepseek_v3", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
