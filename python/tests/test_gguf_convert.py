@@ -43,11 +43,11 @@ import torch
 try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
     from ._convert_support import assert_kill_and_resume_byte_identical
-    from .test_moe_llamacpp import BINS, BUNDLE, LIBS, build_llama_tools, oracles_required
+    from .test_moe_llamacpp import BINS, BUNDLE, LIBS, LlamaCppCase, build_llama_tools
 except ImportError:
     import _paths  # noqa: F401
     from _convert_support import assert_kill_and_resume_byte_identical
-    from test_moe_llamacpp import BINS, BUNDLE, LIBS, build_llama_tools, oracles_required
+    from test_moe_llamacpp import BINS, BUNDLE, LIBS, LlamaCppCase, build_llama_tools
 from waste_ref import deepseek_v3, gguf_moe, gpt_oss, hf_families, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
@@ -115,9 +115,8 @@ PLAIN_TEXTS = [
 ]
 
 
-class GgufConvertCase(unittest.TestCase):
-    missing = None
-    work = None
+class GgufConvertCase(LlamaCppCase):
+    """LlamaCppCase's skip-or-fail and clean-up, its own oracles."""
 
     @classmethod
     def setUpClass(cls):
@@ -134,17 +133,6 @@ class GgufConvertCase(unittest.TestCase):
         sys.path.insert(0, os.path.join(src, "gguf-py"))
         import gguf  # llama.cpp's own gguf-py, from the release the libraries were built from
         cls.gguf = gguf
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.work:
-            shutil.rmtree(cls.work, ignore_errors=True)
-
-    def setUp(self):
-        if self.missing:
-            if oracles_required():
-                self.fail(self.missing + " (WASTE_REQUIRE_ORACLES is set)")
-            self.skipTest(self.missing)
 
     def path(self, name):
         return os.path.join(self.work, name)
