@@ -12,6 +12,7 @@
 #include "convert/checkpoint_source.h"
 #include "convert/converter.h"
 #include "convert/gguf_source.h"
+#include "format/gguf.h"
 #include "platform/error.h"
 #include "platform/utf8_path.h"
 
@@ -130,7 +131,7 @@ nlohmann::ordered_json read_release_config(const std::string& source_dir) {
 
 nlohmann::json convert_checkpoint(const std::string& source_dir, const std::string& out_dir,
                                   const ConvertOptions& options) {
-    if (is_gguf_file(source_dir)) {
+    if (format::has_gguf_magic(source_dir)) {
         GgufRelease release = open_gguf_release(source_dir);
         return convert_release(*release.weights, release.config,
                                ReleaseFiles{std::move(release.tokenizer), std::move(release.generation_config)}, out_dir,

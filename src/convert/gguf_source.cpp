@@ -15,7 +15,7 @@
 #include "format/ggml_blocks.h"
 #include "format/gguf.h"
 #include "platform/error.h"
-#include "platform/native_file.h"
+#include "platform/direct_file.h"
 #include "platform/utf8_path.h"
 #include "text/hf_tokenizer_json.h"
 
@@ -45,95 +45,30 @@ struct TensorView {
     uint64_t nope = 0, v_dim = 0, kv_lora = 0;
 };
 
-// The keys of one file, each read as its kind or refused naming it.
-class Keys {
-public:
-    Keys(const format::GgufFile& file, std::string what) : file_(file), what_(std::move(what)) {}
-    const format::GgufValue* find(std::string_view key) const { return file_.find(key); }
-    uint64_t uint(std::string_view key) const {
-        const format::GgufValue* v = require(key);
-        if (!v->is_integer() || v->integer < 0)
-            fail(WASTE_ERR_FORMAT, "{}: {} is not an unsigned integer ({})", what_, key, format::gguf_type_name(v->type));
-        return static_cast<uint64_t>(v->integer);
-    }
-    std::optional<uint64_t> optional_uint(std::string_view key) const {
-        return find(key) ? std::optional(uint(key)) : std::nullopt;
-    }
-    double real(std::string_view key) const {
-        const format::GgufValue* v = require(key);
-        if (v->type == format::GgufType::f32 || v->type == format::GgufType::f64) {
-            if (!std::isfinite(v->real)) fail(WASTE_ERR_FORMAT, "{}: {} is {}", what_, key, v->real);
-            return v->real;
-        }
-        if (v->is_integer()) return static_cast<double>(v->integer);
-        fail(WASTE_ERR_FORMAT, "{}: {} is not a number ({})", what_, key, format::gguf_type_name(v->type));
-    }
-    std::optional<double> optional_real(std::string_view key) const {
-        return find(key) ? std::optional(real(key)) : std::nullopt;
-    }
-    std::optional<bool> optional_flag(std::string_view key) const {
-        const format::GgufValue* v = find(key);
-        if (!v) return std::nullopt;
-        if (v->type != format::GgufType::boolean)
-            fail(WASTE_ERR_FORMAT, "{}: {} is not a bool ({})", what_, key, format::gguf_type_name(v->type));
-        return v->integer != 0;
-    }
-    const std::string& string(std::string_view key) const {
-        const format::GgufValue* v = require(key);
-        if (v->type != format::GgufType::string)
-            fail(WASTE_ERR_FORMAT, "{}: {} is not a string ({})", what_, key, format::gguf_type_name(v->type));
-        return v->text;
-    }
-    const std::vector<std::string>& strings(std::string_view key) const {
-        const format::GgufValue* v = require(key);
-        if (v->type != format::GgufType::array || v->element != format::GgufType::string)
-            fail(WASTE_ERR_FORMAT, "{}: {} is not an array of strings", what_, key);
-        return v->texts;
-    }
-    const std::vector<int64_t>& integers(std::string_view key) const {
-        const format::GgufValue* v = require(key);
-        if (v->type != format::GgufType::array || v->element == format::GgufType::string ||
-            v->element == format::GgufType::f32 || v->element == format::GgufType::f64 ||
-            v->element == format::GgufType::boolean)
-            fail(WASTE_ERR_FORMAT, "{}: {} is not an array of integers", what_, key);
-        return v->integers;
-    }
-    const std::string& what() const { return what_; }
-
-private:
-    const format::GgufValue* require(std::string_view key) const {
-        const format::GgufValue* v = file_.find(key);
-        if (!v) fail(WASTE_ERR_FORMAT, "{}: the key {} is missing", what_, key);
-        return v;
-    }
-    const format::GgufFile& file_;
-    std::string what_;
-};
-
 // ---- the architectures ---------------------------------------------------
 
 // What every architecture's keys share, `arch` their prefix.
 struct ArchKeys {
-    const Keys& keys;
+    const format::GgufFile& keys;
     std::string arch;
     std::string operator()(std::string_view k) const { return fmt::format("{}.{}", arch, k); }
     // A {arch}.vocab_size that disagrees with token_embd.weight's rows is refused.
     void check_vocab(int64_t vocab) const {
         if (const auto declared = keys.optional_uint((*this)("vocab_size")); declared && *declared != static_cast<uint64_t>(vocab))
-            fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what(), (*this)("vocab_size"),
+            fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what, (*this)("vocab_size"),
                  *declared, vocab);
     }
     // rope.scaling.*: none, or YaRN as rope_scaling (its factor, original
     // context and betas); another kind is refused naming it.
     std::optional<ordered_json> yarn() const {
         if (!keys.find((*this)("rope.scaling.type"))) return std::nullopt;
-        const std::string& kind = keys.string((*this)("rope.scaling.type"));
+        const std::string& kind = keys.require_string((*this)("rope.scaling.type"));
         if (kind == "none") return std::nullopt;
         if (kind != "yarn")
-            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what(), (*this)("rope.scaling.type"), kind);
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} \"{}\" is not supported (yarn, none)", keys.what, (*this)("rope.scaling.type"), kind);
         return ordered_json{{"type", "yarn"},
-                            {"factor", keys.real((*this)("rope.scaling.factor"))},
-                            {"original_max_position_embeddings", keys.uint((*this)("rope.scaling.original_context_length"))},
+                            {"factor", keys.require_real((*this)("rope.scaling.factor"))},
+                            {"original_max_position_embeddings", keys.require_uint((*this)("rope.scaling.original_context_length"))},
                             {"beta_fast", keys.optional_real((*this)("rope.scaling.yarn_beta_fast")).value_or(32.0)},
                             {"beta_slow", keys.optional_real((*this)("rope.scaling.yarn_beta_slow")).value_or(1.0)}};
     }
@@ -144,44 +79,44 @@ struct ArchKeys {
 // MoE, softmax router. llama.cpp always renormalises the top-k weights
 // (norm_w is fixed true in src/models/qwen3moe.cpp; the converter writes no
 // key for it), so norm_topk_prob is true, as in every Qwen3-MoE release.
-ordered_json qwen3moe_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
+ordered_json qwen3moe_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "qwen3moe"};
-    const uint64_t hidden = keys.uint(key("embedding_length"));
-    const uint64_t heads = keys.uint(key("attention.head_count"));
-    if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what(), key("embedding_length"), key("attention.head_count"));
+    const uint64_t hidden = keys.require_uint(key("embedding_length"));
+    const uint64_t heads = keys.require_uint(key("attention.head_count"));
+    if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what, key("embedding_length"), key("attention.head_count"));
     // llama.cpp's defaults where a key is absent: as many key/value heads as
     // heads, key_length hidden / heads, value_length key_length.
     const uint64_t kv_heads = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
     const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
     const uint64_t value_dim = keys.optional_uint(key("attention.value_length")).value_or(head_dim);
     if (value_dim != head_dim)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from {} {} (Qwen3-MoE's heads have one head_dim)", keys.what(),
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from {} {} (Qwen3-MoE's heads have one head_dim)", keys.what,
              key("attention.value_length"), value_dim, key("attention.key_length"), head_dim);
-    const uint64_t moe_ff = keys.uint(key("expert_feed_forward_length"));
+    const uint64_t moe_ff = keys.require_uint(key("expert_feed_forward_length"));
     if (key.yarn())
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} yarn is not supported for qwen3_moe yet (none)", keys.what(),
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} yarn is not supported for qwen3_moe yet (none)", keys.what,
              key("rope.scaling.type"));
     if (const auto shared = keys.optional_uint(key("expert_shared_count")); shared && *shared != 0)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: Qwen3-MoE has no shared experts", keys.what(), key("expert_shared_count"), *shared);
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: Qwen3-MoE has no shared experts", keys.what, key("expert_shared_count"), *shared);
     key.check_vocab(vocab);
     ordered_json config;
     config["architectures"] = {"Qwen3MoeForCausalLM"};
     config["model_type"] = "qwen3_moe";
     config["vocab_size"] = vocab;
     config["hidden_size"] = hidden;
-    config["num_hidden_layers"] = keys.uint(key("block_count"));
+    config["num_hidden_layers"] = keys.require_uint(key("block_count"));
     config["num_attention_heads"] = heads;
     config["num_key_value_heads"] = kv_heads;
     config["head_dim"] = head_dim;
     config["intermediate_size"] = keys.optional_uint(key("feed_forward_length")).value_or(moe_ff);
     config["moe_intermediate_size"] = moe_ff;
-    config["num_experts"] = keys.uint(key("expert_count"));
-    config["num_experts_per_tok"] = keys.uint(key("expert_used_count"));
+    config["num_experts"] = keys.require_uint(key("expert_count"));
+    config["num_experts_per_tok"] = keys.require_uint(key("expert_used_count"));
     config["norm_topk_prob"] = true;
     config["decoder_sparse_step"] = 1;
     config["mlp_only_layers"] = ordered_json::array();
     config["rope_theta"] = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
-    config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
+    config["rms_norm_eps"] = keys.require_real(key("attention.layer_norm_rms_epsilon"));
     if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
     config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
     return config;
@@ -252,50 +187,50 @@ Names qwen3moe_names(const ordered_json& config, const std::set<std::string>& te
 // dense layers; nextn_predict_layers MTP layers counted in block_count.
 // DeepSeek-V2's softmax gating (expert_gating_func 1, or absent as in V2
 // files) is refused: the engine runs V3's.
-ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
+ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "deepseek2"};
-    const uint64_t hidden = keys.uint(key("embedding_length"));
-    const uint64_t heads = keys.uint(key("attention.head_count"));
-    const uint64_t blocks = keys.uint(key("block_count"));
+    const uint64_t hidden = keys.require_uint(key("embedding_length"));
+    const uint64_t heads = keys.require_uint(key("attention.head_count"));
+    const uint64_t blocks = keys.require_uint(key("block_count"));
     const uint64_t mtp = keys.optional_uint(key("nextn_predict_layers")).value_or(0);
     if (mtp >= blocks)
-        fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what(), key("nextn_predict_layers"), mtp,
+        fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what, key("nextn_predict_layers"), mtp,
              key("block_count"), blocks);
-    const uint64_t rope = keys.uint(key("rope.dimension_count"));
+    const uint64_t rope = keys.require_uint(key("rope.dimension_count"));
     // llama.cpp: key_length_mla / value_length_mla, else key_length / value_length
     const auto either = [&](std::string_view mla, std::string_view plain) {
-        return keys.find(key(mla)) ? keys.uint(key(mla)) : keys.uint(key(plain));
+        return keys.find(key(mla)) ? keys.require_uint(key(mla)) : keys.require_uint(key(plain));
     };
     const uint64_t k_mla = either("attention.key_length_mla", "attention.key_length");
     const uint64_t v_mla = either("attention.value_length_mla", "attention.value_length");
     if (k_mla <= rope)
-        fail(WASTE_ERR_FORMAT, "{}: the key length {} leaves no dims beside the {} RoPE dims", keys.what(), k_mla, rope);
+        fail(WASTE_ERR_FORMAT, "{}: the key length {} leaves no dims beside the {} RoPE dims", keys.what, k_mla, rope);
     const uint64_t gating = keys.optional_uint(key("expert_gating_func")).value_or(1);
     if (gating != 2)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} ({}): the engine runs DeepSeek-V3's sigmoid gating (2)", keys.what(),
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} ({}): the engine runs DeepSeek-V3's sigmoid gating (2)", keys.what,
              key("expert_gating_func"), gating, keys.find(key("expert_gating_func")) ? "softmax" : "absent: V2's softmax");
     if (keys.find(key("attention.temperature_scale")))
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {}: attention temperature tuning is not run by the engine", keys.what(),
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {}: attention temperature tuning is not run by the engine", keys.what,
              key("attention.temperature_scale"));
     uint64_t moe_ff = 0;
     if (keys.find(key("expert_feed_forward_length"))) {
         const format::GgufValue* v = keys.find(key("expert_feed_forward_length"));
         if (v->type == format::GgufType::array) {  // one per layer: the MoE layers' must agree
-            const std::vector<int64_t>& per_layer = keys.integers(key("expert_feed_forward_length"));
+            const std::vector<int64_t>& per_layer = keys.require_integers(key("expert_feed_forward_length"));
             for (int64_t n : per_layer)
                 if (n != 0 && moe_ff != 0 && static_cast<uint64_t>(n) != moe_ff)
-                    fail(WASTE_ERR_UNSUPPORTED, "{}: {} differs between layers ({} and {})", keys.what(),
+                    fail(WASTE_ERR_UNSUPPORTED, "{}: {} differs between layers ({} and {})", keys.what,
                          key("expert_feed_forward_length"), moe_ff, n);
                 else if (n > 0) moe_ff = static_cast<uint64_t>(n);
         } else {
-            moe_ff = keys.uint(key("expert_feed_forward_length"));
+            moe_ff = keys.require_uint(key("expert_feed_forward_length"));
         }
     }
-    if (moe_ff == 0) fail(WASTE_ERR_FORMAT, "{}: the key {} is missing or 0", keys.what(), key("expert_feed_forward_length"));
+    if (moe_ff == 0) fail(WASTE_ERR_FORMAT, "{}: the key {} is missing or 0", keys.what, key("expert_feed_forward_length"));
     key.check_vocab(vocab);
     const uint64_t q_lora = keys.optional_uint(key("attention.q_lora_rank")).value_or(0);
     if (q_lora == 0 && tensors.count("blk.0.attn_q_a.weight"))
-        fail(WASTE_ERR_FORMAT, "{}: blk.0.attn_q_a.weight is there but {} is missing or 0", keys.what(),
+        fail(WASTE_ERR_FORMAT, "{}: blk.0.attn_q_a.weight is there but {} is missing or 0", keys.what,
              key("attention.q_lora_rank"));
     ordered_json config;
     config["architectures"] = {"DeepseekV3ForCausalLM"};
@@ -306,16 +241,16 @@ ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& ten
     config["num_attention_heads"] = heads;
     config["num_key_value_heads"] = heads;
     config["q_lora_rank"] = q_lora > 0 ? ordered_json(q_lora) : ordered_json(nullptr);
-    config["kv_lora_rank"] = keys.uint(key("attention.kv_lora_rank"));
+    config["kv_lora_rank"] = keys.require_uint(key("attention.kv_lora_rank"));
     config["qk_nope_head_dim"] = k_mla - rope;
     config["qk_rope_head_dim"] = rope;
     config["v_head_dim"] = v_mla;
     const uint64_t dense = keys.optional_uint(key("leading_dense_block_count")).value_or(0);
-    config["intermediate_size"] = dense > 0 ? keys.uint(key("feed_forward_length")) : keys.optional_uint(key("feed_forward_length")).value_or(moe_ff);
+    config["intermediate_size"] = dense > 0 ? keys.require_uint(key("feed_forward_length")) : keys.optional_uint(key("feed_forward_length")).value_or(moe_ff);
     config["moe_intermediate_size"] = moe_ff;
-    config["n_routed_experts"] = keys.uint(key("expert_count"));
-    config["n_shared_experts"] = keys.uint(key("expert_shared_count"));
-    config["num_experts_per_tok"] = keys.uint(key("expert_used_count"));
+    config["n_routed_experts"] = keys.require_uint(key("expert_count"));
+    config["n_shared_experts"] = keys.require_uint(key("expert_shared_count"));
+    config["num_experts_per_tok"] = keys.require_uint(key("expert_used_count"));
     config["n_group"] = keys.optional_uint(key("expert_group_count")).value_or(1);
     config["topk_group"] = keys.optional_uint(key("expert_group_used_count")).value_or(1);
     config["routed_scaling_factor"] = keys.optional_real(key("expert_weights_scale")).value_or(1.0);
@@ -325,13 +260,13 @@ ordered_json deepseek2_config(const Keys& keys, const std::set<std::string>& ten
     config["first_k_dense_replace"] = dense;
     config["rope_theta"] = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
     config["rope_interleave"] = true;  // llama.cpp runs deepseek2 with NORM (interleaved) RoPE
-    config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
+    config["rms_norm_eps"] = keys.require_real(key("attention.layer_norm_rms_epsilon"));
     if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
     if (std::optional<ordered_json> yarn = key.yarn()) {
         // llama.cpp's converter stores 0.1 · mscale_all_dim and its loader
         // divides by 0.1 again (in f32); it reads mscale as mscale_all_dim.
         if (keys.find(key("rope.scaling.yarn_log_multiplier"))) {
-            const float log_mul = static_cast<float>(keys.real(key("rope.scaling.yarn_log_multiplier"))) / 0.1f;
+            const float log_mul = static_cast<float>(keys.require_real(key("rope.scaling.yarn_log_multiplier"))) / 0.1f;
             (*yarn)["mscale"] = log_mul;
             (*yarn)["mscale_all_dim"] = log_mul;
         }
@@ -392,26 +327,26 @@ Names deepseek2_names(const ordered_json& config, const std::set<std::string>& t
 // (limit 7, fixed in llama.cpp) with per-expert biases. YaRN's truncate is
 // false, as every gpt-oss release's config.json says (llama.cpp always
 // truncates: python/README.md lists the difference).
-ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tensors, int64_t vocab) {
+ordered_json gpt_oss_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "gpt-oss"};
-    const uint64_t hidden = keys.uint(key("embedding_length"));
-    const uint64_t heads = keys.uint(key("attention.head_count"));
-    if (heads == 0) fail(WASTE_ERR_FORMAT, "{}: {} is 0", keys.what(), key("attention.head_count"));
+    const uint64_t hidden = keys.require_uint(key("embedding_length"));
+    const uint64_t heads = keys.require_uint(key("attention.head_count"));
+    if (heads == 0) fail(WASTE_ERR_FORMAT, "{}: {} is 0", keys.what, key("attention.head_count"));
     const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
     if (const uint64_t v = keys.optional_uint(key("attention.value_length")).value_or(head_dim); v != head_dim)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from the key length {}", keys.what(), key("attention.value_length"), v, head_dim);
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from the key length {}", keys.what, key("attention.value_length"), v, head_dim);
     if (const uint64_t rot = keys.optional_uint(key("rope.dimension_count")).value_or(head_dim); rot != head_dim)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: gpt-oss rotates the whole head ({})", keys.what(), key("rope.dimension_count"), rot, head_dim);
-    const uint64_t layers = keys.uint(key("block_count"));
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: gpt-oss rotates the whole head ({})", keys.what, key("rope.dimension_count"), rot, head_dim);
+    const uint64_t layers = keys.require_uint(key("block_count"));
     uint64_t period = 2;
     if (const format::GgufValue* v = keys.find(key("attention.sliding_window_pattern"))) {
         if (v->type == format::GgufType::array)
-            fail(WASTE_ERR_UNSUPPORTED, "{}: {} as a per-layer array is not read", keys.what(), key("attention.sliding_window_pattern"));
-        period = keys.uint(key("attention.sliding_window_pattern"));
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} as a per-layer array is not read", keys.what, key("attention.sliding_window_pattern"));
+        period = keys.require_uint(key("attention.sliding_window_pattern"));
     }
     const double theta = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
     if (const auto swa_theta = keys.optional_real(key("rope.freq_base_swa")); swa_theta && *swa_theta != theta)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from rope.freq_base {} (one RoPE base for every layer)", keys.what(),
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from rope.freq_base {} (one RoPE base for every layer)", keys.what,
              key("rope.freq_base_swa"), *swa_theta, theta);
     key.check_vocab(vocab);
     ordered_json config;
@@ -423,10 +358,10 @@ ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tenso
     config["num_attention_heads"] = heads;
     config["num_key_value_heads"] = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
     config["head_dim"] = head_dim;
-    config["intermediate_size"] = keys.uint(key("expert_feed_forward_length"));
-    config["num_local_experts"] = keys.uint(key("expert_count"));
-    config["num_experts_per_tok"] = keys.uint(key("expert_used_count"));
-    config["sliding_window"] = keys.uint(key("attention.sliding_window"));
+    config["intermediate_size"] = keys.require_uint(key("expert_feed_forward_length"));
+    config["num_local_experts"] = keys.require_uint(key("expert_count"));
+    config["num_experts_per_tok"] = keys.require_uint(key("expert_used_count"));
+    config["sliding_window"] = keys.require_uint(key("attention.sliding_window"));
     ordered_json types = ordered_json::array();
     for (uint64_t i = 0; i < layers; ++i)
         types.push_back(period == 0 || i % period < period - 1 ? "sliding_attention" : "full_attention");
@@ -434,7 +369,7 @@ ordered_json gpt_oss_config(const Keys& keys, const std::set<std::string>& tenso
     config["swiglu_limit"] = 7.0;
     config["attention_bias"] = true;
     config["rope_theta"] = theta;
-    config["rms_norm_eps"] = keys.real(key("attention.layer_norm_rms_epsilon"));
+    config["rms_norm_eps"] = keys.require_real(key("attention.layer_norm_rms_epsilon"));
     if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
     if (std::optional<ordered_json> yarn = key.yarn()) {
         (*yarn)["truncate"] = false;
@@ -472,7 +407,7 @@ Names gpt_oss_names(const ordered_json& config, const std::set<std::string>& ten
 
 struct Architecture {
     std::string_view name;  // general.architecture
-    ordered_json (*config)(const Keys&, const std::set<std::string>& tensors, int64_t vocab);
+    ordered_json (*config)(const format::GgufFile&, const std::set<std::string>& tensors, int64_t vocab);
     Names (*names)(const ordered_json& config, const std::set<std::string>& tensors);
 };
 constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe_names},
@@ -491,25 +426,25 @@ std::string token_at(const std::vector<std::string>& tokens, std::optional<uint6
 // non-special added tokens (convert_hf_to_gguf.py writes a release's added
 // tokens so: CONTROL when special, USER_DEFINED otherwise, their content
 // raw); unused tokens (the padding up to vocab_size) are left out.
-std::string gpt2_tokenizer_json(const Keys& keys, int64_t vocab) {
-    const std::string& pre_name = keys.string("tokenizer.ggml.pre");
+std::string gpt2_tokenizer_json(const format::GgufFile& keys, int64_t vocab) {
+    const std::string& pre_name = keys.require_string("tokenizer.ggml.pre");
     const auto& table = gguf_pre_tokenizers();
     const auto pre = std::find_if(table.begin(), table.end(), [&](const GgufPreTokenizer& p) { return p.name == pre_name; });
     if (pre == table.end()) {
         std::string known;
         for (const GgufPreTokenizer& p : table) known += (known.empty() ? "" : ", ") + std::string(p.name);
         fail(WASTE_ERR_UNSUPPORTED, "{}: tokenizer.ggml.pre \"{}\" is not a pre-tokenizer the engine reproduces ({})",
-             keys.what(), pre_name, known);
+             keys.what, pre_name, known);
     }
-    const std::vector<std::string>& tokens = keys.strings("tokenizer.ggml.tokens");
+    const std::vector<std::string>& tokens = keys.require_strings("tokenizer.ggml.tokens");
     if (tokens.size() > static_cast<uint64_t>(vocab))
         fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.tokens has {} tokens, more than the {} rows of token_embd.weight",
-             keys.what(), tokens.size(), vocab);
+             keys.what, tokens.size(), vocab);
     std::vector<int64_t> types(tokens.size(), TokenType::normal);
     if (keys.find("tokenizer.ggml.token_type")) {
-        types = keys.integers("tokenizer.ggml.token_type");
+        types = keys.require_integers("tokenizer.ggml.token_type");
         if (types.size() != tokens.size())
-            fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.token_type has {} entries for {} tokens", keys.what(), types.size(),
+            fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.token_type has {} entries for {} tokens", keys.what, types.size(),
                  tokens.size());
     }
     ordered_json bpe_vocab = ordered_json::object(), added = ordered_json::array();
@@ -524,17 +459,17 @@ std::string gpt2_tokenizer_json(const Keys& keys, int64_t vocab) {
         }
         if (type != TokenType::normal && type != TokenType::byte)
             fail(WASTE_ERR_UNSUPPORTED, "{}: token {} has tokenizer.ggml.token_type {} (a gpt2 vocabulary has normal, "
-                 "control, user-defined and unused tokens)", keys.what(), id, type);
+                 "control, user-defined and unused tokens)", keys.what, id, type);
         const auto [it, fresh] = seen.emplace(tokens[id], id);
         if (!fresh)
-            fail(WASTE_ERR_FORMAT, "{}: tokens {} and {} are both \"{}\"", keys.what(), it->second, id, tokens[id]);
+            fail(WASTE_ERR_FORMAT, "{}: tokens {} and {} are both \"{}\"", keys.what, it->second, id, tokens[id]);
         bpe_vocab[tokens[id]] = id;
     }
     ordered_json model = {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
                           {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
                           {"byte_fallback", false}, {"ignore_merges", pre->ignore_merges}};
     model["vocab"] = std::move(bpe_vocab);
-    model["merges"] = keys.strings("tokenizer.ggml.merges");
+    model["merges"] = keys.require_strings("tokenizer.ggml.merges");
     ordered_json tokenizer = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}};
     tokenizer["added_tokens"] = std::move(added);
     tokenizer["normalizer"] = pre->nfc ? ordered_json{{"type", "NFC"}} : ordered_json(nullptr);
@@ -549,22 +484,22 @@ std::string gpt2_tokenizer_json(const Keys& keys, int64_t vocab) {
     return tokenizer.dump();
 }
 
-TokenizerFiles gguf_tokenizer(const Keys& keys, int64_t vocab) {
+TokenizerFiles gguf_tokenizer(const format::GgufFile& keys, int64_t vocab) {
     TokenizerFiles files;
     files.chat_source = "none";
-    const std::string model = keys.find("tokenizer.ggml.model") ? keys.string("tokenizer.ggml.model") : "none";
+    const std::string model = keys.find("tokenizer.ggml.model") ? keys.require_string("tokenizer.ggml.model") : "none";
     if (model == "none") return files;
     if (model != "gpt2")
-        fail(WASTE_ERR_UNSUPPORTED, "{}: tokenizer.ggml.model \"{}\" is not read yet (gpt2, none)", keys.what(), model);
+        fail(WASTE_ERR_UNSUPPORTED, "{}: tokenizer.ggml.model \"{}\" is not read yet (gpt2, none)", keys.what, model);
     files.tokenizer_json = gpt2_tokenizer_json(keys, vocab);
     // The engine's own reader, as for a release's tokenizer.json.
-    const auto tokenizer = text::parse_tokenizer_json(*files.tokenizer_json, keys.what() + " (its vocabulary as tokenizer.json)");
+    const auto tokenizer = text::parse_tokenizer_json(*files.tokenizer_json, keys.what + " (its vocabulary as tokenizer.json)");
     if (tokenizer->vocab_size() > vocab)
-        fail(WASTE_ERR_FORMAT, "{}: token id {} is not below the {} rows of token_embd.weight", keys.what(),
+        fail(WASTE_ERR_FORMAT, "{}: token id {} is not below the {} rows of token_embd.weight", keys.what,
              tokenizer->vocab_size() - 1, vocab);
     if (keys.find("tokenizer.chat_template")) {
-        files.chat_template = keys.string("tokenizer.chat_template");
-        const std::vector<std::string>& tokens = keys.strings("tokenizer.ggml.tokens");
+        files.chat_template = keys.require_string("tokenizer.chat_template");
+        const std::vector<std::string>& tokens = keys.require_strings("tokenizer.ggml.tokens");
         const ordered_json chat_tokens = {
             {"bos_token", token_at(tokens, keys.optional_uint("tokenizer.ggml.bos_token_id"))},
             {"eos_token", token_at(tokens, keys.optional_uint("tokenizer.ggml.eos_token_id"))}};
@@ -575,18 +510,18 @@ TokenizerFiles gguf_tokenizer(const Keys& keys, int64_t vocab) {
 
 // generation_config.json from the file: every end-of-generation id it names
 // (eos, eot, eom) and the sampling general.sampling.* recommends.
-std::optional<std::string> gguf_generation_config(const Keys& keys, int64_t vocab) {
+std::optional<std::string> gguf_generation_config(const format::GgufFile& keys, int64_t vocab) {
     ordered_json config = ordered_json::object();
     std::vector<uint64_t> eos;
     for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
         if (const auto id = keys.optional_uint(key)) {
             if (*id >= static_cast<uint64_t>(vocab))
-                fail(WASTE_ERR_FORMAT, "{}: {} {} is not below the vocabulary's {} ids", keys.what(), key, *id, vocab);
+                fail(WASTE_ERR_FORMAT, "{}: {} {} is not below the vocabulary's {} ids", keys.what, key, *id, vocab);
             if (std::find(eos.begin(), eos.end(), *id) == eos.end()) eos.push_back(*id);
         }
     if (const auto bos = keys.optional_uint("tokenizer.ggml.bos_token_id")) {
         if (*bos >= static_cast<uint64_t>(vocab))
-            fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.bos_token_id {} is not below the vocabulary's {} ids", keys.what(), *bos, vocab);
+            fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.bos_token_id {} is not below the vocabulary's {} ids", keys.what, *bos, vocab);
         config["bos_token_id"] = *bos;
     }
     if (!eos.empty()) config["eos_token_id"] = eos;
@@ -595,8 +530,8 @@ std::optional<std::string> gguf_generation_config(const Keys& keys, int64_t voca
         {"general.sampling.top_p", "top_p"}, {"general.sampling.min_p", "min_p"}};
     for (const auto& [key, name] : sampling)
         if (keys.find(key)) {
-            if (std::string_view(name) == "top_k") config[name] = keys.uint(key);
-            else config[name] = keys.real(key);
+            if (std::string_view(name) == "top_k") config[name] = keys.require_uint(key);
+            else config[name] = keys.require_real(key);
         }
     if (config.empty()) return std::nullopt;
     return config.dump(1) + "\n";
@@ -604,11 +539,6 @@ std::optional<std::string> gguf_generation_config(const Keys& keys, int64_t voca
 
 // ---- split sets ----------------------------------------------------------
 
-// One file of a GGUF (a split set has several; the first holds the keys).
-struct GgufPart {
-    std::string path;
-    format::GgufFile file;
-};
 
 constexpr uint64_t max_split_parts = 1024;  // the largest releases ship in tens
 
@@ -620,15 +550,15 @@ std::string split_suffix(uint64_t part, uint64_t count) {  // llama.cpp's llama_
 // (NAME-00001-of-0000N.gguf, as llama.cpp's gguf-split and quantiser name
 // them), every other part: each present, each saying it is that part of
 // that many, the tensors together as many as split.tensors.count.
-std::vector<GgufPart> open_parts(const std::string& path) {
-    std::vector<GgufPart> parts;
-    parts.push_back({path, format::read_gguf(path)});
-    const Keys keys(parts[0].file, path);
+std::vector<format::GgufFile> open_parts(const std::string& path) {
+    std::vector<format::GgufFile> parts;
+    parts.push_back(format::read_gguf(path));
+    const format::GgufFile& keys = parts[0];
     const uint64_t count = keys.optional_uint("split.count").value_or(1);
     if (count <= 1) return parts;
     if (count > max_split_parts)
         fail(WASTE_ERR_UNSUPPORTED, "{}: split.count {} is more parts than the {} read", path, count, max_split_parts);
-    const uint64_t number = keys.uint("split.no");
+    const uint64_t number = keys.require_uint("split.no");
     if (number != 0)
         fail(WASTE_ERR_FORMAT, "{}: split.no {}: this is part {} of {}; give the first ({})", path, number, number + 1,
              count, split_suffix(0, count).substr(1));
@@ -636,20 +566,19 @@ std::vector<GgufPart> open_parts(const std::string& path) {
     if (path.size() <= first.size() || !path.ends_with(first))
         fail(WASTE_ERR_FORMAT, "{}: the first of {} parts must be named NAME{} (to find the others)", path, count, first);
     const std::string prefix = path.substr(0, path.size() - first.size());
-    const uint64_t declared = keys.uint("split.tensors.count");  // (keys reads parts[0], which the loop moves)
-    uint64_t tensors = parts[0].file.tensors.size();
+    const uint64_t declared = keys.require_uint("split.tensors.count");  // (keys is parts[0], which the loop moves)
+    uint64_t tensors = parts[0].tensors.size();
     for (uint64_t i = 1; i < count; ++i) {
         const std::string part_path = prefix + split_suffix(i, count);
         std::error_code error;
         if (!fs::is_regular_file(platform::utf8_path(part_path), error))
             fail(WASTE_ERR_IO, "{}: part {} of {}, {}, is missing", path, i + 1, count, part_path);
-        GgufPart part{part_path, format::read_gguf(part_path)};
-        const Keys part_keys(part.file, part_path);
-        const uint64_t says_no = part_keys.uint("split.no"), says_count = part_keys.uint("split.count");
+        format::GgufFile part = format::read_gguf(part_path);
+        const uint64_t says_no = part.require_uint("split.no"), says_count = part.require_uint("split.count");
         if (says_no != i || says_count != count)
             fail(WASTE_ERR_FORMAT, "{}: split.no {} and split.count {} make it part {} of {}, not part {} of {} (a part of another set?)",
                  part_path, says_no, says_count, says_no + 1, says_count, i + 1, count);
-        tensors += part.file.tensors.size();
+        tensors += part.tensors.size();
         parts.push_back(std::move(part));
     }
     if (declared != tensors)
@@ -661,18 +590,13 @@ std::vector<GgufPart> open_parts(const std::string& path) {
 
 class GgufWeights final : public WeightSource {
 public:
-    GgufWeights(std::vector<GgufPart> parts, std::map<std::string, TensorView> views)
+    GgufWeights(std::vector<format::GgufFile> parts, std::map<std::string, TensorView> views)
         : parts_(std::move(parts)), views_(std::move(views)) {
-        for (const GgufPart& part : parts_) {
-            names_.push_back(platform::utf8_text(platform::utf8_path(part.path).filename()));
-            opened_.push_back(platform::open_for_reading(part.path, false));
+        for (const format::GgufFile& part : parts_) {
+            names_.push_back(platform::utf8_text(platform::utf8_path(part.what).filename()));
+            files_.emplace_back(part.what, false);
         }
     }
-    ~GgufWeights() override {
-        for (const platform::OpenedFile& opened : opened_) platform::close_native_file(opened.file);
-    }
-    GgufWeights(const GgufWeights&) = delete;
-    GgufWeights& operator=(const GgufWeights&) = delete;
 
     std::vector<std::string> names() const override {
         std::vector<std::string> out;
@@ -682,19 +606,19 @@ public:
     bool has(const std::string& name) const override { return views_.count(name) != 0; }
     SourceTensor info(const std::string& name) const override {
         const TensorView& v = view(name);
-        return {v.shape, fmt::format("GGUF {}", parts_[v.part].file.tensors[v.tensor].type.name), {names_[v.part]}};
+        return {v.shape, fmt::format("GGUF {}", parts_[v.part].tensors[v.tensor].type.name), {names_[v.part]}};
     }
     void read_rows(const std::string& name, uint64_t first, uint64_t count, std::span<float> out) const override {
         const TensorView& v = view(name);
-        const format::GgufTensor& t = parts_[v.part].file.tensors[v.tensor];
+        const format::GgufTensor& t = parts_[v.part].tensors[v.tensor];
         const uint64_t cols = static_cast<uint64_t>(v.shape.back());
         uint64_t rows = 1;
         for (size_t d = 0; d + 1 < v.shape.size(); ++d) rows *= static_cast<uint64_t>(v.shape[d]);
         if (first > rows || count > rows - first || out.size() != count * cols)
-            fail(WASTE_ERR_INTERNAL, "{}: rows {}+{} of {} ({} values) asked of {} rows", parts_[v.part].path, first,
+            fail(WASTE_ERR_INTERNAL, "{}: rows {}+{} of {} ({} values) asked of {} rows", parts_[v.part].what, first,
                  count, name, out.size(), rows);
         if (v.compose == TensorView::Compose::none) return decode(v.part, t, v.first_row + first, count, out.data());
-        const format::GgufTensor& second = parts_[v.second_part].file.tensors[v.second_tensor];
+        const format::GgufTensor& second = parts_[v.second_part].tensors[v.second_tensor];
         if (v.compose == TensorView::Compose::interleaved) {
             const uint64_t half = cols / 2;
             std::vector<float> a(half), b(half);
@@ -738,7 +662,7 @@ private:
         for (uint64_t done = 0; done < count;) {
             const uint64_t n = std::min(rows_per_read, count - done);
             bytes.resize(n * row_bytes);
-            read_at(part, t.offset + (first + done) * row_bytes, bytes);
+            files_[part].read_at(t.offset + (first + done) * row_bytes, bytes);
             for (uint64_t r = 0; r < n; ++r)
                 format::dequantize_ggml_row(t.type, bytes.data() + r * row_bytes, out + (done + r) * cols, cols);
             done += n;
@@ -746,42 +670,26 @@ private:
     }
     const TensorView& view(const std::string& name) const {
         const auto it = views_.find(name);
-        if (it == views_.end()) fail(WASTE_ERR_FORMAT, "{}: no tensor {}", parts_[0].path, name);
+        if (it == views_.end()) fail(WASTE_ERR_FORMAT, "{}: no tensor {}", parts_[0].what, name);
         return it->second;
     }
-    void read_at(size_t part, uint64_t offset, std::span<uint8_t> dst) const {
-        const std::string& path_ = parts_[part].path;
-        uint8_t* p = dst.data();
-        size_t left = dst.size();
-        while (left > 0) {
-            int error = 0;
-            const int64_t got = platform::read_at_offset(opened_[part].file, p, left, offset, &error);
-            if (got < 0)
-                fail(WASTE_ERR_IO, "{}: reading {} bytes at {} failed: {}", path_, left, offset, platform::system_error_text(error));
-            if (got == 0) fail(WASTE_ERR_IO, "{}: the file ended at byte {} (truncated since it was opened?)", path_, offset);
-            p += got;
-            offset += static_cast<uint64_t>(got);
-            left -= static_cast<size_t>(got);
-        }
-    }
-
-    std::vector<GgufPart> parts_;
+    std::vector<format::GgufFile> parts_;  // the files of the set, each named by its what
     std::vector<std::string> names_;  // the parts' file names (the source's shards)
     std::map<std::string, TensorView> views_;
-    std::vector<platform::OpenedFile> opened_;
+    std::vector<platform::DirectFile> files_;  // the parts, open for reading
 };
 
 // Each name the architecture gives, bound to its GGUF tensor with the shape
 // it must have; a tensor the file holds beyond them is refused.
-std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& parts, const std::string& what,
+std::map<std::string, TensorView> bind_tensors(const std::vector<format::GgufFile>& parts, const std::string& what,
                                                const Names& names, const ordered_json& config) {
     std::map<std::string, std::pair<size_t, size_t>> index;  // name -> (part, tensor)
     for (size_t p = 0; p < parts.size(); ++p)
-        for (size_t i = 0; i < parts[p].file.tensors.size(); ++i) {
-            const std::string& name = parts[p].file.tensors[i].name;
+        for (size_t i = 0; i < parts[p].tensors.size(); ++i) {
+            const std::string& name = parts[p].tensors[i].name;
             if (!index.emplace(name, std::pair{p, i}).second)
-                fail(WASTE_ERR_FORMAT, "{}: tensor {} is in {} and in {}", what, name, parts[index[name].first].path,
-                     parts[p].path);
+                fail(WASTE_ERR_FORMAT, "{}: tensor {} is in {} and in {}", what, name, parts[index[name].first].what,
+                     parts[p].what);
         }
     std::set<std::string> used;
     std::map<std::string, TensorView> views;
@@ -792,7 +700,7 @@ std::map<std::string, TensorView> bind_tensors(const std::vector<GgufPart>& part
     const auto find = [&](const std::string& gguf_name, std::vector<int64_t>& shape) {
         const auto it = index.find(gguf_name);
         if (it == index.end()) fail(WASTE_ERR_FORMAT, "{}: the tensor {} is missing", what, gguf_name);
-        const format::GgufTensor& t = parts[it->second.first].file.tensors[it->second.second];
+        const format::GgufTensor& t = parts[it->second.first].tensors[it->second.second];
         if (!t.type.decodable)
             fail(WASTE_ERR_UNSUPPORTED, "{}: tensor {} is {}, a type the engine does not decode yet (docs/GGUF.md)",
                  what, t.name, t.type.name);
@@ -864,13 +772,14 @@ const std::vector<GgufPreTokenizer>& gguf_pre_tokenizers() {
     return table;
 }
 
-bool is_gguf_file(const std::string& path) { return format::has_gguf_magic(path); }
+namespace {
 
-GgufRelease open_gguf_release(const std::string& path) {
-    std::vector<GgufPart> parts = open_parts(path);
-    const format::GgufFile& file = parts[0].file;
-    const Keys keys(file, path);
-    const std::string& arch = keys.string("general.architecture");
+// open_gguf_release; without the vocabulary (tokenizer and generation
+// config left empty) when only the weights are wanted.
+GgufRelease open_release(const std::string& path, bool with_vocabulary) {
+    std::vector<format::GgufFile> parts = open_parts(path);
+    const format::GgufFile& keys = parts[0];
+    const std::string& arch = keys.require_string("general.architecture");
     const Architecture* architecture = nullptr;
     for (const Architecture& a : architectures)
         if (a.name == arch) architecture = &a;
@@ -878,25 +787,33 @@ GgufRelease open_gguf_release(const std::string& path) {
         fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss)",
              path, arch);
     const format::GgufTensor* embed = nullptr;
-    for (const GgufPart& part : parts)
-        if (!embed) embed = part.file.tensor("token_embd.weight");
+    for (const format::GgufFile& part : parts)
+        if (!embed) embed = part.tensor("token_embd.weight");
     if (!embed || embed->shape.size() != 2)
         fail(WASTE_ERR_FORMAT, "{}: token_embd.weight is missing or not a matrix", path);
     const int64_t vocab = static_cast<int64_t>(embed->shape[1]);
 
     std::set<std::string> tensors;
-    for (const GgufPart& part : parts)
-        for (const format::GgufTensor& t : part.file.tensors) tensors.insert(t.name);
+    for (const format::GgufFile& part : parts)
+        for (const format::GgufTensor& t : part.tensors) tensors.insert(t.name);
     GgufRelease release;
     release.config = architecture->config(keys, tensors, vocab);
     if (const auto bos = keys.optional_uint("tokenizer.ggml.bos_token_id")) release.config["bos_token_id"] = *bos;
     if (const auto eos = keys.optional_uint("tokenizer.ggml.eos_token_id")) release.config["eos_token_id"] = *eos;
-    release.tokenizer = gguf_tokenizer(keys, vocab);
-    release.generation_config = gguf_generation_config(keys, vocab);
+    if (with_vocabulary) {
+        release.tokenizer = gguf_tokenizer(keys, vocab);
+        release.generation_config = gguf_generation_config(keys, vocab);
+    }
     std::map<std::string, TensorView> views =
         bind_tensors(parts, path, architecture->names(release.config, tensors), release.config);
     release.weights = std::make_unique<GgufWeights>(std::move(parts), std::move(views));
     return release;
 }
+
+}  // namespace
+
+GgufRelease open_gguf_release(const std::string& path) { return open_release(path, true); }
+
+std::unique_ptr<WeightSource> open_gguf_weights(const std::string& path) { return open_release(path, false).weights; }
 
 }  // namespace waste::convert

@@ -14,8 +14,8 @@
 // pre-tokenizer named in gguf_pre_tokenizers(). Any other model or
 // pre-tokenizer is refused by name, never guessed.
 //
-// Deliberately not here: the header's own checks (format/gguf.h) and the
-// block formats (format/ggml_blocks.h).
+// Deliberately not here: the header's own checks, its typed keys and
+// has_gguf_magic (format/gguf.h), and the block formats (format/ggml_blocks.h).
 #pragma once
 
 #include <memory>
@@ -31,9 +31,6 @@
 
 namespace waste::convert {
 
-// True when `path` is a regular file that starts with GGUF's magic.
-bool is_gguf_file(const std::string& path);
-
 struct GgufRelease {
     nlohmann::ordered_json config;                 // what the release's config.json would say
     TokenizerFiles tokenizer;                      // empty for a "none" vocabulary
@@ -46,6 +43,8 @@ struct GgufRelease {
 // have. Throws WASTE_ERR_FORMAT / WASTE_ERR_UNSUPPORTED naming the file and
 // the key, tensor or value.
 GgufRelease open_gguf_release(const std::string& path);
+// The same checks, the tensors alone (the vocabulary is not read).
+std::unique_ptr<WeightSource> open_gguf_weights(const std::string& path);
 
 // tokenizer.ggml.pre names read, each with the pre-tokenizer regex of the
 // release's tokenizer.json that llama.cpp reproduces for it.

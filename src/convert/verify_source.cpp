@@ -14,6 +14,7 @@
 #include "convert/kimi_layout.h"
 #include "convert/vq_fit.h"
 #include "format/container.h"
+#include "format/gguf.h"
 #include "format/trunk_codec.h"
 #include "platform/aligned_buffer.h"
 #include "platform/direct_file.h"
@@ -55,8 +56,8 @@ json verify_against_source(const std::string& model_dir, const std::string& sour
     const format::Manifest& manifest = container->manifest();
     std::optional<Checkpoint> checkpoint;
     std::unique_ptr<WeightSource> source;
-    if (is_gguf_file(source_dir)) {
-        source = open_gguf_release(source_dir).weights;
+    if (format::has_gguf_magic(source_dir)) {
+        source = open_gguf_weights(source_dir);
     } else {
         checkpoint.emplace(Checkpoint::open(platform::utf8_path(source_dir)));
         source = checkpoint_source(*checkpoint);

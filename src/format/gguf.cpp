@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <string>
 #include <unordered_set>
 
+#include "platform/direct_file.h"
 #include "platform/error.h"
 #include "platform/native_file.h"
 #include "platform/utf8_path.h"
@@ -225,19 +228,68 @@ const GgufTensor* GgufFile::tensor(std::string_view name) const {
     return nullptr;
 }
 
+namespace {
+
+const GgufValue& required(const GgufFile& file, std::string_view key) {
+    const GgufValue* v = file.find(key);
+    if (!v) fail_format("{}: the key {} is missing", file.what, key);
+    return *v;
+}
+
+}  // namespace
+
 uint64_t GgufFile::require_uint(std::string_view key) const {
+    const GgufValue& v = required(*this, key);
+    if (!v.is_integer() || v.integer < 0)
+        fail_format("{}: {} is not an unsigned integer ({})", what, key,
+                    v.is_integer() ? std::to_string(v.integer) : std::string(gguf_type_name(v.type)));
+    return static_cast<uint64_t>(v.integer);
+}
+
+std::optional<uint64_t> GgufFile::optional_uint(std::string_view key) const {
+    return find(key) ? std::optional(require_uint(key)) : std::nullopt;
+}
+
+double GgufFile::require_real(std::string_view key) const {
+    const GgufValue& v = required(*this, key);
+    if (v.type == GgufType::f32 || v.type == GgufType::f64) {
+        if (!std::isfinite(v.real)) fail_format("{}: {} is {}", what, key, v.real);
+        return v.real;
+    }
+    if (v.is_integer()) return static_cast<double>(v.integer);
+    fail_format("{}: {} is not a number ({})", what, key, gguf_type_name(v.type));
+}
+
+std::optional<double> GgufFile::optional_real(std::string_view key) const {
+    return find(key) ? std::optional(require_real(key)) : std::nullopt;
+}
+
+std::optional<bool> GgufFile::optional_flag(std::string_view key) const {
     const GgufValue* v = find(key);
-    if (!v) fail_format("the GGUF file has no metadata key '{}'", key);
-    if (!v->is_integer()) fail_format("metadata key '{}' is {}, not an unsigned integer", key, gguf_type_name(v->type));
-    if (v->integer < 0) fail_format("metadata key '{}' is {}, not an unsigned integer", key, v->integer);
-    return static_cast<uint64_t>(v->integer);
+    if (!v) return std::nullopt;
+    if (v->type != GgufType::boolean) fail_format("{}: {} is not a bool ({})", what, key, gguf_type_name(v->type));
+    return v->integer != 0;
 }
 
 const std::string& GgufFile::require_string(std::string_view key) const {
-    const GgufValue* v = find(key);
-    if (!v) fail_format("the GGUF file has no metadata key '{}'", key);
-    if (v->type != GgufType::string) fail_format("metadata key '{}' is {}, not a string", key, gguf_type_name(v->type));
-    return v->text;
+    const GgufValue& v = required(*this, key);
+    if (v.type != GgufType::string) fail_format("{}: {} is not a string ({})", what, key, gguf_type_name(v.type));
+    return v.text;
+}
+
+const std::vector<std::string>& GgufFile::require_strings(std::string_view key) const {
+    const GgufValue& v = required(*this, key);
+    if (v.type != GgufType::array || v.element != GgufType::string)
+        fail_format("{}: {} is not an array of strings", what, key);
+    return v.texts;
+}
+
+const std::vector<int64_t>& GgufFile::require_integers(std::string_view key) const {
+    const GgufValue& v = required(*this, key);
+    if (v.type != GgufType::array || v.element == GgufType::string || v.element == GgufType::f32 ||
+        v.element == GgufType::f64 || v.element == GgufType::boolean)
+        fail_format("{}: {} is not an array of integers", what, key);
+    return v.integers;
 }
 
 GgufFile parse_gguf(uint64_t file_size, const GgufReadAt& read_at, std::string_view what_view, const GgufLimits& limits) {
@@ -245,6 +297,7 @@ GgufFile parse_gguf(uint64_t file_size, const GgufReadAt& read_at, std::string_v
     const std::string& what = in.what();
     Parser parse(in, limits);
     GgufFile file;
+    file.what = what;
 
     char magic[4];
     in.read(magic, 4, "the magic");
@@ -369,13 +422,12 @@ GgufFile read_gguf(const std::string& path, const GgufLimits& limits) {
 bool has_gguf_magic(const std::string& path) {
     std::error_code error;
     const std::filesystem::path p = platform::utf8_path(path);
-    if (!std::filesystem::is_regular_file(p, error) || std::filesystem::file_size(p, error) < 4 || error) return false;
-    const platform::OpenedFile opened = platform::open_for_reading(path, false);
+    if (!std::filesystem::is_regular_file(p, error)) return false;
+    const platform::DirectFile file(path, false);
+    if (file.size() < 4) return false;
     uint8_t magic[4] = {};
-    int read_error = 0;
-    const int64_t got = platform::read_at_offset(opened.file, magic, 4, 0, &read_error);
-    platform::close_native_file(opened.file);
-    return got == 4 && std::string_view(reinterpret_cast<const char*>(magic), 4) == "GGUF";
+    file.read_at(0, magic);
+    return std::string_view(reinterpret_cast<const char*>(magic), 4) == "GGUF";
 }
 
 }  // namespace waste::format

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,7 @@ struct GgufLimits {
 };
 
 struct GgufFile {
+    std::string what;  // names the file in refusals (parse_gguf's `what`)
     uint32_t version = 0;
     uint64_t alignment = 32;
     uint64_t data_offset = 0;  // where the data section starts
@@ -64,9 +66,17 @@ struct GgufFile {
 
     const GgufValue* find(std::string_view key) const;  // nullptr when absent
     const GgufTensor* tensor(std::string_view name) const;
-    // Refused naming the key when absent or of another kind.
+    // A key's value as its kind: refused (WASTE_ERR_FORMAT, naming the file,
+    // the key and what it holds) when absent (require_*) or of another kind.
+    // A number is an integer or a finite float; a flag a bool.
     uint64_t require_uint(std::string_view key) const;
+    std::optional<uint64_t> optional_uint(std::string_view key) const;
+    double require_real(std::string_view key) const;
+    std::optional<double> optional_real(std::string_view key) const;
+    std::optional<bool> optional_flag(std::string_view key) const;
     const std::string& require_string(std::string_view key) const;
+    const std::vector<std::string>& require_strings(std::string_view key) const;  // an array of strings
+    const std::vector<int64_t>& require_integers(std::string_view key) const;     // an array of integers
 };
 
 // Fills `bytes` bytes at `offset` of the file into dst, or throws.
