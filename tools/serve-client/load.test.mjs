@@ -106,22 +106,34 @@ test('concurrent greedy streams decode in batches and answer as each does alone'
     const post = async (body) => (await fetch(`${exact.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body) })).json();
     const alone = [];
     for (let i = 0; i < 4; ++i) alone.push(await post(ask(i)));
-    const before = await metrics(exact.url);
-    const together = await Promise.all([0, 1, 2, 3].map((i) => post(ask(i))));
-    const after = await metrics(exact.url);
-    const batches = after.waste_decode_batches_total - before.waste_decode_batches_total;
-    const rows = after.waste_decode_batch_rows_total - before.waste_decode_batch_rows_total;
-    assert.ok(rows > batches, `${rows} steps in ${batches} batches: the streams were never batched`);
-    for (let i = 0; i < 4; ++i) {
-      const a = alone[i].choices[0].logprobs.content;
-      const b = together[i].choices[0].logprobs.content;
-      for (let t = 0; t < Math.min(a.length, b.length); ++t) {
-        const margin = a[t].top_logprobs.length > 1 ? a[t].top_logprobs[0].logprob - a[t].top_logprobs[1].logprob : Infinity;
-        if (margin < 0.01) break;
-        assert.equal(b[t].token, a[t].token, `prompt ${i}, token ${t}`);
-        assert.ok(Math.abs(b[t].logprob - a[t].logprob) <= 2e-3, `prompt ${i}, token ${t}: ${b[t].logprob} vs ${a[t].logprob}`);
+    // Four requests sent at once overlap in the server only if each arrives
+    // before the others end, which the client cannot force: under Wine a
+    // new connection's accept has taken longer than a whole 24-token reply.
+    // So up to four rounds, until one was batched; every round's answers are
+    // checked. A round after the first sends on the four connections the
+    // one before kept alive. A server that never batches fails all four.
+    let batched = false;
+    const seen = [];
+    for (let round = 0; round < 4 && !batched; ++round) {
+      const before = await metrics(exact.url);
+      const together = await Promise.all([0, 1, 2, 3].map((i) => post(ask(i))));
+      const after = await metrics(exact.url);
+      const batches = after.waste_decode_batches_total - before.waste_decode_batches_total;
+      const rows = after.waste_decode_batch_rows_total - before.waste_decode_batch_rows_total;
+      seen.push(`${rows} steps in ${batches} batches`);
+      batched = rows > batches;
+      for (let i = 0; i < 4; ++i) {
+        const a = alone[i].choices[0].logprobs.content;
+        const b = together[i].choices[0].logprobs.content;
+        for (let t = 0; t < Math.min(a.length, b.length); ++t) {
+          const margin = a[t].top_logprobs.length > 1 ? a[t].top_logprobs[0].logprob - a[t].top_logprobs[1].logprob : Infinity;
+          if (margin < 0.01) break;
+          assert.equal(b[t].token, a[t].token, `round ${round}, prompt ${i}, token ${t}`);
+          assert.ok(Math.abs(b[t].logprob - a[t].logprob) <= 2e-3, `round ${round}, prompt ${i}, token ${t}: ${b[t].logprob} vs ${a[t].logprob}`);
+        }
       }
     }
+    assert.ok(batched, `${seen.join(', ')}: the streams were never batched`);
   } finally {
     assert.equal((await exact.stop()).code, 0);
   }
