@@ -48,7 +48,7 @@ except ImportError:
     import _paths  # noqa: F401
     from _convert_support import assert_kill_and_resume_byte_identical
     from test_moe_llamacpp import BINS, BUNDLE, LIBS, LlamaCppCase, build_llama_tools
-from waste_ref import deepseek_v3, gguf_moe, gpt_oss, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -325,6 +325,22 @@ class GgufConvertCase(LlamaCppCase):
                 self.convert(copy, b)
                 self.assertSameContainer(a, b, f"{ftype} vs its gguf-py dequantisation")
 
+    # ---- the fuzzer's seeds (fuzz/gguf_release_fuzz.cpp)
+
+    def test_fuzz_seeds_are_the_generators_and_convert(self):
+        """The committed seeds are what waste_ref.gguf_fuzz_seeds writes, and
+        each converts whole with its vocabulary: the fuzzer starts past every
+        refusal, so its mutations reach the keys, shapes and vocabulary."""
+        seeds = os.path.join(REPO_ROOT, "fuzz", "seeds", "gguf_release_fuzz")
+        fresh = self.path("fuzz-seeds")
+        gguf_fuzz_seeds.write_seeds(fresh)
+        self.assertEqual(sorted(os.listdir(seeds)), sorted(os.listdir(fresh)))
+        for name in sorted(os.listdir(seeds)):
+            with open(os.path.join(seeds, name), "rb") as a, open(os.path.join(fresh, name), "rb") as b:
+                self.assertTrue(a.read() == b.read(), f"{name}: the committed seed is not the generator's")
+            summary = self.convert(os.path.join(seeds, name), self.path(name + ".waste"))
+            self.assertTrue(summary["tokenizer"], name)
+
     # ---- the vocabulary
 
     def check_vocabulary(self, name, tokenizer_json, template_path, vocab_size, pre, bos, eos, write, texts):
@@ -452,6 +468,8 @@ class GgufConvertCase(LlamaCppCase):
             return edit
         refused("types", vocab_of(types=[1, 1, 1]), "tokenizer.ggml.token_type has 3 entries for 96 tokens")
         refused("duplicate", vocab_of(tokens=("a", "a", "ab")), "tokens 0 and 1 are both \"a\"")
+        # found by fuzz/gguf_release_fuzz.cpp: the JSON writer threw its own exception on it
+        refused("utf8", vocab_of(tokens=("a", b"\xc3(", "ab")), "token 1 is not valid UTF-8 (byte 0 of 2)")
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ class GGUFWriter:
 
     @staticmethod
     def _str(s):
-        b = s.encode("utf-8")
+        b = s if isinstance(s, bytes) else s.encode("utf-8")  # bytes as given (a test's invalid UTF-8)
         return struct.pack("<Q", len(b)) + b
 
     def write(self, path):

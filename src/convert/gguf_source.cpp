@@ -18,6 +18,7 @@
 #include "platform/direct_file.h"
 #include "platform/utf8_path.h"
 #include "text/hf_tokenizer_json.h"
+#include "text/utf8.h"
 
 namespace waste::convert {
 namespace {
@@ -416,6 +417,14 @@ constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe
 
 // ---- the vocabulary ------------------------------------------------------
 
+// A string key's text, refused naming it where it is not UTF-8 (GGUF's
+// strings are; JSON, where the vocabulary and its chat tokens go, must be).
+void require_utf8(const format::GgufFile& keys, std::string_view text, const std::string& what) {
+    const size_t bad = text::find_invalid_utf8(text);
+    if (bad != text::utf8_valid)
+        fail(WASTE_ERR_FORMAT, "{}: {} is not valid UTF-8 (byte {} of {})", keys.what, what, bad, text.size());
+}
+
 std::string token_at(const std::vector<std::string>& tokens, std::optional<uint64_t> id) {
     return id && *id < tokens.size() ? tokens[*id] : std::string();
 }
@@ -440,6 +449,9 @@ std::string gpt2_tokenizer_json(const format::GgufFile& keys, int64_t vocab) {
     if (tokens.size() > static_cast<uint64_t>(vocab))
         fail(WASTE_ERR_FORMAT, "{}: tokenizer.ggml.tokens has {} tokens, more than the {} rows of token_embd.weight",
              keys.what, tokens.size(), vocab);
+    for (size_t id = 0; id < tokens.size(); ++id) require_utf8(keys, tokens[id], fmt::format("token {}", id));
+    const std::vector<std::string>& merges = keys.require_strings("tokenizer.ggml.merges");
+    for (size_t i = 0; i < merges.size(); ++i) require_utf8(keys, merges[i], fmt::format("merge {}", i));
     std::vector<int64_t> types(tokens.size(), TokenType::normal);
     if (keys.find("tokenizer.ggml.token_type")) {
         types = keys.require_integers("tokenizer.ggml.token_type");
@@ -469,7 +481,7 @@ std::string gpt2_tokenizer_json(const format::GgufFile& keys, int64_t vocab) {
                           {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
                           {"byte_fallback", false}, {"ignore_merges", pre->ignore_merges}};
     model["vocab"] = std::move(bpe_vocab);
-    model["merges"] = keys.require_strings("tokenizer.ggml.merges");
+    model["merges"] = merges;
     ordered_json tokenizer = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}};
     tokenizer["added_tokens"] = std::move(added);
     tokenizer["normalizer"] = pre->nfc ? ordered_json{{"type", "NFC"}} : ordered_json(nullptr);
@@ -499,6 +511,7 @@ TokenizerFiles gguf_tokenizer(const format::GgufFile& keys, int64_t vocab) {
              tokenizer->vocab_size() - 1, vocab);
     if (keys.find("tokenizer.chat_template")) {
         files.chat_template = keys.require_string("tokenizer.chat_template");
+        require_utf8(keys, *files.chat_template, "tokenizer.chat_template");
         const std::vector<std::string>& tokens = keys.require_strings("tokenizer.ggml.tokens");
         const ordered_json chat_tokens = {
             {"bos_token", token_at(tokens, keys.optional_uint("tokenizer.ggml.bos_token_id"))},
