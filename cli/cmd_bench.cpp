@@ -282,6 +282,7 @@ void run_bench(const BenchArgs& args) {
     out["io_mode"] = info["io_mode"];
     out["direct_io"] = info["direct_io"];
     out["lookahead"] = args.stream.lookahead;
+    out["lookahead_layers"] = args.stream.lookahead_layers;
     // the int8 mode's experts held decoded after the runs (model/decoded_experts.h)
     const json info_after = call_json(waste_model_info_json, model.get(), "info");
     if (info_after.contains("decoded_experts")) out["decoded_experts"] = info_after["decoded_experts"];
@@ -321,8 +322,8 @@ void run_bench(const BenchArgs& args) {
                100 * demand["cache_hit_rate"].get<double>(), 100 * demand["lookahead_hit_rate"].get<double>(),
                100 * demand["miss_rate"].get<double>(), st["bytes_read_per_token"].get<double>() / 1e6,
                st["prefetch_bytes_per_token"].get<double>() / 1e6, st["io_wait_ms_per_token"].get<double>());
-    fmt::print("lookahead    {} a layer: {:.2f} reads issued/token, {:.2f} used ({:.2f} late), {:.2f} evicted unused\n",
-               args.stream.lookahead, st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(),
+    fmt::print("lookahead    {} a layer, {} layer(s) ahead: {:.2f} reads issued/token, {:.2f} used ({:.2f} late), {:.2f} evicted unused\n",
+               args.stream.lookahead, args.stream.lookahead_layers, st["prefetched_per_token"].get<double>(), st["prefetch_used_per_token"].get<double>(),
                st["prefetch_late_per_token"].get<double>(), st["prefetch_wasted_per_token"].get<double>());
     fmt::print("prefill      {:.2f} tok/s median of {} runs ({} tokens, chunks of {})\n", median(prefill_rates),
                prefill_rates.size(), args.prompt, chunk);

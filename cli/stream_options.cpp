@@ -15,6 +15,10 @@ void add_stream_options(CLI::App* command, StreamArgs& args) {
     command->add_option("--lookahead", args.lookahead, "Experts prefetched per MoE layer by router lookahead, per token (a prompt chunk: its tokens' union; 0 = off)")
         ->default_val(6)
         ->check(CLI::Range(0, 1 << 16));
+    command->add_option("--lookahead-layers", args.lookahead_layers,
+                        "MoE layers ahead a decode step's router lookahead predicts, each its --lookahead experts")
+        ->default_val(1)
+        ->check(CLI::Range(1, 4));
     command->add_flag("--mlock", args.mlock, "Wire the trunk in RAM (a warning if RLIMIT_MEMLOCK refuses)");
     command->add_flag("--learn", args.learn, "At the end, add this run's expert usage to the hotlist (--usage), which warms the cache at the next open");
     command->add_option("--usage", args.usage, "The hotlist file")->default_str("usage.waste in the container directory");
@@ -90,6 +94,8 @@ void report_open(const StreamArgs& args, waste_model* model, bool quiet) {
 void apply_session_options(const StreamArgs& args, waste_session* session) {
     waste_error error{};
     if (waste_session_set_lookahead(session, args.lookahead, &error) != WASTE_OK) fail_with(error, "--lookahead");
+    if (waste_session_set_lookahead_layers(session, args.lookahead_layers, &error) != WASTE_OK)
+        fail_with(error, "--lookahead-layers");
     if (!args.dump_route.empty() && waste_session_set_route_dump(session, args.dump_route.c_str(), &error) != WASTE_OK)
         fail_with(error, "--dump-route");
 }

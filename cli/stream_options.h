@@ -1,5 +1,6 @@
 // stream_options.h — the options shared by the commands that run a model
 // (run, eval, generate, chat, perplexity, bench, serve): --io, --lookahead,
+// --lookahead-layers,
 // --mlock, --learn/--usage/--no-hotlist, --dump-route, --lut (the
 // arithmetic) and --chunk (the prefill chunk the plan holds). Each command
 // keeps a StreamArgs, registers the options, and applies them to the open
@@ -18,6 +19,7 @@ namespace waste_cli {
 struct StreamArgs {
     std::string io = "auto";
     uint32_t lookahead = 6;
+    uint32_t lookahead_layers = 1;
     bool mlock = false;
     bool learn = false;
     bool no_hotlist = false;

@@ -91,6 +91,7 @@ struct RunOptions {
     uint64_t budget = 0;
     uint32_t io = WASTE_IO_DEFAULT;
     uint32_t lookahead = 6;
+    uint32_t lookahead_layers = 1;
     uint32_t flags = 0;
     uint32_t chunk = 64;
     std::string route_dump;
@@ -127,6 +128,7 @@ RunResult run_engine(const std::string& path, const RunOptions& run) {
     waste_string_free(text);
     EXPECT_EQ(waste_session_create(model, &session, &error), WASTE_OK) << error.message;
     EXPECT_EQ(waste_session_set_lookahead(session, run.lookahead, &error), WASTE_OK) << error.message;
+    EXPECT_EQ(waste_session_set_lookahead_layers(session, run.lookahead_layers, &error), WASTE_OK) << error.message;
     EXPECT_EQ(waste_session_set_prefill_chunk(session, run.chunk, &error), WASTE_OK) << error.message;
     if (!run.route_dump.empty())
         EXPECT_EQ(waste_session_set_route_dump(session, run.route_dump.c_str(), &error), WASTE_OK) << error.message;
@@ -178,10 +180,12 @@ void expect_identical_across_placements(const std::string& path) {
     const uint64_t demand_lookups = reference.stats.expert_hits + reference.stats.expert_misses;
     for (uint64_t budget : {floor, floor + 3 * plan["working_set_bytes"].get<uint64_t>() / 2, full})
         for (uint32_t io : backends)
-            for (uint32_t lookahead : {0u, 6u}) {
-                const RunResult got = run_engine(path, RunOptions{.budget = budget, .io = io, .lookahead = lookahead});
+            // (experts, MoE layers ahead): off, one layer, three layers
+            for (auto [lookahead, layers] : {std::pair{0u, 1u}, std::pair{6u, 1u}, std::pair{6u, 3u}}) {
+                const RunResult got =
+                    run_engine(path, RunOptions{.budget = budget, .io = io, .lookahead = lookahead, .lookahead_layers = layers});
                 EXPECT_TRUE(got.logits == reference.logits)
-                    << "budget " << budget << ", io " << io << ", lookahead " << lookahead;
+                    << "budget " << budget << ", io " << io << ", lookahead " << lookahead << " over " << layers << " layers";
                 // lookahead adds speculative reads; it never changes the demand lookups
                 EXPECT_EQ(got.stats.expert_hits + got.stats.expert_misses, demand_lookups);
                 EXPECT_LE(got.stats.prefetch_used + got.stats.prefetch_wasted, got.stats.prefetched);
@@ -230,6 +234,9 @@ TEST(Streaming, TokenByTokenPrefillAlsoIdenticalAcrossBackends) {
     const RunResult sync = run_engine(path, RunOptions{.budget = floor, .io = WASTE_IO_SYNC, .lookahead = 0, .chunk = 1});
     const RunResult async = run_engine(path, RunOptions{.budget = floor, .io = WASTE_IO_PREAD, .lookahead = 6, .chunk = 1});
     EXPECT_TRUE(sync.logits == async.logits);
+    const RunResult two_ahead =
+        run_engine(path, RunOptions{.budget = floor, .io = WASTE_IO_PREAD, .lookahead = 6, .lookahead_layers = 2, .chunk = 1});
+    EXPECT_TRUE(sync.logits == two_ahead.logits);
 }
 
 TEST(Streaming, PerTokenStatsAddUpToTheCumulative) {
@@ -672,6 +679,10 @@ TEST(Streaming, BadIoBackendAndLookaheadRefused) {
     waste_session* session = nullptr;
     ASSERT_EQ(waste_session_create(model, &session, &error), WASTE_OK);
     EXPECT_EQ(waste_session_set_lookahead(session, 33, &error), WASTE_ERR_INVALID_ARGUMENT);
+    for (uint32_t layers : {0u, 5u}) {
+        EXPECT_EQ(waste_session_set_lookahead_layers(session, layers, &error), WASTE_ERR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(error.message).find(std::to_string(layers) + " layers"), std::string::npos) << error.message;
+    }
     EXPECT_EQ(waste_session_set_route_dump(session, "/nonexistent-dir/x.jsonl", &error), WASTE_ERR_IO);
     EXPECT_NE(std::string(error.message).find("/nonexistent-dir/x.jsonl"), std::string::npos) << error.message;
     waste_session_free(session);

@@ -216,6 +216,8 @@ int serve(const ServeArgs& args) {
             sessions.emplace_back(session);
             if (i == 0) apply_session_options(args.stream, session);
             else if (waste_session_set_lookahead(session, args.stream.lookahead, &error) != WASTE_OK) fail_with(error, "--lookahead");
+            else if (waste_session_set_lookahead_layers(session, args.stream.lookahead_layers, &error) != WASTE_OK)
+                fail_with(error, "--lookahead-layers");
             ctx.engine.sessions.push_back(session);
         }
         char* info = nullptr;

@@ -377,6 +377,14 @@ WASTE_API waste_status waste_session_stats_last(const waste_session* session, wa
  * with WASTE_IO_SYNC. */
 WASTE_API waste_status waste_session_set_lookahead(waste_session* session, uint32_t experts, waste_error* error);
 
+/* How many MoE layers ahead a decode step's lookahead predicts, each its top
+ * `experts` of waste_session_set_lookahead, all from the state after one
+ * layer's attention (a farther layer is predicted less well, but its reads
+ * have more compute to hide behind; each is predicted again from its nearer
+ * states). 1 to 4; default 1. A prefill chunk predicts one layer. Never
+ * changes the output. */
+WASTE_API waste_status waste_session_set_lookahead_layers(waste_session* session, uint32_t layers, waste_error* error);
+
 /* --dump-route: from now on, each evaluated token's routing is appended to
  * the file at path (created or truncated) as one JSON line per token:
  * {"tok": position, "phase": "prefill"|"decode", "layers": [{"layer": L,

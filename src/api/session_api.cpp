@@ -184,6 +184,16 @@ waste_status waste_session_set_lookahead(waste_session* session, uint32_t expert
     });
 }
 
+waste_status waste_session_set_lookahead_layers(waste_session* session, uint32_t layers, waste_error* error) {
+    return guarded(error, [&] {
+        if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_lookahead_layers: session is required");
+        if (layers < 1 || layers > waste::runtime::max_lookahead_layers)
+            waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_lookahead_layers: {} layers is outside 1 to {}", layers,
+                        waste::runtime::max_lookahead_layers);
+        session->session->set_lookahead_layers(layers);
+    });
+}
+
 waste_status waste_session_set_route_dump(waste_session* session, const char* path, waste_error* error) {
     return guarded(error, [&] {
         if (!session) waste::fail(WASTE_ERR_INVALID_ARGUMENT, "waste_session_set_route_dump: session is required");

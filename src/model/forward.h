@@ -62,6 +62,11 @@ public:
     // Experts router lookahead prefetches per layer for each token (0 = off;
     // a prefill chunk prefetches the union of its tokens').
     virtual size_t lookahead() const { return 0; }
+    // MoE layers ahead a decode step predicts, each from the same state (a
+    // chunk predicts one).
+    virtual int lookahead_layers() const { return 1; }
+    // A layer's predicted experts, best first. Several predictions made at
+    // one layer come nearest layer first.
     virtual void prefetch(int /*layer*/, std::span<const int> /*experts*/) {}
 };
 
@@ -236,8 +241,10 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
 
 // Router lookahead: runs layer next_layer's router on the current hidden
 // states x [T][H] and prefetches each token's top ctx.experts.lookahead()
-// experts (ranked by biased score). A decode step (T = 1) records its
-// prediction in the route dump and uses row 1 of ws.normed and ws.router (free
+// experts (ranked by biased score); a decode step does the same for the
+// ctx.experts.lookahead_layers() - 1 MoE layers after it, from the same x,
+// while they are consecutive MoE layers. A decode step (T = 1) records its
+// next layer's prediction in the route dump and uses row 1 of ws.normed and ws.router (free
 // in a one-token chunk); a chunk prefetches its tokens' union, rows [0, T),
 // and only where the cache can pin two layers' experts at once.
 void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, size_t tokens);

@@ -6,9 +6,13 @@
 // softmax probability). Ungrouped: a prediction only
 // needs a ranking, and the demand step still chooses exactly. Never touches
 // what the MoE step computes; a wrong prediction costs a read, nothing else.
-// A decode token prefetches its own top `lookahead`; a prefill chunk the
-// union of its tokens' (with hundreds of tokens, nearly every expert), so
-// the next layer's reads overlap this layer's experts' products.
+// A decode token prefetches its own top `lookahead`, for the next
+// `lookahead_layers` MoE layers from the same state (the farther ones
+// predicted less well, but read while more compute runs; each is predicted
+// again from its nearer state, which re-reads nothing already in flight);
+// a prefill chunk the union of its tokens' for the next layer (with hundreds
+// of tokens, nearly every expert), so the next layer's reads overlap this
+// layer's experts' products.
 #include <algorithm>
 #include <numeric>
 
@@ -33,17 +37,20 @@ std::vector<int> best_experts(const float* scores, size_t experts, size_t n) {
 
 }  // namespace
 
-void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, size_t tokens) {
-    const size_t want = ctx.experts.lookahead();
+namespace {
+
+// One layer's prediction from x: false where `layer` is past the last or
+// not an MoE layer (nothing predicted).
+bool predict_layer(ForwardContext& ctx, int layer, const float* x, size_t tokens, size_t want, bool record) {
     const format::ModelConfig& c = ctx.config;
-    if (want == 0 || tokens == 0 || next_layer >= c.layers) return;
-    const LayerWeights& lw = ctx.weights.layers[next_layer];
-    if (!lw.moe) return;
+    if (layer >= c.layers) return false;
+    const LayerWeights& lw = ctx.weights.layers[layer];
+    if (!lw.moe) return false;
     const size_t hidden = c.hidden, experts = c.experts;
     // A chunk's prediction pins up to every expert of the next layer while
     // this layer's own are pinned: only where the cache holds both at once
     // (and a decode step's top-k besides), so no demand group ever shrinks for it.
-    if (tokens > 1 && ctx.experts.max_pinned() < 2 * experts + static_cast<size_t>(c.top_k)) return;
+    if (tokens > 1 && ctx.experts.max_pinned() < 2 * experts + static_cast<size_t>(c.top_k)) return false;
     ProfileScope scope(ctx.profile, ProfileCategory::router);
     // decode: row 1 of the chunk buffers (a decode chunk uses only row 0);
     // a chunk: its own rows, which the MoE step rewrites before it reads them
@@ -58,9 +65,9 @@ void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, siz
         selection_scores(c, lw.moe_weights.router_bias.data(), scores + t * experts);
         std::vector<int> ranked = best_experts(scores + t * experts, experts, n);
         if (tokens == 1) {  // decode: best first, and recorded in the route dump
-            if (ctx.routes) (*ctx.routes)[0][next_layer].lookahead = ranked;
-            ctx.experts.prefetch(next_layer, ranked);
-            return;
+            if (record && ctx.routes) (*ctx.routes)[0][layer].lookahead = ranked;
+            ctx.experts.prefetch(layer, ranked);
+            return true;
         }
         for (int e : ranked) predicted[static_cast<size_t>(e)] = 1;
     }
@@ -68,7 +75,20 @@ void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, siz
     std::vector<int> union_ids;
     for (size_t e = 0; e < experts; ++e)
         if (predicted[e]) union_ids.push_back(static_cast<int>(e));
-    ctx.experts.prefetch(next_layer, union_ids);
+    ctx.experts.prefetch(layer, union_ids);
+    return true;
+}
+
+}  // namespace
+
+void lookahead_prefetch(ForwardContext& ctx, int next_layer, const float* x, size_t tokens) {
+    const size_t want = ctx.experts.lookahead();
+    if (want == 0 || tokens == 0) return;
+    // a decode step: the next lookahead_layers() MoE layers, nearest first;
+    // a chunk: the next one
+    const int depth = tokens == 1 ? std::max(ctx.experts.lookahead_layers(), 1) : 1;
+    for (int d = 0; d < depth; ++d)
+        if (!predict_layer(ctx, next_layer + d, x, tokens, want, d == 0)) break;
 }
 
 }  // namespace waste::model

@@ -10,18 +10,22 @@ namespace {
 
 // Serves records from the engine's cache and counts each demand lookup for
 // the learned hotlist. A layer's records stay pinned until the layer is done.
-// A lookahead prediction (made at layer L's post-attention state) is held
+// The lookahead predictions made at layer L's post-attention state (the next
+// MoE layer's, and in decode the ones after it, nearest first) are held
 // until layer L's own demand reads are submitted, so speculative reads queue
 // behind the reads the next computation waits for, and run during L's MoE
-// and L+1's attention.
+// and the layers after it.
 class CachedExperts final : public model::ExpertProvider {
 public:
-    CachedExperts(ExpertCache& cache, std::vector<uint64_t>& usage, const format::ModelConfig& config, uint32_t lookahead)
-        : cache_(cache), usage_(usage), config_(config), experts_(config.experts), lookahead_(lookahead), top_k_(config.top_k) {}
+    CachedExperts(ExpertCache& cache, std::vector<uint64_t>& usage, const format::ModelConfig& config, uint32_t lookahead,
+                  uint32_t lookahead_layers)
+        : cache_(cache), usage_(usage), config_(config), experts_(config.experts), lookahead_(lookahead),
+          lookahead_layers_(lookahead_layers), top_k_(config.top_k) {}
     void request(int layer, std::span<const int> experts) override {
         for (int e : experts)
             if (e >= 0 && e < experts_) ++usage_[static_cast<size_t>(layer) * experts_ + e];
-        if (pending_layer_ == layer) pending_layer_ = -1;  // a prediction for this very layer is moot now
+        // a prediction for this very layer is moot now
+        std::erase_if(pending_, [&](const Prediction& p) { return p.layer == layer; });
         cache_.request(layer, experts);
         flush_prefetch(experts.size());
     }
@@ -37,22 +41,25 @@ public:
     }
     size_t max_pinned() const override { return cache_.available(); }
     size_t lookahead() const override { return cache_.io() == ExpertIo::sync ? 0 : lookahead_; }
+    int lookahead_layers() const override { return static_cast<int>(lookahead_layers_); }
     void prefetch(int layer, std::span<const int> experts) override {
-        flush_prefetch(0);  // an earlier prediction no demand request flushed
-        pending_layer_ = layer;
-        pending_.assign(experts.begin(), experts.end());
+        // predictions no demand request flushed, made at an earlier layer
+        if (!pending_.empty() && pending_.back().layer >= layer) flush_prefetch(0);
+        pending_.push_back(Prediction{layer, std::vector<int>(experts.begin(), experts.end())});
         // after a dense layer there is no demand to queue behind: issue now
-        if (!config_.is_moe_layer(layer - 1)) flush_prefetch(0);
+        if (!config_.is_moe_layer(pending_.front().layer - 1)) flush_prefetch(0);
     }
 
 private:
+    struct Prediction {
+        int layer;
+        std::vector<int> experts;  // best first
+    };
     // After this layer releases its `held` records the next layer's demand
     // needs top_k slots: the prefetch keeps that many available.
     void flush_prefetch(size_t held) {
-        if (pending_layer_ < 0) return;
         const uint64_t reserve = held >= static_cast<size_t>(top_k_) ? 0 : static_cast<uint64_t>(top_k_) - held;
-        cache_.prefetch(pending_layer_, pending_, reserve);
-        pending_layer_ = -1;
+        for (const Prediction& p : pending_) cache_.prefetch(p.layer, p.experts, reserve);
         pending_.clear();
     }
 
@@ -61,9 +68,9 @@ private:
     const format::ModelConfig& config_;
     int experts_;
     uint32_t lookahead_;
+    uint32_t lookahead_layers_;
     int top_k_;
-    int pending_layer_ = -1;
-    std::vector<int> pending_;
+    std::vector<Prediction> pending_;  // nearest layer first
     std::vector<ReadyRecord> ready_;
 };
 
@@ -174,7 +181,7 @@ void Session::eval(const int32_t* tokens, size_t count, float* hidden, double* n
         fail(WASTE_ERR_CONTEXT_FULL, "{} tokens after {} exceed the context length {}; reset the session or open with a larger --ctx",
              count, state_.position, state_.context_length);
     const format::ModelConfig& c = engine_.config();
-    CachedExperts experts(engine_.cache(), engine_.usage(), c, lookahead_);
+    CachedExperts experts(engine_.cache(), engine_.usage(), c, lookahead_, lookahead_layers_);
     std::vector<std::vector<model::RouteChoice>> routes;
     const bool want_routes = route_sink_ || route_log_;
     last_stats_ = TokenStats{};
@@ -261,11 +268,15 @@ void Session::eval_batch(std::span<Session* const> sessions, const int32_t* toke
     Session& first = *sessions.front();
     const size_t group = std::min<size_t>(engine.batch_rows(), first.workspace_.table_rows);
     uint32_t lookahead = 0;
-    for (const Session* s : sessions) lookahead = std::max(lookahead, s->lookahead_);
+    uint32_t lookahead_layers = 1;
+    for (const Session* s : sessions) {
+        lookahead = std::max(lookahead, s->lookahead_);
+        lookahead_layers = std::max(lookahead_layers, s->lookahead_layers_);
+    }
     for (size_t done = 0; done < sessions.size(); done += group) {
         const size_t n = std::min(group, sessions.size() - done);
         const std::span<Session* const> members = sessions.subspan(done, n);
-        CachedExperts experts(engine.cache(), engine.usage(), c, lookahead);
+        CachedExperts experts(engine.cache(), engine.usage(), c, lookahead, lookahead_layers);
         std::vector<std::vector<model::RouteChoice>> routes;
         bool want_routes = false;
         std::vector<model::SessionState*> states;

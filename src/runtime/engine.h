@@ -35,6 +35,9 @@ struct EngineOptions {
 // Router lookahead's default: upstream measured 81% precision in the top 6
 // (docs/anchors.md).
 constexpr uint32_t default_lookahead = 6;
+// MoE layers ahead a decode step predicts (Session::set_lookahead_layers).
+constexpr uint32_t default_lookahead_layers = 1;
+constexpr uint32_t max_lookahead_layers = 4;
 
 struct TokenStats {
     uint64_t tokens = 0;
@@ -128,6 +131,10 @@ public:
     // Router lookahead: experts prefetched per MoE layer for each token (0 = off).
     void set_lookahead(uint32_t experts) { lookahead_ = experts; }
     uint32_t lookahead() const { return lookahead_; }
+    // MoE layers ahead a decode step predicts from one state, each its top
+    // lookahead() (1 to max_lookahead_layers).
+    void set_lookahead_layers(uint32_t layers) { lookahead_layers_ = layers; }
+    uint32_t lookahead_layers() const { return lookahead_layers_; }
     // When set, each token's routing is appended (one entry per layer).
     // Profiling: where the time of each evaluated chunk goes.
     void set_profiling(bool on) { profiling_ = on; }
@@ -165,6 +172,7 @@ private:
     model::Workspace workspace_;
     TokenStats stats_, last_stats_;
     uint32_t lookahead_ = default_lookahead;
+    uint32_t lookahead_layers_ = default_lookahead_layers;
     size_t chunk_tokens_ = 1;  // the engine's prefill chunk once constructed
     bool profiling_ = false;
     model::Profile profile_;
