@@ -8,19 +8,7 @@ import os
 import sys
 
 from . import deepseek_v3, gguf_moe, gpt_oss, qwen3_moe
-
-def _byte_chars():
-    """GPT-2's byte-level alphabet: a printable character for each byte."""
-    kept = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    chars, extra = {}, 0
-    for b in range(256):
-        if b in kept:
-            chars[b] = chr(b)
-        else:
-            chars[b] = chr(256 + extra)
-            extra += 1
-    return [chars[b] for b in range(256)]
-
+from .byte_level import byte_to_unicode
 
 VOCAB_SIZE = 264
 
@@ -28,7 +16,8 @@ VOCAB_SIZE = 264
 def _vocab(pre):
     """Every byte, three merges, one control and one user-defined added
     token, three padding ids (264 in all)."""
-    pieces = _byte_chars() + ["ab", "he", "ll"]
+    table = byte_to_unicode()
+    pieces = [table[b] for b in range(256)] + ["ab", "he", "ll"]
     tokenizer = {"model": {"vocab": {p: i for i, p in enumerate(pieces)}, "merges": ["a b", "h e", "l l"]},
                  "added_tokens": [{"id": 259, "content": "<|end|>", "special": True},
                                   {"id": 260, "content": "<tool>", "special": False}]}

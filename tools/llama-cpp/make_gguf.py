@@ -31,25 +31,16 @@ alignment 32).
 import argparse
 import array
 import random
+import os
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from waste_ref.byte_level import byte_to_unicode  # noqa: E402
 
 GGUF_UINT32, GGUF_INT32, GGUF_FLOAT32, GGUF_BOOL, GGUF_STRING, GGUF_ARRAY = 4, 5, 6, 7, 8, 9
 GGML_TYPE_F32 = 0
 ALIGNMENT = 32
-
-
-def byte_to_unicode():
-    """GPT-2's reversible map of bytes to printable characters."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    table, extra = {}, 0
-    for b in range(256):
-        if b in keep:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
 
 
 def read_vocab(path):
