@@ -210,14 +210,13 @@ int serve(const ServeArgs& args) {
         if (waste_model_tokenizer(model.get(), nullptr, &t, &error) != WASTE_OK)
             fail_with(error, "the server needs the container's tokenizer");
         tokenizer.reset(t);
+        StreamArgs others = args.stream;  // one route dump: the first session's
+        others.dump_route.clear();
         for (uint32_t i = 0; i < args.parallel; ++i) {
             waste_session* session = nullptr;
             if (waste_session_create(model.get(), &session, &error) != WASTE_OK) fail_with(error, "cannot start a session");
             sessions.emplace_back(session);
-            if (i == 0) apply_session_options(args.stream, session);
-            else if (waste_session_set_lookahead(session, args.stream.lookahead, &error) != WASTE_OK) fail_with(error, "--lookahead");
-            else if (waste_session_set_lookahead_layers(session, args.stream.lookahead_layers, &error) != WASTE_OK)
-                fail_with(error, "--lookahead-layers");
+            apply_session_options(i == 0 ? args.stream : others, session);
             ctx.engine.sessions.push_back(session);
         }
         char* info = nullptr;
