@@ -128,7 +128,8 @@ int32_t vocab_of(waste_model* model) {
 bool steps(size_t session, size_t step) { return session < 2 || (session + step) % 3 != 0; }
 
 constexpr size_t kSteps = 6;
-const std::vector<std::string> kPresets = {"tiny", "tiny-k3", "tiny-deepseek", "tiny-qwen3", "tiny-glm", "tiny-gpt-oss"};
+const std::vector<std::string> kPresets = {"tiny",     "tiny-k3",      "tiny-deepseek", "tiny-qwen3",
+                                           "tiny-glm", "tiny-gpt-oss", "tiny-minimax"};
 
 // Every step's logits per session ([step][session], empty where it sat
 // out) and each session's sequence: its prompt (3 + 4 i tokens) and the

@@ -14,12 +14,14 @@
 
 #include <cmath>
 #include <numbers>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "format/families.h"
 #include "format/model_config.h"
 #include "kernels/elementwise.h"
 #include "model/rope.h"
@@ -497,6 +499,67 @@ TEST(FamilyConfig, SpecialIdsAreAnIdAListOrNone) {
     ModelConfig bare = format::parse_model_config(qwen3());
     format::add_eos_ids(&bare, {42, 43});
     EXPECT_EQ(bare.eos, 42);
+}
+
+// The family table (format/families.h) is the one list of model_types: each
+// name is there once, and the config reader and the converter's refusal
+// both read it.
+TEST(FamilyConfig, EveryModelTypeOfTheTableNamesItsFamilyOnce) {
+    std::set<std::string> names;
+    for (const format::FamilyTraits& f : format::families()) {
+        EXPECT_EQ(&format::traits_of(f.family), &f);
+        for (const format::ModelType& t : f.model_types) {
+            EXPECT_TRUE(names.insert(std::string(t.name)).second) << t.name;
+            EXPECT_EQ(format::family_of_model_type(t.name), &f) << t.name;
+            EXPECT_NE(format::known_model_types().find(t.name), std::string::npos) << t.name;
+        }
+    }
+    EXPECT_EQ(names.size(), 8u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2
+    EXPECT_EQ(format::family_of_model_type("qwen2_moe"), nullptr);
+    EXPECT_EQ(format::family_of_model_type(""), nullptr);  // the reader's own rule reads "" as Kimi-Linear
+}
+
+// MiniMax-M2's config.json keys at a tiny size (families-2026.md §3.2).
+json minimax(json overrides = json::object()) {
+    json c = {{"model_type", "minimax_m2"}, {"hidden_size", 64}, {"num_hidden_layers", 3},
+              {"intermediate_size", 32}, {"num_local_experts", 8}, {"num_experts_per_tok", 2},
+              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16}, {"rotary_dim", 8},
+              {"use_qk_norm", true}, {"scoring_func", "sigmoid"}, {"use_routing_bias", true},
+              {"rope_theta", 5e6}, {"rms_norm_eps", 1e-6}, {"vocab_size", 100}};
+    c.merge_patch(overrides);
+    return c;
+}
+
+TEST(FamilyConfig, MiniMaxM2ReadsItsKeysAndRefusesWhatItIsNot) {
+    const ModelConfig c = format::parse_model_config(minimax());
+    EXPECT_EQ(c.family, Family::minimax_m2);
+    EXPECT_EQ(c.moe_layer_count(), 3);               // every layer MoE
+    EXPECT_EQ(c.moe_intermediate, 32);               // intermediate_size is the expert width
+    EXPECT_EQ(c.router, RouterKind::sigmoid_grouped);
+    EXPECT_TRUE(c.renormalize);
+    EXPECT_EQ(c.routed_scaling, 1.0);
+    EXPECT_EQ(c.shared_experts, 0);
+    EXPECT_EQ((std::pair{c.heads, c.kv_heads}), (std::pair{4, 2}));
+    EXPECT_EQ((std::pair{c.head_dim, c.rope_dim}), (std::pair{16, 8}));
+    EXPECT_TRUE(c.qk_norm && c.qk_norm_whole);
+    EXPECT_FALSE(c.rope_interleave);                 // NEOX pairs
+    EXPECT_STREQ(format::moe_block_prefix(c.family), "block_sparse_moe.");
+    // groups count only with use_grouped_topk, which the releases leave off
+    EXPECT_EQ(format::parse_model_config(minimax({{"num_expert_group", 4}, {"topk_group", 2}})).expert_groups, 1);
+    EXPECT_FALSE(format::parse_model_config(minimax({{"use_qk_norm", false}})).qk_norm);
+    for (const auto& [patch, key] : std::vector<std::pair<json, std::string>>{
+             {{{"use_grouped_topk", true}}, "use_grouped_topk"},
+             {{{"attention_bias", true}}, "attention_bias"},
+             {{{"attn_window_size", 128}}, "attn_window_size"},
+             {{{"rotary_dim", 7}}, "rotary_dim"},
+             {{{"rotary_dim", 32}}, "rotary_dim"},
+             {{{"scoring_func", "softmax"}}, "scoring_func"},
+             {{{"n_shared_experts", 1}}, "shared experts"}}) {
+        SCOPED_TRACE(patch.dump());
+        const auto [status, message] = refusal(minimax(patch));
+        EXPECT_NE(status, WASTE_OK);
+        EXPECT_NE(message.find(key), std::string::npos) << message;
+    }
 }
 
 TEST(FamilyConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {

@@ -61,9 +61,10 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
     const uint64_t first_dense = get(c, "first_k_dense_replace"), I = get(c, "intermediate_size");
     // Kimi's key names, or DeepSeek's
     const std::string type = c.value("model_type", "");
-    const bool qwen3 = type == "qwen3_moe", glm = type == "glm4_moe", oss = type == "gpt_oss";  // GQA families
-    // gpt-oss: intermediate_size is the expert width, every layer MoE
-    const uint64_t Im = oss ? I : get(c, "moe_intermediate_size");
+    const bool qwen3 = type == "qwen3_moe", glm = type == "glm4_moe", oss = type == "gpt_oss",
+               m2 = type == "minimax_m2";  // GQA families
+    // gpt-oss, MiniMax-M2: intermediate_size is the expert width, every layer MoE
+    const uint64_t Im = oss || m2 ? I : get(c, "moe_intermediate_size");
     const uint64_t E = get(c, "num_experts", get(c, "n_routed_experts", get(c, "num_local_experts")));
     const uint64_t k = get(c, "num_experts_per_token", get(c, "num_experts_per_tok"));
     const uint64_t shared = get(c, "num_shared_experts", get(c, "n_shared_experts")), lat = get(c, "routed_expert_hidden_size");
@@ -86,9 +87,10 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
             const uint64_t a_log = k3_like ? std::max(kh, D) : kh;
             trunk += 3 * C * H + kh * H + D * H + C * D + (full_gate ? C * H : D * H + C * D) + H * C + 3 * C * K + a_log +
                      C + D;
-        } else if (qwen3 || glm || oss) {
+        } else if (qwen3 || glm || oss || m2) {
             trunk += 2 * nh * hd * H + 2 * kvh * hd * H;                    // q, o; k, v
             if (qwen3) trunk += 2 * hd;                                       // q/k norms
+            if (m2) trunk += nh * hd + kvh * hd;                              // q/k norms over the projections
             if (glm || oss) trunk += nh * hd + 2 * kvh * hd;                  // q/k/v biases
             if (oss) trunk += H + nh;                                         // o bias, sinks
         } else {
@@ -125,7 +127,7 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 18u);
+    ASSERT_EQ(synth::presets().size(), 21u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
@@ -155,6 +157,14 @@ TEST(Synth, EveryPresetConfigParses) {
             EXPECT_EQ(c.router, format::RouterKind::softmax_topk);
             EXPECT_LT(c.kv_heads, c.heads);
             continue;  // no leading dense layer
+        } else if (c.family == format::Family::minimax_m2) {  // GQA, whole-projection q/k norms, every layer MoE
+            EXPECT_EQ(c.gqa_layer_count(), c.layers);
+            EXPECT_EQ(c.moe_layer_count(), c.layers);
+            EXPECT_TRUE(c.qk_norm_whole);
+            EXPECT_EQ(c.rope_dim, c.head_dim / 2);
+            EXPECT_EQ(c.router, format::RouterKind::sigmoid_grouped);
+            EXPECT_EQ(c.shared_experts, 0);
+            continue;
         } else {
             EXPECT_GT(c.kda_layer_count(), 0);
             EXPECT_GT(c.mla_layer_count(), 0);
@@ -434,9 +444,9 @@ TEST(Synth, PresetsListThroughTheCApi) {
     std::vector<std::string> names;
     for (const json& preset : list) names.push_back(preset["name"]);
     EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3", "tiny-glm",
-                                               "mid-glm", "tiny-gpt-oss", "mid-gpt-oss", "qwen3-30b-a3b",
-                                               "gpt-oss-20b", "gpt-oss-120b", "glm-4.5-air", "deepseek-v3",
-                                               "kimi-linear-48b", "k3"}));
+                                               "mid-glm", "tiny-gpt-oss", "mid-gpt-oss", "tiny-minimax",
+                                               "mid-minimax", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b",
+                                               "glm-4.5-air", "deepseek-v3", "minimax-m2", "kimi-linear-48b", "k3"}));
     for (const json& preset : list) EXPECT_GT(preset["container_bytes"].get<uint64_t>(), 0u) << preset["name"];
 }
 
@@ -459,6 +469,8 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         {"mid-glm", {{"num_hidden_layers", 3}}, false, "", "glm4-moe"},
         {"tiny-gpt-oss", json::object(), false, "", "gpt-oss"},
         {"mid-gpt-oss", {{"num_hidden_layers", 3}}, false, "", "gpt-oss"},
+        {"tiny-minimax", json::object(), false, "", "minimax-m2"},
+        {"mid-minimax", {{"num_hidden_layers", 3}}, false, "", "minimax-m2"},
         {"tiny", json::object(), false, ""},
         {"tiny-k3", json::object(), true, "language_model."},
         {"tiny-k3", {{"tensor_prefix", ""}, {"expert_quant", "VQ4P"}}, true, ""},

@@ -53,6 +53,13 @@ per-expert biases; experts from MXFP4 blocks, fused and gate/up
 interleaved. The same tolerances against waste_ref/gpt_oss.py, plus sinks
 that dominate the softmax and activations that really clamp.
 
+MiniMax-M2 (MiniMaxM2Family below): GQA whose q/k RMSNorms span the whole
+projections (q_proj's head slices scaled differently, so a per-head norm
+would differ), NEOX RoPE on half of each head, every layer MoE under
+block_sparse_moe with experts w1/w3/w2, the sigmoid router with its
+correction bias beside gate; the same tolerances against
+waste_ref/minimax_m2.py, and each of those three parts shown to matter.
+
 Converter: FP8 e4m3 128x128-block checkpoints convert to the same model (the
 dequantised comparison above, and `verify --source`); V3's multi-token-
 prediction layer (model.layers.<L>.*) is skipped and reported; a kill -9
@@ -75,7 +82,7 @@ try:
 except ImportError:
     from _convert_support import assert_kill_and_resume_byte_identical
     from _paths import REPO_ROOT
-from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, minimax_m2, qwen3_moe
 from waste_ref.moe_ops import topk_lowest_index
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -280,6 +287,33 @@ class FamilyCase(unittest.TestCase):
         for other in runs[1:]:
             self.assertEqual(other, runs[0])
 
+    def check_info(self, name, model_type, arch, **expected):
+        """convert's summary names the model_type, info the architecture and
+        each `expected` key's value (a tuple of keys: "gqa_layers__heads" ->
+        info's gqa_layers and heads)."""
+        _, out, summary, _, _, _ = self.model(name)
+        self.assertEqual(summary["arch"], model_type)
+        info = json.loads(run([CLI, "info", out, "--json"]))
+        self.assertEqual(info["arch"], arch)
+        for keys, want in expected.items():
+            got = tuple(info[k] for k in keys.split("__"))
+            self.assertEqual(got if len(got) > 1 else got[0], want, keys)
+
+    def check_refused_config_keys(self, cfg, patches):
+        """A checkpoint whose config.json sets one of `patches`' (key, value)
+        pairs is refused by `waste convert`, naming the key."""
+        for key, value in patches:
+            src = os.path.join(self.tmp.name, f"refused-{key}")
+            hf_families.write_checkpoint(src, self.family, cfg, seed=3)
+            with open(os.path.join(src, "config.json")) as f:
+                config = json.load(f)
+            config[key] = value
+            with open(os.path.join(src, "config.json"), "w") as f:
+                json.dump(config, f)
+            done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
+            self.assertNotEqual(done.returncode, 0, key)
+            self.assertIn(key, done.stderr)
+
     def check_quantisation_is_the_only_difference(self, name):
         """The engine's distance to the unquantised checkpoint is the
         reference's own distance between dequantised and unquantised weights."""
@@ -456,26 +490,11 @@ class Qwen3Family(FamilyCase):
         self.check_release_special_ids("q3")
 
     def test_info_and_convert_summary(self):
-        _, out, summary, cfg, _, _ = self.model("q3")
-        self.assertEqual(summary["arch"], "qwen3_moe")
-        info = json.loads(run([CLI, "info", out, "--json"]))
-        self.assertEqual(info["arch"], "qwen3-moe")
-        self.assertEqual((info["gqa_layers"], info["heads"], info["kv_heads"], info["head_dim"]), (2, 4, 1, 16))
-        self.assertEqual(info["router"], "softmax_topk")
-        self.assertEqual((info["kda_layers"], info["mla_layers"]), (0, 0))
+        self.check_info("q3", "qwen3_moe", "qwen3-moe", gqa_layers__heads__kv_heads__head_dim=(2, 4, 1, 16),
+                        router="softmax_topk", kda_layers__mla_layers=(0, 0))
 
     def test_unsupported_options_are_refused_by_name(self):
-        for key, value in (("attention_bias", True), ("use_sliding_window", True)):
-            src = os.path.join(self.tmp.name, f"refused-{key}")
-            hf_families.write_checkpoint(src, "qwen3_moe", qwen3_config(), seed=3)
-            with open(os.path.join(src, "config.json")) as f:
-                config = json.load(f)
-            config[key] = value
-            with open(os.path.join(src, "config.json"), "w") as f:
-                json.dump(config, f)
-            done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
-            self.assertNotEqual(done.returncode, 0)
-            self.assertIn(key, done.stderr)
+        self.check_refused_config_keys(qwen3_config(), (("attention_bias", True), ("use_sliding_window", True)))
 
     def test_a_missing_q_norm_is_named(self):
         def drop(sd, cfg):
@@ -572,14 +591,8 @@ class Glm4Family(FamilyCase):
         self.check_release_special_ids("glm")
 
     def test_info_and_convert_summary(self):
-        _, out, summary, cfg, _, _ = self.model("glm")
-        self.assertEqual(summary["arch"], "glm4_moe")
-        info = json.loads(run([CLI, "info", out, "--json"]))
-        self.assertEqual(info["arch"], "glm4-moe")
-        self.assertEqual((info["gqa_layers"], info["heads"], info["kv_heads"], info["head_dim"], info["rope_dim"]),
-                         (3, 4, 2, 16, 8))
-        self.assertEqual(info["router"], "sigmoid_grouped")
-        self.assertEqual((info["dense_layers"], info["moe_layers"], info["shared_experts"]), (1, 2, 1))
+        self.check_info("glm", "glm4_moe", "glm4-moe", gqa_layers__heads__kv_heads__head_dim__rope_dim=(3, 4, 2, 16, 8),
+                        router="sigmoid_grouped", dense_layers__moe_layers__shared_experts=(1, 2, 1))
 
     def test_a_missing_bias_is_named(self):
         def drop(sd, cfg):
@@ -706,13 +719,8 @@ class GptOssFamily(FamilyCase):
         self.check_release_special_ids("oss")
 
     def test_info_and_convert_summary(self):
-        _, out, summary, cfg, _, _ = self.model("oss")
-        self.assertEqual(summary["arch"], "gpt_oss")
-        info = json.loads(run([CLI, "info", out, "--json"]))
-        self.assertEqual(info["arch"], "gpt-oss")
-        self.assertEqual(info["router"], "topk_softmax")
-        self.assertEqual((info["gqa_layers"], info["sliding_layers"], info["sliding_window"]), (2, 1, 8))
-        self.assertEqual((info["dense_layers"], info["moe_layers"]), (0, 2))
+        self.check_info("oss", "gpt_oss", "gpt-oss", router="topk_softmax",
+                        gqa_layers__sliding_layers__sliding_window=(2, 1, 8), dense_layers__moe_layers=(0, 2))
 
     def test_reference_mxfp4_decoder_by_hand(self):
         # convert_moe_packed_tensors on every code and a few scales: low nibble first, times 2^(scale-127)
@@ -726,6 +734,87 @@ class GptOssFamily(FamilyCase):
                 code = byte & 15 if j % 2 == 0 else byte >> 4
                 want = gpt_oss.FP4_VALUES[code] * 2.0 ** (int(scales[r, j // 32]) - 127)
                 self.assertEqual(float(got[r, j]), want, (r, j))
+
+
+
+MINIMAX_MODELS = {
+    # name -> config: MiniMax-M2's structure (whole-projection q/k norms, half
+    # of each head rotated, the sigmoid router with its correction bias);
+    # without the bias and with a full rotation over GQA 4:1
+    "m2": minimax_m2.tiny_config(),
+    "m2-plain": minimax_m2.tiny_config(use_routing_bias=False, rotary_dim=16, num_key_value_heads=1),
+}
+
+
+class MiniMaxM2Family(FamilyCase):
+    """MiniMax-M2 (families-2026.md §3) against waste_ref/minimax_m2.py."""
+    family = "minimax_m2"
+    models = MINIMAX_MODELS
+    seed = 17
+
+    def reference(self, sd, cfg, ids):
+        return minimax_m2.forward(sd, cfg, ids).double()
+
+    def test_synth_preset(self):
+        check_synth_preset(self, "tiny-minimax", minimax_m2.forward)
+
+    def test_logits_and_greedy(self):
+        self.check_logits_and_greedy("m2")
+        self.check_logits_and_greedy("m2-plain", lengths=(20,))
+
+    def test_the_parts_really_matter(self):
+        # the whole-projection norm (not per head), the partial rotation and
+        # the correction bias each change the logits well beyond the
+        # tolerance on these weights: a reader that got one wrong would fail
+        _, out, _, cfg, _, dq = self.model("m2")
+        ids = prompt(20, cfg["vocab_size"], 20)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        wrongs = (minimax_m2.forward(dq, cfg, ids, qk_norm_per_head=True),
+                  minimax_m2.forward(dq, dict(cfg, rotary_dim=16), ids),
+                  minimax_m2.forward(dq, dict(cfg, use_routing_bias=False), ids))
+        for what, wrong in zip(("per-head norm", "full rotation", "no correction bias"), wrongs):
+            self.assertGreater(relative(got, wrong[-1].double().numpy()), 1e-3, what)
+
+    def test_decode_step_by_step(self):
+        self.check_decode_steps("m2")
+
+    def test_token_by_token_prefill(self):
+        self.check_chunking("m2")
+
+    def test_lookahead_and_read_path_never_change_a_bit(self):
+        self.check_placement_never_changes_a_bit("m2")
+
+    def test_quantisation_is_the_only_difference(self):
+        self.check_quantisation_is_the_only_difference("m2")
+
+    def test_fp8_checkpoint(self):
+        self.check_logits_and_greedy("m2", lengths=(20,), fmt="fp8")
+
+    def test_release_special_ids(self):
+        self.check_release_special_ids("m2")
+
+    def test_info_and_convert_summary(self):
+        self.check_info("m2", "minimax_m2", "minimax-m2", gqa_layers__heads__kv_heads__head_dim__rope_dim=(3, 4, 2, 16, 8),
+                        router="sigmoid_grouped", dense_layers__moe_layers__shared_experts=(0, 3, 0))
+
+    def test_unsupported_options_are_refused_by_name(self):
+        self.check_refused_config_keys(minimax_m2.tiny_config(), (("attention_bias", True), ("use_grouped_topk", True),
+                                                                  ("attn_window_size", 128)))
+
+    def test_a_per_head_sized_q_norm_is_named(self):
+        # Qwen3's per-head q_norm shape where MiniMax-M2 needs the whole projection's
+        def per_head(sd, cfg):
+            sd["model.layers.1.self_attn.q_norm.weight"] = sd["model.layers.1.self_attn.q_norm.weight"][:cfg["head_dim"]]
+        src = os.path.join(self.tmp.name, "per-head-q-norm")
+        hf_families.write_checkpoint(src, "minimax_m2", minimax_m2.tiny_config(), seed=3, tweak=per_head)
+        done = subprocess.run([CLI, "convert", src, src + ".waste", *FAST], capture_output=True, text=True)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("model.layers.1.self_attn.q_norm.weight", done.stderr)
+        self.assertIn("[16]", done.stderr)
+
+    def test_kill_and_resume_is_byte_identical(self):
+        src, ref = self.model("m2")[:2]
+        assert_kill_and_resume_byte_identical(self, CLI, src, ref, os.path.join(self.tmp.name, "killed.waste"), FAST)
 
 
 if __name__ == "__main__":

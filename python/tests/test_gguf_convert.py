@@ -48,7 +48,7 @@ except ImportError:
     import _paths  # noqa: F401
     from _convert_support import assert_kill_and_resume_byte_identical
     from test_moe_llamacpp import BINS, BUNDLE, LIBS, LlamaCppCase, build_llama_tools
-from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, qwen3_moe
+from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, minimax_m2, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -240,6 +240,18 @@ class GgufConvertCase(LlamaCppCase):
         gguf_moe.write_gpt_oss(bf16(sd), cfg, gguf_path)
         out = self.path("gpt-oss-from-gguf.waste")
         self.check_same_as_checkpoint("gpt-oss", "gpt_oss", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+
+    def test_minimax_m2_gguf_converts_as_its_checkpoint(self):
+        # whole-projection q/k norms, half of each head rotated, the sigmoid
+        # router's exp_probs_b under the release's e_score_correction_bias,
+        # experts named w1/w3/w2 in the checkpoint and stacked in the GGUF
+        cfg = minimax_m2.tiny_config()
+        ckpt = self.path("minimax-m2-ckpt")
+        _, sd = hf_families.write_checkpoint(ckpt, "minimax_m2", cfg, seed=17)
+        gguf_path = self.path("minimax-m2.gguf")
+        gguf_moe.write_minimax_m2(bf16(sd), cfg, gguf_path)
+        out = self.path("minimax-m2-from-gguf.waste")
+        self.check_same_as_checkpoint("minimax-m2", "minimax_m2", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
 
     # ---- split sets
 

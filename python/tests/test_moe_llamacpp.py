@@ -1,4 +1,5 @@
-"""The Qwen3-MoE and DeepSeek-V3 PyTorch references against llama.cpp (issue 16).
+"""The Qwen3-MoE, DeepSeek-V3 and MiniMax-M2 PyTorch references, and the engine
+on every family it runs, against llama.cpp (issues 16, 38).
 
 Each case makes tiny seeded weights under Hugging Face names, runs the
 reference (waste_ref/qwen3_moe.py, waste_ref/deepseek_v3.py), writes the same
@@ -61,7 +62,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, minimax_m2, qwen3_moe
 
 LLAMA_DIR = os.path.join(_paths.REPO_ROOT, "tools", "llama-cpp")
 BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
@@ -147,6 +148,24 @@ class LlamaCppCase(unittest.TestCase):
             self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
         return ref
 
+    def assertMinimaxMargins(self, sd, cfg, ids):
+        """MiniMax-M2's selections (top-k of sigmoid + bias) win by MIN_MARGIN:
+        the reference's router inputs, layer by layer, recomputed here."""
+        saved, seen = minimax_m2.route, []
+
+        def route(c, logits, bias):
+            s = torch.sigmoid(logits)
+            seen.append(s + bias if bias is not None else s)
+            return saved(c, logits, bias)
+
+        minimax_m2.route = route
+        try:
+            minimax_m2.forward(sd, cfg, ids)
+        finally:
+            minimax_m2.route = saved
+        for scores in seen:
+            self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+
     def assertAgrees(self, got, ref, label):
         diff = (got - ref).abs().max().item()
         scale = ref.abs().max().item()
@@ -209,6 +228,24 @@ class Qwen3MoeVsLlamaCpp(LlamaCppCase):
         self.assertDiffers(got[1:], wrong[1:], "qwen3moe, interleaved RoPE after position 0")
 
 
+class MinimaxM2VsLlamaCpp(LlamaCppCase):
+    """The MiniMax-M2 reference (waste_ref/minimax_m2.py, from HF's modeling
+    code) against llama.cpp's minimax-m2 on the same F32 weights, and the
+    per-head q/k norm a reader might carry over from Qwen3 caught by both."""
+
+    def test_whole_projection_norms_partial_rope_biased_router(self):
+        cfg = minimax_m2.tiny_config()
+        sd = minimax_m2.random_checkpoint(cfg, 2)
+        ids = prompt(cfg["vocab_size"])
+        self.assertMinimaxMargins(sd, cfg, ids)
+        ref = minimax_m2.forward(sd, cfg, ids)
+        path = os.path.join(self.work, "minimax-m2.gguf")
+        gguf_moe.write_minimax_m2(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        self.assertAgrees(got, ref, "minimax-m2")
+        self.assertDiffers(got, minimax_m2.forward(sd, cfg, ids, qk_norm_per_head=True), "minimax-m2, per-head q/k norm")
+
+
 class EngineVsLlamaCpp(LlamaCppCase):
     """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2,
     Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises),
@@ -246,6 +283,10 @@ class EngineVsLlamaCpp(LlamaCppCase):
                     self.assertGreater(margins_topk(group_scores, cfg["topk_group"]), MIN_MARGIN, "a near-tied group")
                 self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
             gguf_moe.write_glm4_moe(sd, cfg, path)
+        elif family == "minimax_m2":
+            dq = {k: v.double() for k, v in sd.items()}
+            self.assertMinimaxMargins(dq, cfg, ids)
+            gguf_moe.write_minimax_m2(sd, cfg, path)
         elif family == "gpt_oss":
             trace = []  # top-k of the raw logits: the margin between the k-th and the (k+1)-th
             gpt_oss.forward({k: v.double() for k, v in sd.items()}, cfg, ids, router_trace=trace)
@@ -288,6 +329,10 @@ class EngineVsLlamaCpp(LlamaCppCase):
                                    routed_scaling_factor=2.5)
         self.engine_case("glm4_moe", cfg, "engine vs llama.cpp, glm4_moe (qk norm, groups)", name="glm4_moe-qk-groups")
 
+
+    def test_minimax_m2(self):
+        # whole-projection q/k norms, half of each head rotated (NEOX), sigmoid router with its correction bias
+        self.engine_case("minimax_m2", minimax_m2.tiny_config(), "engine vs llama.cpp, minimax_m2", seed=17)
 
     def test_gpt_oss(self):
         # sinks, sliding window 8 on layer 0 (the 20 ids exceed it), q/k/v/o biases, router bias,

@@ -310,8 +310,9 @@ class Container:
     def expert_shapes(self):
         cfg = self.config
         lat = int(cfg.get("routed_expert_hidden_size") or cfg["hidden_size"])
-        # gpt-oss's intermediate_size is its expert width (it has no dense FFN)
-        inter = int(cfg["intermediate_size"] if cfg.get("model_type") == "gpt_oss" else cfg["moe_intermediate_size"])
+        # gpt-oss's and MiniMax-M2's intermediate_size is their expert width (they have no dense FFN)
+        every_layer_moe = cfg.get("model_type") in ("gpt_oss", "minimax_m2")
+        inter = int(cfg["intermediate_size"] if every_layer_moe else cfg["moe_intermediate_size"])
         return lat, inter
 
     def expert(self, layer, e):

@@ -459,9 +459,52 @@ def gpt_oss_writer(sd, cfg, f16=False, vocab=None):
     return w
 
 
+def write_minimax_m2(sd, cfg, path, f16=False, vocab=None):
+    """Arch `minimax-m2` (src/models/minimax-m2.cpp; families-2026.md §3.4):
+    GQA without biases, attn_q_norm / attn_k_norm over the whole projection
+    ({heads*head_dim}, {kv_heads*head_dim}), NEOX RoPE on the first
+    rope.dimension_count dims, every layer MoE with the sigmoid router
+    (expert_gating_func 2: without it llama.cpp's gating type stays 0 and
+    build_moe_ffn aborts) and exp_probs_b; the expert width under both
+    feed_forward_length (which the loader sizes the experts by) and
+    expert_feed_forward_length. Experts under w1/w3/w2 (the release's) or
+    gate/up/down_proj (a container's)."""
+    from .minimax_m2 import expert
+    L, D, E = cfg["num_hidden_layers"], cfg["head_dim"], cfg["num_local_experts"]
+    w = GGUFWriter("minimax-m2")
+    if f16:
+        _matrices_as_f16(w)
+    _common(w, cfg, cfg["intermediate_size"], vocab=vocab)
+    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
+    w.u32("{arch}.attention.key_length", D)
+    w.u32("{arch}.attention.value_length", D)
+    w.u32("{arch}.rope.dimension_count", cfg["rotary_dim"])
+    w.u32("{arch}.expert_count", E)
+    w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
+    w.u32("{arch}.expert_feed_forward_length", cfg["intermediate_size"])
+    w.u32("{arch}.expert_gating_func", 2)  # sigmoid
+    w.tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.tensor("output_norm.weight", sd["model.norm.weight"])
+    w.tensor("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        hf, blk = "model.layers.%d." % i, "blk.%d." % i
+        a, m = hf + "self_attn.", hf + "block_sparse_moe."
+        w.tensor(blk + "attn_norm.weight", sd[hf + "input_layernorm.weight"])
+        for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output"),
+                         ("q_norm", "attn_q_norm"), ("k_norm", "attn_k_norm")):
+            w.tensor(blk + dst + ".weight", sd[a + src + ".weight"])
+        w.tensor(blk + "ffn_norm.weight", sd[hf + "post_attention_layernorm.weight"])
+        w.tensor(blk + "ffn_gate_inp.weight", sd[m + "gate.weight"])
+        w.tensor(blk + "exp_probs_b.bias", sd[m + "e_score_correction_bias"])
+        stacks = [expert(sd, m + "experts.%d." % e) for e in range(E)]
+        for k, name in enumerate(("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")):
+            w.tensor(blk + name + ".weight", torch.stack([s[k] for s in stacks]))
+    w.write(path)
+
+
 # model_type -> the writer of that family's GGUF
 WRITERS = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe,
-           "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss}
+           "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss, "minimax_m2": write_minimax_m2}
 
 
 def main(argv=None):

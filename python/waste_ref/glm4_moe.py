@@ -31,7 +31,7 @@ import math
 import torch
 
 from . import deepseek_v3
-from .moe_ops import causal_attention, rms_norm, swiglu
+from .moe_ops import causal_attention, partial_rope_neox, rms_norm, swiglu
 
 
 def is_moe_layer(cfg, i):
@@ -45,17 +45,8 @@ def rotary_dim(cfg):
 
 
 def apply_partial_rope(x, positions, cfg):
-    """x [T, heads, head_dim]: rotate_half RoPE on x[..., :rot] (pair i with
-    i + rot/2, inv_freq[i] = theta^(-2i/rot)), x[..., rot:] unchanged."""
-    rot = rotary_dim(cfg)
-    inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
-    ang = positions.to(torch.float64)[:, None] * inv_freq[None, :]
-    cos = torch.cat([ang.cos(), ang.cos()], -1).to(x.dtype)[:, None, :]
-    sin = torch.cat([ang.sin(), ang.sin()], -1).to(x.dtype)[:, None, :]
-    x_rot, x_pass = x[..., :rot], x[..., rot:]
-    half = rot // 2
-    rotated = torch.cat([-x_rot[..., half:], x_rot[..., :half]], -1)
-    return torch.cat([x_rot * cos + rotated * sin, x_pass], -1)
+    """x [T, heads, head_dim]: NEOX RoPE on the first rotary_dim(cfg) dims of each head."""
+    return partial_rope_neox(x, positions, cfg["rope_theta"], rotary_dim(cfg))
 
 
 def attention(sd, cfg, p, x, positions):

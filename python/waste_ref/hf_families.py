@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, qwen3_moe
+from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, minimax_m2, qwen3_moe
 from . import safetensors_io as st
 from .container import Container
 
@@ -35,6 +35,7 @@ FAMILIES = {
     "qwen3_moe": ("Qwen3MoeForCausalLM", qwen3_moe),
     "glm4_moe": ("Glm4MoeForCausalLM", glm4_moe),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
+    "minimax_m2": ("MiniMaxM2ForCausalLM", minimax_m2),
 }
 
 
@@ -45,6 +46,8 @@ def _kind(name):
         return "f32"
     if name.endswith("_proj.weight") or name.endswith("_proj_with_mqa.weight"):
         return "expert" if ".experts." in name else "linear"
+    if ".experts." in name and re.search(r"\.w[123]\.weight$", name):  # MiniMax-M2's (Mixtral's) expert names
+        return "expert"
     return "other"
 
 
@@ -78,6 +81,14 @@ def special_ids(family, vocab):
         return ({"eos_token_id": ret, "pad_token_id": endoftext},
                 {"bos_token_id": start, "do_sample": True, "eos_token_id": [ret, endoftext, call],
                  "pad_token_id": endoftext})
+    if family == "minimax_m2":
+        # MiniMax-M2: config bos 200034, eos 200020 (families-2026.md §3.2);
+        # generation_config repeats them with the model card's sampling
+        # defaults (temperature 1.0, top_p 0.95, top_k 40) (verify)
+        bos, eos = top - 4, top - 1
+        return ({"bos_token_id": bos, "eos_token_id": eos},
+                {"bos_token_id": bos, "do_sample": True, "eos_token_id": eos, "temperature": 1.0, "top_p": 0.95,
+                 "top_k": 40})
     if family == "kimi_k2":
         return ({"bos_token_id": top - 4, "eos_token_id": top - 3, "pad_token_id": top}, {"eos_token_id": top - 2})
     return ({"bos_token_id": 0, "eos_token_id": 1},
@@ -114,6 +125,11 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
                  quantization_config={"quant_method": "mxfp4", "modules_to_not_convert": [
                      "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}, **ids)
         return c
+    elif family == "minimax_m2":  # the keys MiniMax-M2's config.json carries besides the reference's
+        if mtp_layers:
+            raise ValueError("minimax_m2: its MTP modules are not written")
+        c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, hidden_act="silu",
+                 attention_dropout=0.0, router_jitter_noise=0.0, output_router_logits=False, rope_scaling=None)
     elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
                  hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers)
@@ -195,7 +211,7 @@ class ContainerWeights(Mapping):
     container goes out as a GGUF (gguf_moe's main) in a few GB, where holding
     every expert would take several times the model."""
 
-    _EXPERT = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
+    _EXPERT = re.compile(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
     _FUSED = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)$")
 
     def __init__(self, container, dtype=torch.float64):
@@ -204,9 +220,10 @@ class ContainerWeights(Mapping):
         cfg = self.c.config
         self.experts = int(cfg.get("num_experts", cfg.get("n_routed_experts", cfg.get("num_local_experts", 0))) or 0)
         self.fused = cfg.get("model_type") == "gpt_oss"
+        block = "block_sparse_moe" if cfg.get("model_type") == "minimax_m2" else "mlp"
         names = list(self.c.tensors)
         for layer in sorted(self.c.layers):
-            p = "model.layers.%d.mlp.experts." % layer
+            p = "model.layers.%d.%s.experts." % (layer, block)
             if self.fused:
                 names += [p + "gate_up_proj", p + "down_proj"]
             else:

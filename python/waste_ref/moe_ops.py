@@ -1,4 +1,4 @@
-"""Operations shared by the MoE family references (qwen3_moe.py, deepseek_v3.py).
+"""Operations shared by the MoE family references (qwen3_moe.py, deepseek_v3.py, glm4_moe.py, minimax_m2.py).
 
 Each follows the math of the public reference code (HF transformers, see
 /work/shared/docs/other-families.md §0), in float32 throughout: the references
@@ -26,6 +26,20 @@ def topk_lowest_index(scores, k):
     from ties, see test_moe_llamacpp.py.)"""
     values, idx = torch.sort(scores, dim=-1, descending=True, stable=True)
     return values[..., :k], idx[..., :k]
+
+
+def partial_rope_neox(x, positions, theta, rot):
+    """x [T, heads, head_dim]: rotate_half RoPE on x[..., :rot] (pair i with
+    i + rot/2, inv_freq[i] = theta^(-2i/rot)), x[..., rot:] unchanged (HF's
+    apply_rotary_pos_emb with a partial rotary dim: GLM-4.5, MiniMax-M2)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
+    ang = positions.to(torch.float64)[:, None] * inv_freq[None, :]
+    cos = torch.cat([ang.cos(), ang.cos()], -1).to(x.dtype)[:, None, :]
+    sin = torch.cat([ang.sin(), ang.sin()], -1).to(x.dtype)[:, None, :]
+    x_rot, x_pass = x[..., :rot], x[..., rot:]
+    half = rot // 2
+    rotated = torch.cat([-x_rot[..., half:], x_rot[..., :half]], -1)
+    return torch.cat([x_rot * cos + rotated * sin, x_pass], -1)
 
 
 def causal_attention(q, k, v, scale):

@@ -14,6 +14,9 @@
 
 #include "format/ggml_blocks.h"
 #include "format/gguf.h"
+#include "format/model_config.h"
+#include "format/families.h"
+#include "format/trunk_tensors.h"
 #include "platform/error.h"
 #include "platform/direct_file.h"
 #include "platform/utf8_path.h"
@@ -123,6 +126,54 @@ ordered_json qwen3moe_config(const format::GgufFile& keys, const std::set<std::s
     return config;
 }
 
+// minimax-m2 (llama.cpp's LLM_ARCH_MINIMAX_M2, src/models/minimax-m2.cpp;
+// families-2026.md §3): GQA with q/k norms over the whole projections, NEOX
+// RoPE on rope.dimension_count dims of each head, every layer MoE with the
+// sigmoid router and exp_probs_b, renormalised (norm_w fixed true), no
+// scaling (the loader never reads expert_weights_scale). expert_gating_func
+// must say sigmoid (2): llama.cpp aborts without it. The experts' width is
+// expert_feed_forward_length (feed_forward_length, which llama.cpp sizes
+// them by, must agree).
+ordered_json minimax_m2_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    const ArchKeys key{keys, "minimax-m2"};
+    const uint64_t hidden = keys.require_uint(key("embedding_length"));
+    const uint64_t heads = keys.require_uint(key("attention.head_count"));
+    if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what, key("embedding_length"), key("attention.head_count"));
+    const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
+    if (const uint64_t v = keys.optional_uint(key("attention.value_length")).value_or(head_dim); v != head_dim)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from the key length {}", keys.what, key("attention.value_length"), v, head_dim);
+    const uint64_t moe_ff = keys.require_uint(key("expert_feed_forward_length"));
+    if (const auto ff = keys.optional_uint(key("feed_forward_length")); ff && *ff != moe_ff)
+        fail(WASTE_ERR_FORMAT, "{}: {} {} differs from {} {} (llama.cpp sizes the experts by the first)", keys.what,
+             key("feed_forward_length"), *ff, key("expert_feed_forward_length"), moe_ff);
+    if (const uint64_t gating = keys.optional_uint(key("expert_gating_func")).value_or(0); gating != 2)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: MiniMax-M2's router is the sigmoid (2)", keys.what,
+             key("expert_gating_func"), keys.find(key("expert_gating_func")) ? std::to_string(gating) : "absent");
+    if (key.yarn()) fail(WASTE_ERR_UNSUPPORTED, "{}: {}: YaRN is not part of minimax-m2", keys.what, key("rope.scaling.type"));
+    key.check_vocab(vocab);
+    ordered_json config;
+    config["architectures"] = {"MiniMaxM2ForCausalLM"};
+    config["model_type"] = "minimax_m2";
+    config["vocab_size"] = vocab;
+    config["hidden_size"] = hidden;
+    config["num_hidden_layers"] = keys.require_uint(key("block_count"));
+    config["num_attention_heads"] = heads;
+    config["num_key_value_heads"] = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
+    config["head_dim"] = head_dim;
+    config["rotary_dim"] = keys.optional_uint(key("rope.dimension_count")).value_or(head_dim);
+    config["intermediate_size"] = moe_ff;
+    config["num_local_experts"] = keys.require_uint(key("expert_count"));
+    config["num_experts_per_tok"] = keys.require_uint(key("expert_used_count"));
+    config["scoring_func"] = "sigmoid";
+    config["use_routing_bias"] = tensors.count("blk.0.exp_probs_b.bias") > 0;  // llama.cpp requires it; the engine runs without
+    config["use_qk_norm"] = true;
+    config["rope_theta"] = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
+    config["rms_norm_eps"] = keys.require_real(key("attention.layer_norm_rms_epsilon"));
+    if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
+    config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
+    return config;
+}
+
 // Where a release tensor's values are in the GGUF: a tensor, one expert's
 // slice of a 3-D tensor, or MLA's kv_b_proj put back together from the
 // per-head halves llama.cpp's converter splits it into.
@@ -144,39 +195,41 @@ struct Names {
     int64_t first_ignored_layer = -1;  // >= 0: the tensors of blk.N. from this N on are left out
 };
 
-// Every architecture's embedding, final norm and (untied) LM head.
-Names with_ends(const ordered_json& config) {
-    Names out;
-    out.map["model.embed_tokens.weight"] = {"token_embd.weight"};
-    out.map["model.norm.weight"] = {"output_norm.weight"};
-    if (!config["tie_word_embeddings"].get<bool>()) out.map["lm_head.weight"] = {"output.weight"};
-    return out;
-}
-
 // A layer's routed experts: each one's slice of the 3-D ffn_*_exps stacks.
 void add_experts(std::map<std::string, NameMap>& names, const std::string& hf, const std::string& blk, int64_t experts) {
     for (int64_t e = 0; e < experts; ++e)
         for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
                                    std::pair{"down_proj", "ffn_down_exps"}})
-            names[fmt::format("{}mlp.experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+            names[fmt::format("{}experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
 }
 
-Names qwen3moe_names(const ordered_json& config, const std::set<std::string>& tensors) {
-    (void)tensors;
-    Names out = with_ends(config);
-    std::map<std::string, NameMap>& names = out.map;
-    const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["num_experts"].get<int64_t>();
-    static constexpr std::pair<const char*, const char*> per_layer[] = {
-        {"input_layernorm", "attn_norm"},           {"self_attn.q_proj", "attn_q"},
-        {"self_attn.k_proj", "attn_k"},             {"self_attn.v_proj", "attn_v"},
-        {"self_attn.o_proj", "attn_output"},        {"self_attn.q_norm", "attn_q_norm"},
-        {"self_attn.k_norm", "attn_k_norm"},        {"post_attention_layernorm", "ffn_norm"},
-        {"mlp.gate", "ffn_gate_inp"}};
-    for (int64_t l = 0; l < layers; ++l) {
-        const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
-        for (const auto& [h, g] : per_layer) names[hf + h + ".weight"] = {blk + g + ".weight"};
-        add_experts(names, hf, blk, experts);
+// The release's names of every trunk tensor and expert the config implies,
+// from the one trunk table (format/trunk_tensors.h) and its GGUF names. An
+// optional tensor is mapped when the file holds it. Composed ones: MLA's
+// kv_b from attn_k_b and attn_v_b where the file has no attn_kv_b (newer
+// files), gpt-oss's interleaved expert biases from ffn_{gate,up}_exps.bias.
+Names table_names(const ordered_json& config, const std::set<std::string>& tensors, const std::string& what) {
+    const format::ModelConfig c = format::parse_model_config(config, what + ": config");
+    Names out;
+    const auto no_alternatives = [](const std::string&) { return false; };
+    for (const format::TrunkTensorSpec& spec : format::trunk_tensor_table(c, no_alternatives)) {
+        const std::string blk = spec.layer >= 0 ? fmt::format("blk.{}.", spec.layer) : std::string();
+        const std::string_view base = format::gguf_tensor_name(spec.role, c.family);
+        const std::string gguf = blk + std::string(base);
+        if (spec.optional && (base.empty() || !tensors.count(gguf))) continue;
+        if (base.empty())
+            fail(WASTE_ERR_UNSUPPORTED, "{}: the tensor {} has no GGUF name the engine reads", what, spec.name);
+        if (spec.role == format::TrunkRole::mla_kv_b && !tensors.count(gguf))
+            out.map[spec.name] = {blk + "attn_k_b.weight", TensorView::Compose::mla_kv_b, blk + "attn_v_b.weight"};
+        else if (spec.role == format::TrunkRole::experts_gate_up_bias)  // HF's [E, 2I]: gate = [:, ::2]
+            out.map[spec.name] = {gguf, TensorView::Compose::interleaved, blk + "ffn_up_exps.bias"};
+        else
+            out.map[spec.name] = {gguf};
     }
+    for (int layer = 0; layer < c.layers; ++layer)
+        if (c.is_moe_layer(layer))
+            add_experts(out.map, fmt::format("model.layers.{}.", layer) + format::moe_block_prefix(c.family),
+                        fmt::format("blk.{}.", layer), c.experts);
     return out;
 }
 
@@ -277,48 +330,6 @@ ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::
     return config;
 }
 
-Names deepseek2_names(const ordered_json& config, const std::set<std::string>& tensors) {
-    Names out = with_ends(config);
-    std::map<std::string, NameMap>& names = out.map;
-    const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["n_routed_experts"].get<int64_t>();
-    const int64_t dense = config["first_k_dense_replace"].get<int64_t>();
-    const bool q_lora = !config["q_lora_rank"].is_null();
-    for (int64_t l = 0; l < layers; ++l) {
-        const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
-        const auto add = [&](const std::string& h, const std::string& g) { names[hf + h + ".weight"] = {blk + g + ".weight"}; };
-        add("input_layernorm", "attn_norm");
-        if (q_lora) {
-            add("self_attn.q_a_proj", "attn_q_a");
-            add("self_attn.q_a_layernorm", "attn_q_a_norm");
-            add("self_attn.q_b_proj", "attn_q_b");
-        } else {
-            add("self_attn.q_proj", "attn_q");
-        }
-        add("self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa");
-        add("self_attn.kv_a_layernorm", "attn_kv_a_norm");
-        if (tensors.count(blk + "attn_kv_b.weight")) add("self_attn.kv_b_proj", "attn_kv_b");  // older files
-        else names[hf + "self_attn.kv_b_proj.weight"] = {blk + "attn_k_b.weight", TensorView::Compose::mla_kv_b, blk + "attn_v_b.weight"};
-        add("self_attn.o_proj", "attn_output");
-        add("post_attention_layernorm", "ffn_norm");
-        if (l < dense) {
-            add("mlp.gate_proj", "ffn_gate");
-            add("mlp.up_proj", "ffn_up");
-            add("mlp.down_proj", "ffn_down");
-            continue;
-        }
-        add("mlp.gate", "ffn_gate_inp");
-        names[hf + "mlp.gate.e_score_correction_bias"] = {blk + "exp_probs_b.bias"};
-        add_experts(names, hf, blk, experts);
-        if (config["n_shared_experts"].get<int64_t>() > 0) {
-            add("mlp.shared_experts.gate_proj", "ffn_gate_shexp");
-            add("mlp.shared_experts.up_proj", "ffn_up_shexp");
-            add("mlp.shared_experts.down_proj", "ffn_down_shexp");
-        }
-    }
-    out.first_ignored_layer = layers;  // the MTP layers after the last
-    return out;
-}
-
 // gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE, src/models/openai-moe.cpp):
 // GQA with q/k/v/o biases and a sink logit per head (attn_sinks), NEOX RoPE
 // over the whole head (YaRN as DeepSeek's keys), a sliding window on the
@@ -380,40 +391,15 @@ ordered_json gpt_oss_config(const format::GgufFile& keys, const std::set<std::st
     return config;
 }
 
-Names gpt_oss_names(const ordered_json& config, const std::set<std::string>& tensors) {
-    (void)tensors;
-    Names out = with_ends(config);
-    std::map<std::string, NameMap>& names = out.map;
-    const int64_t layers = config["num_hidden_layers"].get<int64_t>(), experts = config["num_local_experts"].get<int64_t>();
-    for (int64_t l = 0; l < layers; ++l) {
-        const std::string hf = fmt::format("model.layers.{}.", l), blk = fmt::format("blk.{}.", l);
-        names[hf + "input_layernorm.weight"] = {blk + "attn_norm.weight"};
-        names[hf + "post_attention_layernorm.weight"] = {blk + "post_attention_norm.weight"};
-        for (const auto& [h, g] : {std::pair{"q_proj", "attn_q"}, std::pair{"k_proj", "attn_k"},
-                                   std::pair{"v_proj", "attn_v"}, std::pair{"o_proj", "attn_output"}}) {
-            names[hf + "self_attn." + h + ".weight"] = {blk + g + ".weight"};
-            names[hf + "self_attn." + h + ".bias"] = {blk + g + ".bias"};
-        }
-        names[hf + "self_attn.sinks"] = {blk + "attn_sinks.weight"};
-        names[hf + "mlp.router.weight"] = {blk + "ffn_gate_inp.weight"};
-        names[hf + "mlp.router.bias"] = {blk + "ffn_gate_inp.bias"};
-        // HF's gate_up_proj_bias [E, 2I] interleaves gate and up (gate = [:, ::2])
-        names[hf + "mlp.experts.gate_up_proj_bias"] = {blk + "ffn_gate_exps.bias", TensorView::Compose::interleaved,
-                                                       blk + "ffn_up_exps.bias"};
-        names[hf + "mlp.experts.down_proj_bias"] = {blk + "ffn_down_exps.bias"};
-        add_experts(names, hf, blk, experts);
-    }
-    return out;
-}
-
 struct Architecture {
     std::string_view name;  // general.architecture
     ordered_json (*config)(const format::GgufFile&, const std::set<std::string>& tensors, int64_t vocab);
-    Names (*names)(const ordered_json& config, const std::set<std::string>& tensors);
+    bool mtp_layers_after;  // blk.N from num_hidden_layers on are multi-token-prediction layers, left out
 };
-constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, qwen3moe_names},
-                                          {"deepseek2", deepseek2_config, deepseek2_names},
-                                          {"gpt-oss", gpt_oss_config, gpt_oss_names}};
+constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, false},
+                                          {"deepseek2", deepseek2_config, true},
+                                          {"gpt-oss", gpt_oss_config, false},
+                                          {"minimax-m2", minimax_m2_config, false}};
 
 // ---- the vocabulary ------------------------------------------------------
 
@@ -797,7 +783,7 @@ GgufRelease open_release(const std::string& path, bool with_vocabulary) {
     for (const Architecture& a : architectures)
         if (a.name == arch) architecture = &a;
     if (!architecture)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss)",
+        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss, minimax-m2)",
              path, arch);
     const format::GgufTensor* embed = nullptr;
     for (const format::GgufFile& part : parts)
@@ -817,8 +803,9 @@ GgufRelease open_release(const std::string& path, bool with_vocabulary) {
         release.tokenizer = gguf_tokenizer(keys, vocab);
         release.generation_config = gguf_generation_config(keys, vocab);
     }
-    std::map<std::string, TensorView> views =
-        bind_tensors(parts, path, architecture->names(release.config, tensors), release.config);
+    Names names = table_names(release.config, tensors, path);
+    if (architecture->mtp_layers_after) names.first_ignored_layer = release.config["num_hidden_layers"].get<int64_t>();
+    std::map<std::string, TensorView> views = bind_tensors(parts, path, names, release.config);
     release.weights = std::make_unique<GgufWeights>(std::move(parts), std::move(views));
     return release;
 }

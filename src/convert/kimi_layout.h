@@ -3,7 +3,8 @@
 //
 // The container's trunk names are the release's names (the `language_model.`
 // prefix of a multimodal release is kept and becomes `tensor_prefix`), so
-// the mapping is the identity for trunk tensors; routed experts
+// the mapping is the identity for trunk tensors, which are those of the one
+// trunk table (format/trunk_tensors.h) in its order; routed experts
 // (`...block_sparse_moe.experts.E.{w1,w3,w2}.weight`, or
 // `{gate,up,down}_proj.weight`) become the expert banks. The order is the
 // upstream tool's (its fixtures in ../shared/fixtures/upstream): the

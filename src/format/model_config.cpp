@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "format/families.h"
 #include "platform/error.h"
 
 namespace waste::format {
@@ -259,6 +260,33 @@ void parse_gpt_oss(const json& config, const std::string& where, ModelConfig* c)
         fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (gpt_oss's router has no scaling)", where, c->routed_scaling);
 }
 
+// MiniMax-M2's attention and router (families-2026.md §3; HF minimax_m2
+// MiniMaxM2Attention, MiniMaxM2SparseMoeBlock): GQA on every layer, no
+// biases; q_norm / k_norm RMSNorms over the whole q and k projections (not
+// per head) when use_qk_norm (the release's choice, and the default), before
+// NEOX RoPE on the first rotary_dim dims of each head; every layer MoE with
+// the sigmoid router, its correction bias for selection only (when
+// use_routing_bias), weights renormalised, no shared expert, no groups.
+void parse_minimax_m2(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    parse_gqa_heads(config, where, c);
+    c->qk_norm = c->qk_norm_whole = read.boolean({"use_qk_norm"}, true);
+    c->rope_dim = static_cast<int>(read.integer({"rotary_dim"}, 2, c->head_dim, c->head_dim));
+    if (c->rope_dim % 2 != 0) fail_format("{}.rotary_dim: {} must be even", where, c->rope_dim);
+    if (read.boolean({"attention_bias"}, false))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.attention_bias: true is not part of minimax_m2", where);
+    if (read.boolean({"use_grouped_topk"}, false))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.use_grouped_topk: true is not supported (the releases route without groups)",
+             where);
+    c->expert_groups = c->top_groups = 1;  // num_expert_group / topk_group count only with use_grouped_topk
+    if (const json* window = config.contains("attn_window_size") ? &config["attn_window_size"] : nullptr;
+        window && !window->is_null() && !(window->is_number_integer() && window->get<int64_t>() <= 0))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.attn_window_size: {}: sliding attention is not part of the releases", where,
+             window->dump());
+    if (c->shared_experts > 0) fail(WASTE_ERR_UNSUPPORTED, "{}: shared experts are not part of minimax_m2", where);
+    if (c->yarn_enabled) fail(WASTE_ERR_UNSUPPORTED, "{}.rope_scaling: YaRN is not part of minimax_m2", where);
+}
+
 // One special-id key: absent or null (none), an id in [-1, vocab) (-1 is
 // none), or a list of ids in [0, vocab); `bounded` false checks the shape only.
 std::vector<int32_t> special_id_list(const json& object, const char* key, const std::string& where, int64_t vocab,
@@ -334,8 +362,6 @@ void add_eos_ids(ModelConfig* config, const std::vector<int32_t>& ids) {
     if (config->eos < 0 && !config->eos_ids.empty()) config->eos = config->eos_ids[0];
 }
 
-const char* moe_block_prefix(Family family) { return family == Family::kimi ? "block_sparse_moe." : "mlp."; }
-
 int ModelConfig::moe_layer_count() const {
     return static_cast<int>(std::count(moe_layer.begin(), moe_layer.end(), uint8_t{1}));
 }
@@ -359,26 +385,23 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     ModelConfig c;
     c.model_type = read.string("model_type", "");
     // "" is an older container that wrote no model_type: Kimi-Linear's math.
-    if (c.model_type.empty() || c.model_type == "kimi_linear" || c.model_type == "kimi_k3") c.family = Family::kimi;
-    else if (c.model_type == "deepseek_v3" || c.model_type == "kimi_k2") c.family = Family::deepseek;
-    else if (c.model_type == "qwen3_moe") c.family = Family::qwen3;
-    else if (c.model_type == "glm4_moe") c.family = Family::glm4;
-    else if (c.model_type == "gpt_oss") c.family = Family::gpt_oss;
-    else
-        fail(WASTE_ERR_UNSUPPORTED, "{}.model_type: \"{}\" is not a family this engine runs (kimi_linear, kimi_k3, "
-             "deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss)", where, c.model_type);
-    const bool qwen3 = c.family == Family::qwen3;
-    const bool glm4 = c.family == Family::glm4;
-    const bool gpt_oss = c.family == Family::gpt_oss;
+    const FamilyTraits* traits = family_of_model_type(c.model_type.empty() ? "kimi_linear" : c.model_type);
+    if (!traits)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.model_type: \"{}\" is not a family this engine runs ({})", where, c.model_type,
+             known_model_types());
+    const FamilyTraits& family = *traits;
+    c.family = family.family;
     c.hidden = static_cast<int>(read.integer({"hidden_size"}, 1, max_dimension));
     c.layers = static_cast<int>(read.integer({"num_hidden_layers"}, 1, max_layers));
-    if (qwen3) parse_qwen3_moe_layers(config, where, &c);
-    else if (gpt_oss) c.moe_layer.assign(c.layers, 1);  // every layer MoE
-    else {
-        // HF Glm4MoeConfig's default keeps layer 0 dense
-        c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers, glm4 ? std::min(1, c.layers) : 0));
-        c.moe_layer.assign(c.layers, 0);
-        std::fill(c.moe_layer.begin() + c.first_dense, c.moe_layer.end(), uint8_t{1});
+    switch (family.moe_layout) {
+        case MoeLayout::sparse_step: parse_qwen3_moe_layers(config, where, &c); break;
+        case MoeLayout::every_layer: c.moe_layer.assign(c.layers, 1); break;
+        case MoeLayout::first_k_dense:
+            c.first_dense = static_cast<int>(read.integer({"first_k_dense_replace"}, 0, c.layers,
+                                                          family.first_layer_dense ? std::min(1, c.layers) : 0));
+            c.moe_layer.assign(c.layers, 0);
+            std::fill(c.moe_layer.begin() + c.first_dense, c.moe_layer.end(), uint8_t{1});
+            break;
     }
     const bool has_moe = c.has_moe();
     // required when a layer is dense
@@ -386,16 +409,15 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.intermediate = static_cast<int>(read.integer({"intermediate_size"}, dense ? 1 : 0, max_dimension,
                                                    dense ? std::nullopt : std::optional<int64_t>(0)));
     // (gpt-oss's intermediate_size is the expert width)
-    c.moe_intermediate = static_cast<int>(read.integer({gpt_oss ? "intermediate_size" : "moe_intermediate_size"},
-                                                       has_moe ? 1 : 0, max_dimension, 0));
+    c.moe_intermediate = static_cast<int>(read.integer({family.expert_width.data()}, has_moe ? 1 : 0, max_dimension, 0));
     c.experts = static_cast<int>(read.integer({"num_experts", "n_routed_experts", "num_local_experts"}, has_moe ? 1 : 0,
                                               max_experts, 0));
     c.top_k = static_cast<int>(read.integer({"num_experts_per_token", "num_experts_per_tok", "experts_per_token"}, has_moe ? 1 : 0,
                                             std::max(c.experts, 1), 0));
-    c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, glm4 ? 1 : 0));
-    c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, !qwen3);  // HF Qwen3MoeConfig: false
+    c.shared_experts = static_cast<int>(read.integer({"num_shared_experts", "n_shared_experts"}, 0, 64, family.shared_experts));
+    c.renormalize = read.boolean({"moe_renormalize", "norm_topk_prob"}, family.renormalize);
     c.routed_scaling = read.real({"routed_scaling_factor"}, 0.0, 1e6, 1.0);
-    c.router = qwen3 ? RouterKind::softmax_topk : gpt_oss ? RouterKind::topk_softmax : RouterKind::sigmoid_grouped;
+    c.router = family.router;
     c.expert_groups = static_cast<int>(read.integer({"n_group", "num_expert_group"}, 1, std::max(c.experts, 1), 1));
     c.top_groups = static_cast<int>(read.integer({"topk_group"}, 1, c.expert_groups, c.expert_groups));
     if (c.experts > 0 && c.experts % c.expert_groups != 0)
@@ -403,7 +425,7 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     if (c.expert_groups > 1 && c.top_k > c.top_groups * (c.experts / c.expert_groups))
         fail_format("{}.num_experts_per_token: {} exceeds the experts of the {} kept groups", where, c.top_k,
                     c.top_groups);
-    const std::string scoring_kind = qwen3 || gpt_oss ? "softmax" : "sigmoid";
+    const std::string scoring_kind(family.scoring);
     for (const char* key : {"scoring_func", "moe_router_activation_func"}) {
         const std::string scoring = read.string(key, scoring_kind);
         if (scoring != scoring_kind)
@@ -434,7 +456,7 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
     c.kv_lora = static_cast<int>(read.integer({"kv_lora_rank"}, 0, max_dimension, 0));
     c.q_lora = static_cast<int>(read.integer({"q_lora_rank"}, 0, max_dimension, 0));
     c.mla_output_gate = read.boolean({"mla_use_output_gate"}, false);
-    c.mla_rope = !read.boolean({"mla_use_nope"}, c.family == Family::kimi);
+    c.mla_rope = !read.boolean({"mla_use_nope"}, family.mla_nope);
     c.rope_theta = read.real({"rope_theta"}, 1e-3, 1e12, 10000.0);
     c.rope_interleave = read.boolean({"rope_interleave"}, true);
     parse_rope_scaling(config, where, &c);
@@ -450,11 +472,12 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         if (scaling == config.end() || scaling->is_null()) parse_rope_scaling(config, where, &c, "rope_parameters");
     }
 
-    if (qwen3 || glm4 || gpt_oss) {
-        if (qwen3) parse_qwen3_attention(config, where, &c);
-        else if (glm4) parse_glm4_attention(config, where, &c);
-        else parse_gpt_oss(config, where, &c);
-        return c;
+    switch (c.family) {  // each family's attention keys
+        case Family::qwen3: parse_qwen3_attention(config, where, &c); return c;
+        case Family::glm4: parse_glm4_attention(config, where, &c); return c;
+        case Family::gpt_oss: parse_gpt_oss(config, where, &c); return c;
+        case Family::minimax_m2: parse_minimax_m2(config, where, &c); return c;
+        case Family::kimi: case Family::deepseek: break;  // KDA and MLA layers, below
     }
     c.layer_kinds.assign(c.layers, LayerKind::mla);
     auto linear = config.find("linear_attn_config");

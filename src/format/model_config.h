@@ -2,9 +2,8 @@
 //
 // Parses the manifest's `config` object (the release's config.json) into the
 // numbers the engine needs, with every value bounded before it can size
-// anything. Architecture facts that the tensors decide (q_lora or plain q, the
-// KDA gate kind, the MLA output gate, the latent-MoE norm) are settled later
-// against the trunk index; this file only reads the config.
+// anything. Which trunk tensors the config implies is format/trunk_tensors.h's
+// table; this file only reads the config.
 #pragma once
 
 #include <algorithm>
@@ -29,7 +28,7 @@ enum class Activation : uint8_t { silu, situ, clamped_swiglu };
 // decides defaults the config leaves unsaid (Kimi's MLA has no positional
 // encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
 // names; docs/FORMAT.md "Other families".
-enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss };
+enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss, minimax_m2 };
 
 // How the MoE router turns logits into experts and weights (model/routers.h):
 // Kimi / DeepSeek's (and GLM-4.5's) sigmoid with a selection-only bias, expert groups,
@@ -99,6 +98,7 @@ struct ModelConfig {
                                      // (GLM: half); the rest passes through
     bool qkv_bias = false;           // attention_bias: biases on q, k and v (GLM; o_proj has none)
     bool qk_norm = false;            // per-head q_norm / k_norm before RoPE (Qwen3 always; GLM's use_qk_norm)
+    bool qk_norm_whole = false;      // ... over the whole q and k projections instead of each head (MiniMax-M2)
     bool o_bias = false;             // a bias on o_proj too (gpt-oss)
     bool sinks = false;              // a learned sink logit per head (gpt-oss's self_attn.sinks)
     int sliding_window = 0;          // keys of a sliding layer: the last sliding_window positions (gpt-oss)
@@ -128,10 +128,6 @@ struct ModelConfig {
     }
 };
 
-// The MoE block's tensor names under "model.layers.N.": Kimi's
-// "block_sparse_moe.", DeepSeek's and Qwen3's "mlp." (their dense layers' FFN
-// is "mlp." too).
-const char* moe_block_prefix(Family family);
 
 // Throws waste::Error(WASTE_ERR_FORMAT) naming the key and value of the first
 // rule broken. `where` prefixes messages ("manifest: config").

@@ -1,7 +1,8 @@
 // gqa_layer.cpp — grouped-query softmax attention over a chunk (Qwen3-MoE,
 // GLM-4.5; other-families.md §4, §7): q, k, v projections plus their biases
 // (GLM's attention_bias); each head's q and k RMSNormed over head_dim
-// (q_norm / k_norm, Qwen3 and GLM's use_qk_norm) BEFORE NEOX RoPE on the
+// (q_norm / k_norm, Qwen3 and GLM's use_qk_norm; MiniMax-M2's over the
+// whole q and k projections) BEFORE NEOX RoPE on the
 // first rope_dim dims of each head (GLM: half, the rest passes); gpt-oss's
 // o_proj bias, per-head sink logit (an extra softmax column, dropped) and
 // sliding layers (keys of the last `window` positions, the cache a ring of
@@ -77,9 +78,10 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
             for (size_t i = 0; i < kv_width; ++i) kt[i] += w.k_bias[i];
             for (size_t i = 0; i < kv_width; ++i) vt[i] += w.v_bias[i];
         }
-        if (!w.q_norm.empty()) {
-            for (size_t h = 0; h < heads; ++h) kernels::rmsnorm(isa, qt + h * d, w.q_norm.data(), eps, d, qt + h * d);
-            for (size_t h = 0; h < kv_heads; ++h) kernels::rmsnorm(isa, kt + h * d, w.k_norm.data(), eps, d, kt + h * d);
+        if (!w.q_norm.empty()) {  // over each head (the norms' size head_dim) or the whole projection
+            const size_t qn = w.q_norm.size(), kn = w.k_norm.size();
+            for (size_t i = 0; i < heads * d; i += qn) kernels::rmsnorm(isa, qt + i, w.q_norm.data(), eps, qn, qt + i);
+            for (size_t i = 0; i < kv_width; i += kn) kernels::rmsnorm(isa, kt + i, w.k_norm.data(), eps, kn, kt + i);
         }
         w.rope.apply(qt, heads, d, at);
         w.rope.apply(kt, kv_heads, d, at);

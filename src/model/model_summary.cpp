@@ -3,6 +3,8 @@
 #include <set>
 #include <vector>
 
+#include "format/families.h"
+
 namespace waste::model {
 
 ModelSummary summarize(const format::Container& container) {
@@ -11,11 +13,10 @@ ModelSummary summarize(const format::Container& container) {
     ModelSummary s;
     const bool k3_like = c.latent > 0 || c.attn_res_block > 0 || c.activation == format::Activation::situ ||
                          c.gate_lower_bound < 0;
-    if (c.family == format::Family::deepseek) s.arch = c.model_type == "kimi_k2" ? "kimi-k2" : "deepseek-v3";
-    else if (c.family == format::Family::qwen3) s.arch = "qwen3-moe";
-    else if (c.family == format::Family::glm4) s.arch = "glm4-moe";
-    else if (c.family == format::Family::gpt_oss) s.arch = "gpt-oss";
-    else s.arch = k3_like ? "kimi-k3" : "kimi-linear";
+    // the model_type's own name (format/families), Kimi's by its features
+    for (const format::ModelType& type : format::traits_of(c.family).model_types)
+        if (type.name == c.model_type) s.arch = type.summary;
+    if (s.arch.empty()) s.arch = k3_like ? "kimi-k3" : "kimi-linear";
     const std::string embed = m.tensor_prefix + "model.embed_tokens.weight";
     uint64_t embed_params = 0;
     std::set<format::TrunkFormat> formats;

@@ -1,7 +1,9 @@
 #include "model/weights.h"
 
+#include <array>
 #include <cmath>
 
+#include "format/trunk_tensors.h"
 #include "platform/error.h"
 
 namespace waste::model {
@@ -9,95 +11,101 @@ namespace {
 
 using format::Container;
 using format::LoadedTensor;
+using format::TrunkTensorSpec;
+using R = format::TrunkRole;
 
+// Binds tensors by role through the trunk table (format/trunk_tensors.h):
+// each one is found under the table's name and checked against its shape.
 struct Binder {
     const Container& container;
     const format::ModelConfig& c;
+    // [layer + 1][role]: the table's entry, or null where the config has none
+    std::vector<std::array<const TrunkTensorSpec*, format::trunk_role_count>> specs;
+    std::vector<TrunkTensorSpec> table;
+
+    Binder(const Container& container_, const format::ModelConfig& config) : container(container_), c(config) {
+        table = format::trunk_tensor_table(c, [&](const std::string& name) { return container.tensor(name) != nullptr; });
+        specs.assign(static_cast<size_t>(c.layers) + 1, {});
+        for (const TrunkTensorSpec& spec : table) specs[static_cast<size_t>(spec.layer + 1)][static_cast<size_t>(spec.role)] = &spec;
+    }
 
     std::string full(const std::string& name) const { return container.manifest().tensor_prefix + name; }
 
-    void check_shape(const LoadedTensor& t, std::initializer_list<int64_t> expected_rows_cols, const std::string& name) const {
-        // Compare as [rows, cols]: a [C, 1, k] conv is rows C, cols k.
-        auto it = expected_rows_cols.begin();
-        const uint64_t rows = static_cast<uint64_t>(*it++), cols = static_cast<uint64_t>(*it);
-        if (t.info->rows != rows || t.info->cols != cols)
-            fail_format("trunk tensor {}: shape [{}] is not the expected [{}, {}]", full(name), fmt::join(t.info->shape, ", "),
-                        rows, cols);
+    // The tensor of `role` in `layer` (-1: outside the layers); null when the
+    // table has none or an optional one is absent; a required one missing throws.
+    std::pair<const TrunkTensorSpec*, const LoadedTensor*> find(int layer, R role) const {
+        const TrunkTensorSpec* spec = specs[static_cast<size_t>(layer + 1)][static_cast<size_t>(role)];
+        if (!spec) return {nullptr, nullptr};
+        const LoadedTensor* t = spec->optional ? container.tensor(spec->name) : &container.require(spec->name);
+        return {spec, t};
     }
 
-    Matrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
-        const LoadedTensor& t = container.require(name);
-        check_shape(t, {rows, cols}, name);
-        return &t;
+    // A matrix, compared as [rows, cols].
+    Matrix matrix(int layer, R role) const {
+        const auto [spec, t] = find(layer, role);
+        if (!t) return nullptr;
+        const uint64_t rows = static_cast<uint64_t>(spec->shape[0]), cols = static_cast<uint64_t>(spec->shape[1]);
+        if (t->info->rows != rows || t->info->cols != cols)
+            fail_format("trunk tensor {}: shape [{}] is not the expected [{}, {}]", full(spec->name),
+                        fmt::join(t->info->shape, ", "), rows, cols);
+        return t;
     }
-    Matrix optional_matrix(const std::string& name, int64_t rows, int64_t cols) const {
-        return container.tensor(name) ? matrix(name, rows, cols) : nullptr;
-    }
-    std::vector<float> vector(const std::string& name, int64_t size) const {
-        const LoadedTensor& t = container.require(name);
-        if (t.info->rows * t.info->cols != static_cast<uint64_t>(size))
-            fail_format("trunk tensor {}: {} elements, expected {}", full(name), t.info->rows * t.info->cols, size);
-        return t.dequantize();
-    }
-    std::vector<float> optional_vector(const std::string& name, int64_t size) const {
-        return container.tensor(name) ? vector(name, size) : std::vector<float>{};
+    // A vector (norms, biases, conv taps, ...) dequantised to f32, compared by
+    // its number of values; empty when absent.
+    std::vector<float> vector(int layer, R role) const {
+        const auto [spec, t] = find(layer, role);
+        if (!t) return {};
+        uint64_t want = 1;
+        for (int64_t d : spec->shape) want *= static_cast<uint64_t>(d);
+        if (spec->at_least ? t->info->elements() < want : t->info->elements() != want)
+            fail_format("trunk tensor {}: {} elements, expected {}{}", full(spec->name), t->info->elements(),
+                        spec->at_least ? "at least " : "", want);
+        return t->dequantize();
     }
 
-    FfnWeights ffn(const std::string& prefix, int intermediate) const {
+    FfnWeights ffn(int layer, R gate, R up, R down, int intermediate) const {
         FfnWeights f;
         f.intermediate = intermediate;
-        f.gate = matrix(prefix + "gate_proj.weight", intermediate, c.hidden);
-        f.up = matrix(prefix + "up_proj.weight", intermediate, c.hidden);
-        f.down = matrix(prefix + "down_proj.weight", c.hidden, intermediate);
+        f.gate = matrix(layer, gate);
+        f.up = matrix(layer, up);
+        f.down = matrix(layer, down);
         return f;
     }
 
-    KdaWeights kda(const std::string& p) const {
+    KdaWeights kda(int L) const {
         KdaWeights w;
-        const int64_t heads = c.kda_heads, d = c.kda_head_dim, channels = heads * d, h = c.hidden;
-        w.q = matrix(p + "q_proj.weight", channels, h);
-        w.k = matrix(p + "k_proj.weight", channels, h);
-        w.v = matrix(p + "v_proj.weight", channels, h);
-        w.conv_q = vector(p + "q_conv1d.weight", channels * c.conv_kernel);
-        w.conv_k = vector(p + "k_conv1d.weight", channels * c.conv_kernel);
-        w.conv_v = vector(p + "v_conv1d.weight", channels * c.conv_kernel);
-        w.f_a = matrix(p + "f_a_proj.weight", d, h);
-        w.f_b = matrix(p + "f_b_proj.weight", channels, d);
-        w.b = matrix(p + "b_proj.weight", heads, h);
-        const LoadedTensor& a_log = container.require(p + "A_log");
-        if (a_log.info->elements() < static_cast<uint64_t>(heads))
-            fail_format("trunk tensor {}: {} values, need one per head ({})", full(p + "A_log"), a_log.info->elements(), heads);
-        std::vector<float> a_values = a_log.dequantize();
-        for (int64_t i = 0; i < heads; ++i) w.a.push_back(std::exp(a_values[i]));
-        w.dt_bias = vector(p + "dt_bias", channels);
-        if (container.tensor(p + "g_proj.weight")) {
-            w.g = matrix(p + "g_proj.weight", channels, h);
-        } else {
-            w.g_a = matrix(p + "g_a_proj.weight", d, h);
-            w.g_b = matrix(p + "g_b_proj.weight", channels, d);
-        }
-        w.o_norm = vector(p + "o_norm.weight", d);
-        w.o = matrix(p + "o_proj.weight", h, channels);
+        w.q = matrix(L, R::kda_q);
+        w.k = matrix(L, R::kda_k);
+        w.v = matrix(L, R::kda_v);
+        w.conv_q = vector(L, R::kda_conv_q);
+        w.conv_k = vector(L, R::kda_conv_k);
+        w.conv_v = vector(L, R::kda_conv_v);
+        w.f_a = matrix(L, R::kda_f_a);
+        w.f_b = matrix(L, R::kda_f_b);
+        w.b = matrix(L, R::kda_b);
+        const std::vector<float> a_log = vector(L, R::kda_a_log);  // one per head, maybe padded: the first heads
+        for (int64_t i = 0; i < c.kda_heads; ++i) w.a.push_back(std::exp(a_log[static_cast<size_t>(i)]));
+        w.dt_bias = vector(L, R::kda_dt_bias);
+        w.g = matrix(L, R::kda_g);  // full-rank, or low-rank (the table holds the one present)
+        w.g_a = matrix(L, R::kda_g_a);
+        w.g_b = matrix(L, R::kda_g_b);
+        w.o_norm = vector(L, R::kda_o_norm);
+        w.o = matrix(L, R::kda_o);
         return w;
     }
 
-    MlaWeights mla(const std::string& p) const {
+    MlaWeights mla(int L) const {
         MlaWeights w;
-        const int64_t heads = c.heads, qk = c.qk_nope + c.qk_rope, h = c.hidden;
-        if (container.tensor(p + "q_a_proj.weight")) {
-            if (c.q_lora < 1) fail_format("trunk tensor {} exists but config.q_lora_rank is unset", full(p + "q_a_proj.weight"));
-            w.q_a = matrix(p + "q_a_proj.weight", c.q_lora, h);
-            w.q_a_norm = vector(p + "q_a_layernorm.weight", c.q_lora);
-            w.q_b = matrix(p + "q_b_proj.weight", heads * qk, c.q_lora);
-        } else {
-            w.q = matrix(p + "q_proj.weight", heads * qk, h);
-        }
-        w.kv_a = matrix(p + "kv_a_proj_with_mqa.weight", c.kv_lora + c.qk_rope, h);
-        w.kv_a_norm = vector(p + "kv_a_layernorm.weight", c.kv_lora);
-        w.kv_b = matrix(p + "kv_b_proj.weight", heads * (c.qk_nope + c.v_head), c.kv_lora);
-        w.g = optional_matrix(p + "g_proj.weight", heads * c.v_head, h);
-        if (c.mla_output_gate && !w.g) fail_format("config.mla_use_output_gate is true but {} is missing", full(p + "g_proj.weight"));
-        w.o = matrix(p + "o_proj.weight", h, heads * c.v_head);
+        const int64_t qk = c.qk_nope + c.qk_rope;
+        w.q_a = matrix(L, R::mla_q_a);
+        w.q_a_norm = vector(L, R::mla_q_a_norm);
+        w.q_b = matrix(L, R::mla_q_b);
+        w.q = matrix(L, R::mla_q);
+        w.kv_a = matrix(L, R::mla_kv_a);
+        w.kv_a_norm = vector(L, R::mla_kv_a_norm);
+        w.kv_b = matrix(L, R::mla_kv_b);
+        w.g = matrix(L, R::mla_g);
+        w.o = matrix(L, R::mla_o);
         if (c.mla_rope && c.qk_rope > 0) {
             w.rope = Rope(c.qk_rope, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
         }
@@ -108,38 +116,34 @@ struct Binder {
         return w;
     }
 
-    GqaWeights gqa(const std::string& p, int layer) const {
+    GqaWeights gqa(int L) const {
         GqaWeights w;
-        const int64_t d = c.head_dim, q_width = static_cast<int64_t>(c.heads) * d, kv_width = static_cast<int64_t>(c.kv_heads) * d;
-        w.q = matrix(p + "q_proj.weight", q_width, c.hidden);
-        w.k = matrix(p + "k_proj.weight", kv_width, c.hidden);
-        w.v = matrix(p + "v_proj.weight", kv_width, c.hidden);
-        w.o = matrix(p + "o_proj.weight", c.hidden, q_width);
-        if (c.qkv_bias) {
-            w.q_bias = vector(p + "q_proj.bias", q_width);
-            w.k_bias = vector(p + "k_proj.bias", kv_width);
-            w.v_bias = vector(p + "v_proj.bias", kv_width);
-        }
-        if (c.qk_norm) {
-            w.q_norm = vector(p + "q_norm.weight", d);
-            w.k_norm = vector(p + "k_norm.weight", d);
-        }
-        if (c.o_bias) w.o_bias = vector(p + "o_proj.bias", c.hidden);
-        if (c.sinks) w.sinks = vector(p + "sinks", c.heads);
-        if (c.is_sliding(layer)) w.window = c.sliding_window;
+        w.q = matrix(L, R::gqa_q);
+        w.k = matrix(L, R::gqa_k);
+        w.v = matrix(L, R::gqa_v);
+        w.o = matrix(L, R::gqa_o);
+        w.q_bias = vector(L, R::gqa_q_bias);
+        w.k_bias = vector(L, R::gqa_k_bias);
+        w.v_bias = vector(L, R::gqa_v_bias);
+        w.q_norm = vector(L, R::gqa_q_norm);
+        w.k_norm = vector(L, R::gqa_k_norm);
+        w.o_bias = vector(L, R::gqa_o_bias);
+        w.sinks = vector(L, R::gqa_sinks);
+        if (c.is_sliding(L)) w.window = c.sliding_window;
         w.rope = Rope(c.rope_dim, c.rope_theta, c.rope_interleave, c.yarn_enabled ? &c.yarn : nullptr);
-        w.score_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+        w.score_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
         return w;
     }
 
-    MoeWeights moe(const std::string& p) const {
+    MoeWeights moe(int L) const {
         MoeWeights w;
-        if (c.family == format::Family::gpt_oss) {
-            // router.{weight, bias}; the experts' biases de-interleaved (gate = ::2, up = 1::2)
+        w.router = matrix(L, R::router);
+        w.router_bias = vector(L, R::router_bias);  // gpt-oss's, added to the logits
+        if (w.router_bias.empty()) w.router_bias = vector(L, R::router_correction_bias);  // selection only
+        if (w.router_bias.empty()) w.router_bias.assign(c.experts, 0.0f);
+        // gpt-oss's experts' biases, gate and up de-interleaved (gate = ::2, up = 1::2)
+        if (const std::vector<float> gate_up = vector(L, R::experts_gate_up_bias); !gate_up.empty()) {
             const size_t experts = c.experts, inter = c.moe_intermediate;
-            w.router = matrix(p + "router.weight", c.experts, c.hidden);
-            w.router_bias = vector(p + "router.bias", c.experts);
-            const std::vector<float> gate_up = vector(p + "experts.gate_up_proj_bias", c.experts * 2ll * c.moe_intermediate);
             w.gate_bias.resize(experts * inter);
             w.up_bias.resize(experts * inter);
             for (size_t e = 0; e < experts; ++e)
@@ -147,21 +151,15 @@ struct Binder {
                     w.gate_bias[e * inter + i] = gate_up[e * 2 * inter + 2 * i];
                     w.up_bias[e * inter + i] = gate_up[e * 2 * inter + 2 * i + 1];
                 }
-            w.down_bias = vector(p + "experts.down_proj_bias", static_cast<int64_t>(c.experts) * c.hidden);
-            return w;
         }
-        w.router = matrix(p + "gate.weight", c.experts, c.hidden);
-        w.router_bias = optional_vector(p + "gate.e_score_correction_bias", c.experts);
-        if (w.router_bias.empty()) w.router_bias.assign(c.experts, 0.0f);
+        w.down_bias = vector(L, R::experts_down_bias);
         if (c.shared_experts > 0) {
             w.has_shared = true;
-            w.shared = ffn(p + "shared_experts.", c.moe_intermediate * c.shared_experts);
+            w.shared = ffn(L, R::shared_gate, R::shared_up, R::shared_down, c.moe_intermediate * c.shared_experts);
         }
-        if (c.latent > 0) {
-            w.latent_down = matrix(p + "routed_expert_down_proj.weight", c.latent, c.hidden);
-            w.latent_up = matrix(p + "routed_expert_up_proj.weight", c.hidden, c.latent);
-            w.latent_norm = optional_vector(p + "routed_expert_norm.weight", c.latent);
-        }
+        w.latent_down = matrix(L, R::latent_down);
+        w.latent_up = matrix(L, R::latent_up);
+        w.latent_norm = vector(L, R::latent_norm);
         return w;
     }
 };
@@ -170,39 +168,34 @@ struct Binder {
 
 ModelWeights bind_weights(const Container& container) {
     const format::ModelConfig& c = container.config();
-    Binder bind{container, c};
+    for (int layer = 0; layer < c.layers; ++layer)
+        if (c.layer_kinds[static_cast<size_t>(layer)] == format::LayerKind::kda && c.kda_heads < 1)
+            fail_format("layer {} is KDA but config.linear_attn_config is missing", layer);
+    const Binder bind(container, c);
     ModelWeights w;
-    w.embed = bind.matrix("model.embed_tokens.weight", c.vocab, c.hidden);
-    w.lm_head = c.tie_embeddings && !container.tensor("lm_head.weight") ? w.embed
-                                                                          : bind.matrix("lm_head.weight", c.vocab, c.hidden);
-    w.final_norm = bind.vector("model.norm.weight", c.hidden);
-    if (c.attn_res_block > 0) {
-        w.output_res_norm = bind.vector("model.output_attn_res_norm.weight", c.hidden);
-        w.output_res_proj = bind.vector("model.output_attn_res_proj.weight", c.hidden);
-    }
+    w.embed = bind.matrix(-1, R::embed);
+    w.lm_head = bind.matrix(-1, R::lm_head);
+    if (!w.lm_head) w.lm_head = w.embed;  // tied
+    w.final_norm = bind.vector(-1, R::final_norm);
+    w.output_res_norm = bind.vector(-1, R::output_res_norm);
+    w.output_res_proj = bind.vector(-1, R::output_res_proj);
     for (int layer = 0; layer < c.layers; ++layer) {
-        const std::string p = fmt::format("model.layers.{}.", layer);
         LayerWeights lw;
-        lw.kind = c.layer_kinds[layer];
-        lw.input_norm = bind.vector(p + "input_layernorm.weight", c.hidden);
-        lw.post_norm = bind.vector(p + "post_attention_layernorm.weight", c.hidden);
-        if (lw.kind == format::LayerKind::kda) {
-            if (c.kda_heads < 1) fail_format("layer {} is KDA but config.linear_attn_config is missing", layer);
-            lw.kda = bind.kda(p + "self_attn.");
-        } else if (lw.kind == format::LayerKind::gqa) {
-            lw.gqa = bind.gqa(p + "self_attn.", layer);
-        } else {
-            lw.mla = bind.mla(p + "self_attn.");
+        lw.kind = c.layer_kinds[static_cast<size_t>(layer)];
+        lw.input_norm = bind.vector(layer, R::input_norm);
+        lw.post_norm = bind.vector(layer, R::post_norm);
+        switch (lw.kind) {
+            case format::LayerKind::kda: lw.kda = bind.kda(layer); break;
+            case format::LayerKind::mla: lw.mla = bind.mla(layer); break;
+            case format::LayerKind::gqa: lw.gqa = bind.gqa(layer); break;
         }
         lw.moe = c.is_moe_layer(layer);
-        if (lw.moe) lw.moe_weights = bind.moe(p + format::moe_block_prefix(c.family));
-        else lw.dense = bind.ffn(p + "mlp.", c.intermediate);
-        if (c.attn_res_block > 0) {
-            lw.attn_res.attn_norm = bind.vector(p + "self_attention_res_norm.weight", c.hidden);
-            lw.attn_res.attn_proj = bind.vector(p + "self_attention_res_proj.weight", c.hidden);
-            lw.attn_res.mlp_norm = bind.vector(p + "mlp_res_norm.weight", c.hidden);
-            lw.attn_res.mlp_proj = bind.vector(p + "mlp_res_proj.weight", c.hidden);
-        }
+        if (lw.moe) lw.moe_weights = bind.moe(layer);
+        else lw.dense = bind.ffn(layer, R::ffn_gate, R::ffn_up, R::ffn_down, c.intermediate);
+        lw.attn_res.attn_norm = bind.vector(layer, R::attn_res_norm);
+        lw.attn_res.attn_proj = bind.vector(layer, R::attn_res_proj);
+        lw.attn_res.mlp_norm = bind.vector(layer, R::mlp_res_norm);
+        lw.attn_res.mlp_proj = bind.vector(layer, R::mlp_res_proj);
         w.layers.push_back(std::move(lw));
     }
     return w;

@@ -1,11 +1,13 @@
-// weights.h — the trunk tensors of a Kimi-family model, bound by role and
+// weights.h — a model's trunk tensors, bound by role through the one trunk
+// table (format/trunk_tensors.h: names, shapes, which are optional) and
 // checked against the shapes the config implies.
 //
 // Matrices stay in their stored format (LoadedTensor, matvec'ed in place);
 // vectors (norms, biases, conv taps, AttnRes) are dequantised to f32 once at
 // bind time. A missing tensor or a wrong shape is an error naming the tensor.
-// Architecture facts decided by which tensors exist — q_lora or plain q, the
-// KDA gate kind, the MLA output gate, the latent-MoE norm — are settled here.
+// What the tensors themselves decide — the KDA gate kind, an MLA output gate
+// the config leaves off, the latent-MoE norm, a stored lm_head beside tied
+// embeddings — is bound when present (null or empty otherwise).
 #pragma once
 
 #include <vector>
@@ -52,7 +54,8 @@ struct GqaWeights {
     Matrix k = nullptr, v = nullptr;               // [kv_heads*head_dim, H]
     Matrix o = nullptr;                            // [H, heads*head_dim]
     std::vector<float> q_bias, k_bias, v_bias;     // [heads*head_dim], [kv_heads*head_dim] (empty: none)
-    std::vector<float> q_norm, k_norm;             // [head_dim]: per-head RMSNorm before RoPE (empty: none)
+    std::vector<float> q_norm, k_norm;             // [head_dim]: per-head RMSNorm before RoPE, or [heads*head_dim],
+                                                   // [kv_heads*head_dim] over the whole projection (empty: none)
     std::vector<float> o_bias;                     // [H] (gpt-oss; empty: none)
     std::vector<float> sinks;                      // [heads]: one extra softmax logit per head (gpt-oss; empty: none)
     int window = 0;                                // > 0: a sliding layer, keys the last `window` positions

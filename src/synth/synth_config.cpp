@@ -262,6 +262,39 @@ ordered_json gpt_oss_config(const Dimensions& d, int window) {
     };
 }
 
+// MiniMax-M2's config.json (families-2026.md §3) at the given size: GQA with
+// q/k norms over the whole projections and NEOX RoPE on the first `rotary`
+// dims of each head, every layer MoE (block_sparse_moe, experts of width
+// intermediate_size) with the sigmoid router and its correction bias,
+// renormalised, no shared expert, no scaling.
+ordered_json minimax_m2_config(const Dimensions& d, int rotary) {
+    return ordered_json{
+        {"model_type", "minimax_m2"},
+        {"architectures", {"MiniMaxM2ForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"intermediate_size", d.moe_intermediate},  // MiniMax-M2: the expert width
+        {"num_local_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"scoring_func", "sigmoid"},
+        {"use_routing_bias", true},
+        {"num_attention_heads", d.heads},
+        {"num_key_value_heads", d.kv_heads},
+        {"head_dim", d.head_dim},
+        {"rotary_dim", rotary},
+        {"use_qk_norm", true},
+        {"qk_norm_type", "per_layer"},
+        {"rope_theta", 5000000.0},
+        {"max_position_embeddings", 196608},
+        {"rms_norm_eps", 1e-6},
+        {"hidden_act", "silu"},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
 // gpt-oss-20b and -120b share their layer (other-families.md §8): hidden
 // 2880, 64 query over 8 key/value heads of 64, window 128, experts of width
 // 2880 top-4, vocab 201088.
@@ -385,6 +418,29 @@ const PresetDefinition preset_definitions[] = {
                                 .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64},
                                128);
      }},
+    {"tiny-minimax",
+     "MiniMax-M2-like, ~1 MB: hidden 128, 4 layers of GQA (4 query over 2 key/value heads of 32, q/k norms over "
+     "the whole projections, NEOX RoPE on 16 of 32 dims), 16 experts top-4 (sigmoid with correction bias, "
+     "renormalised), vocab 316 with a tokenizer",
+     "minimax_m2", "", 10, MlaPattern::none, false,
+     [] {
+         return minimax_m2_config({.hidden = 128, .layers = 4, .intermediate = 0, .moe_intermediate = 64,
+                                   .experts = 16, .top_k = 4, .shared_experts = 0, .routed_scaling = 1.0, .heads = 4,
+                                   .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 316,
+                                   .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 2, .head_dim = 32},
+                                  16);
+     }},
+    {"mid-minimax",
+     "the MiniMax-M2 benchmark shape, ~0.5 GB: hidden 1024, 12 layers of GQA (16 query over 4 key/value heads of "
+     "64, RoPE on 32), 64 experts top-8, vocab 32768",
+     "minimax_m2", "", 256, MlaPattern::none, false,
+     [] {
+         return minimax_m2_config({.hidden = 1024, .layers = 12, .intermediate = 0, .moe_intermediate = 512,
+                                   .experts = 64, .top_k = 8, .shared_experts = 0, .routed_scaling = 1.0,
+                                   .heads = 16, .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0,
+                                   .vocab = 32768, .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64},
+                                  32);
+     }},
     // The releases' own shapes (other-families.md §§1, 3, 4, 7, 8), random
     // weights: streaming at the sizes users run. Shrink a slice with
     // num_hidden_layers; `waste synth --list` prints each container's size.
@@ -430,6 +486,18 @@ const PresetDefinition preset_definitions[] = {
                                           8, 4);
          c["first_k_dense_replace"] = 3;
          return c;
+     }},
+    {"minimax-m2",
+     "MiniMax-M2's dimensions: hidden 3072, 62 layers of GQA (48 query over 8 key/value heads of 128, RoPE on 64), "
+     "256 experts top-8 of width 1536, vocab 200064; a slice with num_hidden_layers",
+     "minimax_m2", "", 256, MlaPattern::none, false,
+     [] {
+         return minimax_m2_config({.hidden = 3072, .layers = 62, .intermediate = 0, .moe_intermediate = 1536,
+                                   .experts = 256, .top_k = 8, .shared_experts = 0, .routed_scaling = 1.0,
+                                   .heads = 48, .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0,
+                                   .vocab = 200064, .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 8,
+                                   .head_dim = 128},
+                                  64);
      }},
     {"kimi-linear-48b",
      "Kimi-Linear-48B-A3B's dimensions: hidden 2304, 27 layers (MLA 4,8,...,24,27, KDA the rest; 32 heads of "

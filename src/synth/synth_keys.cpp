@@ -25,7 +25,7 @@ const char* const accepted_keys[] = {
     "routed_scaling_factor", "n_group", "topk_group", "routed_expert_hidden_size", "latent_moe_use_norm",
     "hidden_act", "activation_situ_beta", "activation_situ_linear_beta", "attn_res_block_size",
     // GQA (Qwen3, GLM, gpt-oss).
-    "num_key_value_heads", "head_dim", "sliding_window",
+    "num_key_value_heads", "head_dim", "sliding_window", "rotary_dim", "use_qk_norm",
     // MLA.
     "num_attention_heads", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "q_lora_rank",
     "mla_use_output_gate",
