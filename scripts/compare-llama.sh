@@ -149,7 +149,7 @@ model="mid Kimi-Linear (1.2 B)"
 if [ "$family" != kimi ]; then
   model="mid $($py -c 'import json, sys
 i = json.load(sys.stdin)
-print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE", "glm4-moe": "GLM-4.5", "gpt-oss": "gpt-oss"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
+print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE", "glm4-moe": "GLM-4.5", "gpt-oss": "gpt-oss", "minimax-m2": "MiniMax-M2"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
     < <("$waste" info "$container" --json))"
 fi
 extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.argv[1]), "f16_gguf_bytes": int(sys.argv[2]),
