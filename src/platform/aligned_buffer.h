@@ -17,9 +17,12 @@
 
 namespace waste::platform {
 
+// Direct I/O's unit: file offsets, sizes and buffer addresses are multiples of it.
+inline constexpr uint64_t direct_io_block = 4096;
+
 class AlignedBuffer {
 public:
-    static constexpr size_t alignment = 4096;
+    static constexpr size_t alignment = direct_io_block;
     static constexpr size_t large_buffer_bytes = size_t{256} << 10;
     AlignedBuffer() = default;
     explicit AlignedBuffer(size_t bytes);  // throws WASTE_ERR_OUT_OF_MEMORY; zero-filled

@@ -9,8 +9,6 @@
 namespace waste::platform {
 namespace {
 
-constexpr uint64_t block = 4096;
-
 void read_fully(NativeFile file, uint64_t offset, std::span<uint8_t> buffer, const std::string& path) {
     size_t done = 0;
     while (done < buffer.size()) {
@@ -78,8 +76,8 @@ void DirectFile::read_at(uint64_t offset, std::span<uint8_t> buffer) const {
         fail(WASTE_ERR_IO, "read of {} bytes at offset {} runs past the end of {} ({} bytes)", buffer.size(), offset,
              path_, size_);
     if (mode_ == IoMode::direct) {
-        WASTE_CHECK(offset % block == 0 && buffer.size() % block == 0 &&
-                    reinterpret_cast<uintptr_t>(buffer.data()) % block == 0);
+        WASTE_CHECK(offset % direct_io_block == 0 && buffer.size() % direct_io_block == 0 &&
+                    reinterpret_cast<uintptr_t>(buffer.data()) % direct_io_block == 0);
     }
     read_fully(file_, offset, buffer, path_);
 }
@@ -98,14 +96,15 @@ void DirectFile::read_any(uint64_t offset, std::span<uint8_t> buffer) const {
     // this for every small tensor, and zero-filling 8 MiB each time made
     // loading a 400 KB trunk take a second.
     constexpr uint64_t chunk = uint64_t{8} << 20;
-    AlignedBuffer bounce(std::min<uint64_t>(chunk, buffer.size()) + 2 * block);
+    AlignedBuffer bounce(std::min<uint64_t>(chunk, buffer.size()) + 2 * direct_io_block);
     uint64_t done = 0;
     while (done < buffer.size()) {
         const uint64_t want_start = offset + done;
-        const uint64_t aligned_start = want_start / block * block;
+        const uint64_t aligned_start = want_start / direct_io_block * direct_io_block;
         const uint64_t take = std::min<uint64_t>(buffer.size() - done, chunk);
-        const uint64_t aligned_end = std::min<uint64_t>((want_start + take + block - 1) / block * block,
-                                                        (size_ + block - 1) / block * block);
+        const uint64_t aligned_end =
+            std::min<uint64_t>((want_start + take + direct_io_block - 1) / direct_io_block * direct_io_block,
+                               (size_ + direct_io_block - 1) / direct_io_block * direct_io_block);
         size_t read_bytes = 0;
         while (read_bytes < aligned_end - aligned_start) {
             int error = 0;

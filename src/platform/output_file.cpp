@@ -14,15 +14,13 @@
 namespace waste::platform {
 namespace {
 
-constexpr uint64_t block = 4096;  // direct-I/O alignment of offsets, sizes and buffers
-
 uint64_t round_up(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 }  // namespace
 
 OutputFile::OutputFile(std::string path, OutputFileOptions options)
     : path_(std::move(path)), tmp_path_(path_ + ".tmp"), options_(options) {
-    options_.buffer_bytes = std::max<size_t>(block, round_up(options_.buffer_bytes, block));
+    options_.buffer_bytes = std::max<size_t>(direct_io_block, round_up(options_.buffer_bytes, direct_io_block));
     options_.buffers = std::max(1, options_.buffers);
     buffers_.reserve(static_cast<size_t>(options_.buffers));
     open_temporary();  // removes what it made when it throws: the destructor does not run for a half-built object
@@ -110,7 +108,7 @@ std::span<uint8_t> OutputFile::claim(size_t bytes) {
     if (fill_ + bytes > options_.buffer_bytes) {
         // A partly filled buffer may be handed on only if it ends on a block
         // boundary: the next one must start 4096-aligned for direct I/O.
-        if (fill_ % block != 0) return {};
+        if (fill_ % direct_io_block != 0) return {};
         if (fill_ > 0) submit_current();
     }
     return {buffers_[current_].data() + fill_, bytes};
@@ -159,7 +157,7 @@ void OutputFile::start_commit() {
         // last job cuts the file back to its size.
         size_t bytes = fill_;
         if (direct_) {
-            bytes = static_cast<size_t>(round_up(fill_, block));
+            bytes = static_cast<size_t>(round_up(fill_, direct_io_block));
             std::memset(buffers_[current_].data() + fill_, 0, bytes - fill_);
         }
         jobs_.push_back(Job{current_, buffers_[current_].data(), flushed_, bytes, false});
@@ -234,7 +232,7 @@ void write_small_file(const std::string& path, std::string_view bytes) {
     OutputFileOptions options;
     options.want_direct = false;
     options.buffers = 1;
-    options.buffer_bytes = static_cast<size_t>(std::min<uint64_t>(round_up(std::max<size_t>(bytes.size(), 1), block),
+    options.buffer_bytes = static_cast<size_t>(std::min<uint64_t>(round_up(std::max<size_t>(bytes.size(), 1), direct_io_block),
                                                                   uint64_t{16} << 20));
     OutputFile file(path, options);
     file.write({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
