@@ -148,23 +148,14 @@ class LlamaCppCase(unittest.TestCase):
             self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
         return ref
 
-    def assertMinimaxMargins(self, sd, cfg, ids):
-        """MiniMax-M2's selections (top-k of sigmoid + bias) win by MIN_MARGIN:
-        the reference's router inputs, layer by layer, recomputed here."""
-        saved, seen = minimax_m2.route, []
-
-        def route(c, logits, bias):
-            s = torch.sigmoid(logits)
-            seen.append(s + bias if bias is not None else s)
-            return saved(c, logits, bias)
-
-        minimax_m2.route = route
-        try:
-            minimax_m2.forward(sd, cfg, ids)
-        finally:
-            minimax_m2.route = saved
-        for scores in seen:
+    def minimax_reference(self, sd, cfg, ids):
+        """The MiniMax-M2 reference's logits, its selections (top-k of sigmoid +
+        bias) checked to win by MIN_MARGIN in every layer."""
+        trace = []
+        ref = minimax_m2.forward(sd, cfg, ids, trace=trace)
+        for scores in trace:
             self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+        return ref
 
     def assertAgrees(self, got, ref, label):
         diff = (got - ref).abs().max().item()
@@ -237,8 +228,7 @@ class MinimaxM2VsLlamaCpp(LlamaCppCase):
         cfg = minimax_m2.tiny_config()
         sd = minimax_m2.random_checkpoint(cfg, 2)
         ids = prompt(cfg["vocab_size"])
-        self.assertMinimaxMargins(sd, cfg, ids)
-        ref = minimax_m2.forward(sd, cfg, ids)
+        ref = self.minimax_reference(sd, cfg, ids)
         path = os.path.join(self.work, "minimax-m2.gguf")
         gguf_moe.write_minimax_m2(sd, cfg, path)
         got = self.llama_logits(path, ids)
@@ -284,8 +274,7 @@ class EngineVsLlamaCpp(LlamaCppCase):
                 self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
             gguf_moe.write_glm4_moe(sd, cfg, path)
         elif family == "minimax_m2":
-            dq = {k: v.double() for k, v in sd.items()}
-            self.assertMinimaxMargins(dq, cfg, ids)
+            self.minimax_reference({k: v.double() for k, v in sd.items()}, cfg, ids)
             gguf_moe.write_minimax_m2(sd, cfg, path)
         elif family == "gpt_oss":
             trace = []  # top-k of the raw logits: the margin between the k-th and the (k+1)-th

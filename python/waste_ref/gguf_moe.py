@@ -183,6 +183,14 @@ def _common(w, cfg, n_ff, n_head=None, vocab=None):
     w.f32("{arch}.attention.layer_norm_rms_epsilon", cfg["rms_norm_eps"])
 
 
+def _gqa_heads(w, cfg):
+    """The grouped-query heads' keys (qwen3moe, glm4moe, gpt-oss, minimax-m2):
+    key/value heads, and one head size for keys and values."""
+    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
+    w.u32("{arch}.attention.key_length", cfg["head_dim"])
+    w.u32("{arch}.attention.value_length", cfg["head_dim"])
+
+
 def _matrices_as_f16(w):
     """Every matrix the writer takes from here on is written F16 (the input of
     llama.cpp's quantiser), vectors F32; attn_k_b / attn_v_b stay F32: this
@@ -229,9 +237,7 @@ def qwen3_moe_writer(sd, cfg, f16=False, vocab=None):
     if f16:
         _matrices_as_f16(w)
     _common(w, cfg, cfg.get("intermediate_size", cfg["moe_intermediate_size"]), vocab=vocab)
-    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
-    w.u32("{arch}.attention.key_length", cfg["head_dim"])
-    w.u32("{arch}.attention.value_length", cfg["head_dim"])
+    _gqa_heads(w, cfg)
     w.u32("{arch}.expert_count", cfg["num_experts"])
     w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
     w.u32("{arch}.expert_feed_forward_length", cfg["moe_intermediate_size"])
@@ -346,14 +352,12 @@ def write_glm4_moe(sd, cfg, path, f16=False):
     DeepSeek's sigmoid router with exp_probs_b, shared experts, leading dense
     layers; no MTP layer written (nextn_predict_layers absent = 0)."""
     from .glm4_moe import is_moe_layer, rotary_dim
-    L, D = cfg["num_hidden_layers"], cfg["head_dim"]
+    L = cfg["num_hidden_layers"]
     w = GGUFWriter("glm4moe")
     if f16:
         _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"])
-    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
-    w.u32("{arch}.attention.key_length", D)
-    w.u32("{arch}.attention.value_length", D)
+    _gqa_heads(w, cfg)
     w.u32("{arch}.rope.dimension_count", rotary_dim(cfg))
     w.u32("{arch}.leading_dense_block_count", cfg["first_k_dense_replace"])
     w.u32("{arch}.expert_count", cfg["n_routed_experts"])
@@ -419,9 +423,7 @@ def gpt_oss_writer(sd, cfg, f16=False, vocab=None):
     if f16:
         _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"], vocab=vocab)
-    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
-    w.u32("{arch}.attention.key_length", D)
-    w.u32("{arch}.attention.value_length", D)
+    _gqa_heads(w, cfg)
     w.u32("{arch}.rope.dimension_count", D)
     w.u32("{arch}.attention.sliding_window", cfg["sliding_window"])
     w.u32("{arch}.expert_count", cfg["num_local_experts"])
@@ -470,14 +472,12 @@ def write_minimax_m2(sd, cfg, path, f16=False, vocab=None):
     expert_feed_forward_length. Experts under w1/w3/w2 (the release's) or
     gate/up/down_proj (a container's)."""
     from .minimax_m2 import expert
-    L, D, E = cfg["num_hidden_layers"], cfg["head_dim"], cfg["num_local_experts"]
+    L, E = cfg["num_hidden_layers"], cfg["num_local_experts"]
     w = GGUFWriter("minimax-m2")
     if f16:
         _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"], vocab=vocab)
-    w.u32("{arch}.attention.head_count_kv", cfg["num_key_value_heads"])
-    w.u32("{arch}.attention.key_length", D)
-    w.u32("{arch}.attention.value_length", D)
+    _gqa_heads(w, cfg)
     w.u32("{arch}.rope.dimension_count", cfg["rotary_dim"])
     w.u32("{arch}.expert_count", E)
     w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])

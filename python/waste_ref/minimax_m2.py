@@ -59,11 +59,15 @@ def attention(sd, cfg, p, x, positions, qk_norm_per_head=False):
     return causal_attention(q, k, v, D ** -0.5) @ sd[p + "o_proj.weight"].T
 
 
-def route(cfg, router_logits, bias):
+def route(cfg, router_logits, bias, trace=None):
     """(weights [T,k], ids [T,k]): top-k of sigmoid + bias, weights the unbiased
-    sigmoids renormalised (sum clamped at 1e-12), times routed_scaling_factor."""
+    sigmoids renormalised (sum clamped at 1e-12), times routed_scaling_factor.
+    trace, if a list, receives the selection scores [T, experts]."""
     s = torch.sigmoid(router_logits)
-    _, ids = topk_lowest_index(s + bias if bias is not None else s, cfg["num_experts_per_tok"])
+    selection = s + bias if bias is not None else s
+    if trace is not None:  # what selection ranks, for tests that keep clear of ties
+        trace.append(selection)
+    _, ids = topk_lowest_index(selection, cfg["num_experts_per_tok"])
     w = s.gather(1, ids)
     w = w / w.sum(-1, keepdim=True).clamp(min=1e-12)
     return w * cfg.get("routed_scaling_factor", 1.0), ids
@@ -76,9 +80,9 @@ def expert(sd, q):
     return sd[q + "gate_proj.weight"], sd[q + "up_proj.weight"], sd[q + "down_proj.weight"]
 
 
-def moe(sd, cfg, p, x):
+def moe(sd, cfg, p, x, trace=None):
     bias = sd.get(p + "e_score_correction_bias") if cfg.get("use_routing_bias", True) else None
-    weights, ids = route(cfg, x @ sd[p + "gate.weight"].T, bias)
+    weights, ids = route(cfg, x @ sd[p + "gate.weight"].T, bias, trace)
     out = torch.zeros_like(x)
     for t in range(x.shape[0]):
         for w, e in zip(weights[t].tolist(), ids[t].tolist()):
@@ -86,8 +90,9 @@ def moe(sd, cfg, p, x):
     return out
 
 
-def forward(sd, cfg, ids, qk_norm_per_head=False):
-    """Logits [T, vocab] for every position of the token ids (positions 0..T-1)."""
+def forward(sd, cfg, ids, qk_norm_per_head=False, trace=None):
+    """Logits [T, vocab] for every position of the token ids (positions 0..T-1).
+    trace, if a list, receives each layer's router selection scores [T, experts]."""
     ids = torch.as_tensor(ids, dtype=torch.long)
     positions = torch.arange(ids.shape[0])
     eps = cfg["rms_norm_eps"]
@@ -96,7 +101,7 @@ def forward(sd, cfg, ids, qk_norm_per_head=False):
         p = "model.layers.%d." % i
         h = h + attention(sd, cfg, p + "self_attn.", rms_norm(h, sd[p + "input_layernorm.weight"], eps), positions,
                           qk_norm_per_head)
-        h = h + moe(sd, cfg, p + "block_sparse_moe.", rms_norm(h, sd[p + "post_attention_layernorm.weight"], eps))
+        h = h + moe(sd, cfg, p + "block_sparse_moe.", rms_norm(h, sd[p + "post_attention_layernorm.weight"], eps), trace)
     return rms_norm(h, sd["model.norm.weight"], eps) @ sd["lm_head.weight"].T
 
 

@@ -62,6 +62,25 @@ struct ArchKeys {
             fail(WASTE_ERR_FORMAT, "{}: {} {} differs from token_embd.weight's {} rows", keys.what, (*this)("vocab_size"),
                  *declared, vocab);
     }
+    // The grouped-query heads (qwen3moe, gpt-oss, minimax-m2), with
+    // llama.cpp's defaults where a key is absent: as many key/value heads as
+    // heads, key_length hidden / heads, value_length key_length. Both sizes
+    // must be positive and keys and values one head size.
+    struct GqaHeads {
+        uint64_t hidden, heads, kv_heads, head_dim;
+    };
+    GqaHeads gqa_heads() const {
+        const auto& k = *this;
+        const uint64_t hidden = keys.require_uint(k("embedding_length"));
+        const uint64_t heads = keys.require_uint(k("attention.head_count"));
+        if (heads == 0 || hidden == 0)
+            fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what, k("embedding_length"), k("attention.head_count"));
+        const uint64_t head_dim = keys.optional_uint(k("attention.key_length")).value_or(hidden / heads);
+        if (const uint64_t v = keys.optional_uint(k("attention.value_length")).value_or(head_dim); v != head_dim)
+            fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from {} {} (keys and values of one head size)", keys.what,
+                 k("attention.value_length"), v, k("attention.key_length"), head_dim);
+        return {hidden, heads, keys.optional_uint(k("attention.head_count_kv")).value_or(heads), head_dim};
+    }
     // rope.scaling.*: none, or YaRN as rope_scaling (its factor, original
     // context and betas); another kind is refused naming it.
     std::optional<ordered_json> yarn() const {
@@ -85,17 +104,7 @@ struct ArchKeys {
 // key for it), so norm_topk_prob is true, as in every Qwen3-MoE release.
 ordered_json qwen3moe_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "qwen3moe"};
-    const uint64_t hidden = keys.require_uint(key("embedding_length"));
-    const uint64_t heads = keys.require_uint(key("attention.head_count"));
-    if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what, key("embedding_length"), key("attention.head_count"));
-    // llama.cpp's defaults where a key is absent: as many key/value heads as
-    // heads, key_length hidden / heads, value_length key_length.
-    const uint64_t kv_heads = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
-    const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
-    const uint64_t value_dim = keys.optional_uint(key("attention.value_length")).value_or(head_dim);
-    if (value_dim != head_dim)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from {} {} (Qwen3-MoE's heads have one head_dim)", keys.what,
-             key("attention.value_length"), value_dim, key("attention.key_length"), head_dim);
+    const auto [hidden, heads, kv_heads, head_dim] = key.gqa_heads();
     const uint64_t moe_ff = keys.require_uint(key("expert_feed_forward_length"));
     if (key.yarn())
         fail(WASTE_ERR_UNSUPPORTED, "{}: {} yarn is not supported for qwen3_moe yet (none)", keys.what,
@@ -136,12 +145,7 @@ ordered_json qwen3moe_config(const format::GgufFile& keys, const std::set<std::s
 // them by, must agree).
 ordered_json minimax_m2_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "minimax-m2"};
-    const uint64_t hidden = keys.require_uint(key("embedding_length"));
-    const uint64_t heads = keys.require_uint(key("attention.head_count"));
-    if (heads == 0 || hidden == 0) fail(WASTE_ERR_FORMAT, "{}: {} and {} must be positive", keys.what, key("embedding_length"), key("attention.head_count"));
-    const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
-    if (const uint64_t v = keys.optional_uint(key("attention.value_length")).value_or(head_dim); v != head_dim)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from the key length {}", keys.what, key("attention.value_length"), v, head_dim);
+    const auto [hidden, heads, kv_heads, head_dim] = key.gqa_heads();
     const uint64_t moe_ff = keys.require_uint(key("expert_feed_forward_length"));
     if (const auto ff = keys.optional_uint(key("feed_forward_length")); ff && *ff != moe_ff)
         fail(WASTE_ERR_FORMAT, "{}: {} {} differs from {} {} (llama.cpp sizes the experts by the first)", keys.what,
@@ -158,7 +162,7 @@ ordered_json minimax_m2_config(const format::GgufFile& keys, const std::set<std:
     config["hidden_size"] = hidden;
     config["num_hidden_layers"] = keys.require_uint(key("block_count"));
     config["num_attention_heads"] = heads;
-    config["num_key_value_heads"] = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
+    config["num_key_value_heads"] = kv_heads;
     config["head_dim"] = head_dim;
     config["rotary_dim"] = keys.optional_uint(key("rope.dimension_count")).value_or(head_dim);
     config["intermediate_size"] = moe_ff;
@@ -341,12 +345,7 @@ ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::
 // truncates: python/README.md lists the difference).
 ordered_json gpt_oss_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "gpt-oss"};
-    const uint64_t hidden = keys.require_uint(key("embedding_length"));
-    const uint64_t heads = keys.require_uint(key("attention.head_count"));
-    if (heads == 0) fail(WASTE_ERR_FORMAT, "{}: {} is 0", keys.what, key("attention.head_count"));
-    const uint64_t head_dim = keys.optional_uint(key("attention.key_length")).value_or(hidden / heads);
-    if (const uint64_t v = keys.optional_uint(key("attention.value_length")).value_or(head_dim); v != head_dim)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} differs from the key length {}", keys.what, key("attention.value_length"), v, head_dim);
+    const auto [hidden, heads, kv_heads, head_dim] = key.gqa_heads();
     if (const uint64_t rot = keys.optional_uint(key("rope.dimension_count")).value_or(head_dim); rot != head_dim)
         fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: gpt-oss rotates the whole head ({})", keys.what, key("rope.dimension_count"), rot, head_dim);
     const uint64_t layers = keys.require_uint(key("block_count"));
@@ -368,7 +367,7 @@ ordered_json gpt_oss_config(const format::GgufFile& keys, const std::set<std::st
     config["hidden_size"] = hidden;
     config["num_hidden_layers"] = layers;
     config["num_attention_heads"] = heads;
-    config["num_key_value_heads"] = keys.optional_uint(key("attention.head_count_kv")).value_or(heads);
+    config["num_key_value_heads"] = kv_heads;
     config["head_dim"] = head_dim;
     config["intermediate_size"] = keys.require_uint(key("expert_feed_forward_length"));
     config["num_local_experts"] = keys.require_uint(key("expert_count"));

@@ -35,12 +35,11 @@ public:
         }
         const Shape got = source_.info(full).shape;
         if (spec.at_least) {
-            int64_t want = 1, count = 1;
-            for (int64_t d : spec.shape) want *= d;
+            int64_t count = 1;
             for (int64_t d : got) count *= d;
-            if (got.empty() || got.size() > 4 || count < want)
+            if (got.empty() || got.size() > 4 || count < spec.elements())
                 fail(WASTE_ERR_FORMAT, "checkpoint: tensor {} in {} has shape [{}], expected at least {} values", full,
-                     shard_of(source_, full), fmt::join(got, ", "), want);
+                     shard_of(source_, full), fmt::join(got, ", "), spec.elements());
         } else {
             check_shape(full, spec.shape);
         }

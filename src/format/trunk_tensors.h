@@ -70,8 +70,14 @@ struct TrunkTensorSpec {
     std::vector<int64_t> shape;      // PyTorch order
     TrunkValues values;
     bool optional = false;           // taken and bound when present, else absent
-    bool at_least = false;           // any shape of at least product(shape) values (A_log: one per head, may be
+    bool at_least = false;           // any shape of at least elements() values (A_log: one per head, may be
                                      // padded to head_dim, container-v0 §3)
+
+    int64_t elements() const {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return n;
+    }
 };
 
 // Alternatives the config leaves to the tensors themselves (KDA's output gate

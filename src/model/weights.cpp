@@ -55,8 +55,7 @@ struct Binder {
     std::vector<float> vector(int layer, R role) const {
         const auto [spec, t] = find(layer, role);
         if (!t) return {};
-        uint64_t want = 1;
-        for (int64_t d : spec->shape) want *= static_cast<uint64_t>(d);
+        const uint64_t want = static_cast<uint64_t>(spec->elements());
         if (spec->at_least ? t->info->elements() < want : t->info->elements() != want)
             fail_format("trunk tensor {}: {} elements, expected {}{}", full(spec->name), t->info->elements(),
                         spec->at_least ? "at least " : "", want);

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <optional>
 
-#include <fmt/format.h>
-
 #include "format/trunk_tensors.h"
 #include "synth/synth_vision.h"
 
@@ -31,7 +29,7 @@ constexpr float a_log_pad = 3.0f;             // e^3 = 20: a reader using the pa
 constexpr float decay_projection_gain = 0.5f;
 constexpr float attn_res_norm_std = 0.1f;
 constexpr float bias_std = 0.1f;               // projection biases: small beside unit-scale outputs
-constexpr float sink_std = 1.0f;               // a sink logit per head, as large as the scores     // AttnRes scores ~ N(0, 1): rmsnorm(v)·norm·proj with proj ~ N(0, 1/H)
+constexpr float sink_std = 1.0f;               // a sink logit per head, as large as the scores
 
 using format::TrunkRole;
 using format::TrunkValues;
@@ -79,7 +77,7 @@ TensorPlan plan_tensor(const format::TrunkTensorSpec& spec, const ResolvedPreset
         case TrunkValues::conv: draw(0.0f, conv_std); break;
         case TrunkValues::dt_bias: draw(dt_bias_mean, dt_bias_std); break;
         case TrunkValues::res_norm: draw(1.0f, attn_res_norm_std); break;
-        case TrunkValues::res_proj: draw(0.0f, unit); break;
+        case TrunkValues::res_proj: draw(0.0f, unit); break;  // AttnRes scores ~ N(0, 1): rmsnorm(v)·norm·proj
         case TrunkValues::a_log: {
             // One value per head; K3-like presets pad it to head_dim.
             const int64_t nh = c.kda_heads, stored = preset.k3_like ? std::max(nh, int64_t{c.kda_head_dim}) : nh;
