@@ -23,6 +23,7 @@
 
 #include "format/families.h"
 #include "format/model_config.h"
+#include "format/trunk_tensors.h"
 #include "kernels/elementwise.h"
 #include "model/rope.h"
 #include "model/routers.h"
@@ -514,7 +515,8 @@ TEST(FamilyConfig, EveryModelTypeOfTheTableNamesItsFamilyOnce) {
             EXPECT_NE(format::known_model_types().find(t.name), std::string::npos) << t.name;
         }
     }
-    EXPECT_EQ(names.size(), 8u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2
+    EXPECT_EQ(names.size(), 9u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2,
+                                  // mistral4
     EXPECT_EQ(format::family_of_model_type("qwen2_moe"), nullptr);
     EXPECT_EQ(format::family_of_model_type(""), nullptr);  // the reader's own rule reads "" as Kimi-Linear
 }
@@ -561,6 +563,61 @@ TEST(FamilyConfig, MiniMaxM2ReadsItsKeysAndRefusesWhatItIsNot) {
         EXPECT_NE(message.find(key), std::string::npos) << message;
     }
 }
+
+// Mistral Small 4's text_config at toy size (families-2026.md §6.2): HF v5's
+// rope_parameters, the temperature's beta among them.
+json mistral4(json overrides = json::object()) {
+    json c = {{"model_type", "mistral4"}, {"hidden_size", 64}, {"num_hidden_layers", 3}, {"first_k_dense_replace", 0},
+              {"num_attention_heads", 4}, {"q_lora_rank", 32}, {"kv_lora_rank", 16}, {"qk_nope_head_dim", 8},
+              {"qk_rope_head_dim", 8}, {"v_head_dim", 16}, {"moe_intermediate_size", 32}, {"n_routed_experts", 8},
+              {"num_experts_per_tok", 2}, {"routed_scaling_factor", 1.0}, {"norm_topk_prob", true},
+              {"rms_norm_eps", 1e-6}, {"vocab_size", 100}, {"rope_interleave", true},
+              {"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 10000.0}, {"factor", 128.0},
+                                   {"original_max_position_embeddings", 8192}, {"beta_fast", 32.0}, {"beta_slow", 1.0},
+                                   {"mscale", 1.0}, {"mscale_all_dim", 1.0}, {"llama_4_scaling_beta", 0.1}}}};
+    c.merge_patch(overrides);
+    return c;
+}
+
+TEST(FamilyConfig, Mistral4ReadsItsRouterAndQueryTemperature) {
+    const ModelConfig c = format::parse_model_config(mistral4());
+    EXPECT_EQ(c.family, Family::mistral4);
+    EXPECT_EQ(c.moe_layer_count(), 3);
+    EXPECT_EQ(c.mla_layer_count(), 3);
+    EXPECT_TRUE(c.mla_rope);
+    EXPECT_EQ(c.router, RouterKind::softmax_topk);
+    EXPECT_TRUE(c.renormalize);
+    EXPECT_EQ(c.shared_experts, 1);  // HF Mistral4Config's default
+    EXPECT_TRUE(c.yarn_enabled);
+    EXPECT_EQ(c.yarn.factor, 128.0);
+    EXPECT_EQ(c.attn_temperature_scale, 0.1);
+    EXPECT_EQ(c.attn_temperature_length, 8192);
+    // exactly 1 below the original context, then 1 + beta ln(1 + floor(p / L0)) in f32
+    EXPECT_EQ(c.query_temperature(0), 1.0f);
+    EXPECT_EQ(c.query_temperature(8191), 1.0f);
+    EXPECT_EQ(c.query_temperature(8192), 1.0f + 0.1f * std::log1p(1.0f));
+    EXPECT_EQ(c.query_temperature(3 * 8192 + 5), 1.0f + 0.1f * std::log1p(3.0f));
+    // the engine's own keys (a GGUF's temperature_scale / _length) come first
+    const ModelConfig own =
+        format::parse_model_config(mistral4({{"attn_temperature_scale", 0.5}, {"attn_temperature_length", 4}}));
+    EXPECT_EQ((std::pair{own.attn_temperature_scale, own.attn_temperature_length}), (std::pair{0.5, int64_t{4}}));
+    // without beta, no temperature; the router has no correction bias
+    json plain = mistral4();
+    plain["rope_parameters"].erase("llama_4_scaling_beta");
+    EXPECT_EQ(format::parse_model_config(plain).query_temperature(1 << 20), 1.0f);
+    for (const format::TrunkTensorSpec& t : format::trunk_tensor_table(c, [](const std::string&) { return false; }))
+        EXPECT_NE(t.role, format::TrunkRole::router_correction_bias) << t.name;
+    for (const auto& [config, key] : std::vector<std::pair<json, std::string>>{
+             {mistral4({{"n_group", 2}, {"topk_group", 1}}), "n_group"},
+             {mistral4({{"scoring_func", "sigmoid"}}), "scoring_func"},
+             {minimax({{"attn_temperature_scale", 0.1}, {"attn_temperature_length", 4}}), "attn_temperature_scale"}}) {
+        SCOPED_TRACE(config.dump());
+        const auto [status, message] = refusal(config);
+        EXPECT_NE(status, WASTE_OK);
+        EXPECT_NE(message.find(key), std::string::npos) << message;
+    }
+}
+
 
 TEST(FamilyConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {
     const auto [status, message] = refusal(qwen3({{"model_type", "qwen2_moe"}}));

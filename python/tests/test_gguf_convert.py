@@ -48,7 +48,7 @@ except ImportError:
     import _paths  # noqa: F401
     from _convert_support import assert_kill_and_resume_byte_identical
     from test_moe_llamacpp import BINS, BUNDLE, LIBS, LlamaCppCase, build_llama_tools
-from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, minimax_m2, qwen3_moe
+from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, minimax_m2, mistral4, qwen3_moe
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -252,6 +252,22 @@ class GgufConvertCase(LlamaCppCase):
         gguf_moe.write_minimax_m2(bf16(sd), cfg, gguf_path)
         out = self.path("minimax-m2-from-gguf.waste")
         self.check_same_as_checkpoint("minimax-m2", "minimax_m2", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+
+    def test_mistral4_gguf_converts_as_its_checkpoint(self):
+        # the checkpoint nested in Mistral3ForConditionalGeneration (text model
+        # under model.language_model., its experts stacked, a vision tower left
+        # out), the GGUF's mistral4 arch (softmax gating by its absent key,
+        # ffn_gate_up_exps split in halves, the query temperature's keys)
+        cfg = mistral4.tiny_config()
+        ckpt = self.path("mistral4-ckpt")
+        _, sd = hf_families.write_checkpoint(ckpt, "mistral4", cfg, seed=17)
+        gguf_path = self.path("mistral4.gguf")
+        gguf_moe.write_mistral4(bf16(sd), cfg, gguf_path)
+        out = self.path("mistral4-from-gguf.waste")
+        self.check_same_as_checkpoint("mistral4", "mistral4", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+        with open(os.path.join(out, "manifest.json")) as f:
+            config = json.load(f)["config"]
+        self.assertEqual((config["model_type"], config["attn_temperature_length"]), ("mistral4", 4))
 
     # ---- split sets
 

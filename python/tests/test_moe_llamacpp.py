@@ -62,7 +62,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, minimax_m2, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, minimax_m2, mistral4, qwen3_moe
 
 LLAMA_DIR = os.path.join(_paths.REPO_ROOT, "tools", "llama-cpp")
 BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
@@ -157,6 +157,15 @@ class LlamaCppCase(unittest.TestCase):
             self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
         return ref
 
+    def mistral4_reference(self, sd, cfg, ids):
+        """The Mistral 4 reference's logits, its selections (top-k of the
+        softmax) checked to win by MIN_MARGIN in every layer."""
+        trace = []
+        ref = mistral4.forward(sd, cfg, ids, trace=trace)
+        for probs in trace:
+            self.assertGreater(margins_topk(probs, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+        return ref
+
     def assertAgrees(self, got, ref, label):
         diff = (got - ref).abs().max().item()
         scale = ref.abs().max().item()
@@ -236,6 +245,26 @@ class MinimaxM2VsLlamaCpp(LlamaCppCase):
         self.assertDiffers(got, minimax_m2.forward(sd, cfg, ids, qk_norm_per_head=True), "minimax-m2, per-head q/k norm")
 
 
+class Mistral4VsLlamaCpp(LlamaCppCase):
+    def test_softmax_router_query_temperature_yarn_mscale(self):
+        # llama.cpp's mistral4 on the reference's weights: its softmax gating
+        # (the key absent), the query temperature (L0 = 4: moving within the
+        # prompt) and YaRN's mscale^2 on the softmax scale (where HF's
+        # Mistral4Attention has none: families-2026.md §6.5's open CHECK; the
+        # engine follows llama.cpp). Negative control: the reference without
+        # the temperature must be caught from position L0 on.
+        cfg = mistral4.tiny_config()
+        sd = mistral4.random_checkpoint(cfg, 21)
+        ids = prompt(cfg["vocab_size"])
+        path = os.path.join(self.work, "mistral4.gguf")
+        gguf_moe.write_mistral4(sd, cfg, path)
+        got = self.llama_logits(path, ids)
+        self.assertAgrees(got, self.mistral4_reference(sd, cfg, ids), "mistral4")
+        no_temperature = dict(cfg, rope_scaling=dict(cfg["rope_scaling"], llama_4_scaling_beta=None))
+        self.assertAgrees(got[:4], mistral4.forward(sd, no_temperature, ids)[:4], "mistral4, temperature 1 below L0")
+        self.assertDiffers(got[4:], mistral4.forward(sd, no_temperature, ids)[4:], "mistral4 without the temperature")
+
+
 class EngineVsLlamaCpp(LlamaCppCase):
     """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2,
     Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises),
@@ -276,6 +305,9 @@ class EngineVsLlamaCpp(LlamaCppCase):
         elif family == "minimax_m2":
             self.minimax_reference({k: v.double() for k, v in sd.items()}, cfg, ids)
             gguf_moe.write_minimax_m2(sd, cfg, path)
+        elif family == "mistral4":
+            self.mistral4_reference({k: v.double() for k, v in sd.items()}, cfg, ids)
+            gguf_moe.write_mistral4(sd, cfg, path)
         elif family == "gpt_oss":
             trace = []  # top-k of the raw logits: the margin between the k-th and the (k+1)-th
             gpt_oss.forward({k: v.double() for k, v in sd.items()}, cfg, ids, router_trace=trace)
@@ -322,6 +354,10 @@ class EngineVsLlamaCpp(LlamaCppCase):
     def test_minimax_m2(self):
         # whole-projection q/k norms, half of each head rotated (NEOX), sigmoid router with its correction bias
         self.engine_case("minimax_m2", minimax_m2.tiny_config(), "engine vs llama.cpp, minimax_m2", seed=17)
+
+    def test_mistral4(self):
+        # the query temperature moves from position 4 on (L0 = 4), YaRN factor 128
+        self.engine_case("mistral4", mistral4.tiny_config(), "engine vs llama.cpp, mistral4")
 
     def test_gpt_oss(self):
         # sinks, sliding window 8 on layer 0 (the 20 ids exceed it), q/k/v/o biases, router bias,

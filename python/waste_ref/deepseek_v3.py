@@ -80,7 +80,8 @@ def softmax_scale(cfg):
     return scale
 
 
-def attention(sd, cfg, p, x, positions):
+def attention(sd, cfg, p, x, positions, q_scale=None):
+    """q_scale [T], if given, multiplies each position's query (Mistral 4's temperature)."""
     T, H = x.shape[0], cfg["num_attention_heads"]
     nope, rope, vdim, kvr = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"], cfg["kv_lora_rank"]
     eps = cfg["rms_norm_eps"]
@@ -89,6 +90,8 @@ def attention(sd, cfg, p, x, positions):
     else:
         q = x @ sd[p + "q_proj.weight"].T
     q = q.view(T, H, nope + rope)
+    if q_scale is not None:
+        q = q * q_scale.to(q.dtype)[:, None, None]
     kv_a = x @ sd[p + "kv_a_proj_with_mqa.weight"].T
     c, k_pe = kv_a[:, :kvr], kv_a[:, kvr:].view(T, 1, rope)
     kv = (rms_norm(c, sd[p + "kv_a_layernorm.weight"], eps) @ sd[p + "kv_b_proj.weight"].T).view(T, H, nope + vdim)

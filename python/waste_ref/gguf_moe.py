@@ -260,7 +260,19 @@ def write_deepseek_v3(sd, cfg, path, f16=False, vocab=None):
     deepseek_v3_writer(sd, cfg, f16, vocab).write(path)
 
 
-def deepseek_v3_writer(sd, cfg, f16=False, vocab=None):
+def write_mistral4(sd, cfg, path, f16=False, vocab=None):
+    """Arch `mistral4` (llama.cpp's deepseek2 subclass): deepseek_v3_writer's
+    MLA with no gating key (absent: softmax), no exp_probs_b, the experts'
+    gate and up stacked as one ffn_gate_up_exps (the HF-path converter's
+    layout), and the query temperature's keys when the config has one."""
+    from .mistral4 import temperature
+    t = temperature(cfg)
+    if t:
+        cfg = dict(cfg, attn_temperature_scale=t[0], attn_temperature_length=t[1])
+    deepseek_v3_writer(sd, cfg, f16, vocab, arch="mistral4").write(path)
+
+
+def deepseek_v3_writer(sd, cfg, f16=False, vocab=None, arch="deepseek2"):
     """Arch `deepseek2` (llama.cpp runs V2, V3 and K2 under it), in the current
     MLA layout: kv_b_proj is split per head into attn_k_b (k_nope part,
     transposed to [H, kv_lora, nope]) and attn_v_b ([H, v, kv_lora]), which
@@ -274,7 +286,8 @@ def deepseek_v3_writer(sd, cfg, f16=False, vocab=None):
     H, L = cfg["num_attention_heads"], cfg["num_hidden_layers"]
     nope, rope, vdim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
     kvr, qr = cfg["kv_lora_rank"], cfg.get("q_lora_rank")
-    w = GGUFWriter("deepseek2")
+    softmax = cfg.get("scoring_func") == "softmax"  # Mistral 4's router (no correction bias)
+    w = GGUFWriter(arch)
     if f16:
         _matrices_as_f16(w)
     _common(w, cfg, cfg["intermediate_size"], vocab=vocab)
@@ -297,7 +310,11 @@ def deepseek_v3_writer(sd, cfg, f16=False, vocab=None):
     w.f32("{arch}.expert_weights_scale", cfg["routed_scaling_factor"])
     if cfg["norm_topk_prob"]:
         w.flag("{arch}.expert_weights_norm", True)
-    w.u32("{arch}.expert_gating_func", 2)  # sigmoid
+    if not softmax:
+        w.u32("{arch}.expert_gating_func", 2)  # sigmoid; absent is softmax
+    if cfg.get("attn_temperature_scale"):
+        w.f32("{arch}.attention.temperature_scale", cfg["attn_temperature_scale"])
+        w.u32("{arch}.attention.temperature_length", cfg["attn_temperature_length"])
     if cfg.get("n_group", 1) > 1:
         w.u32("{arch}.expert_group_count", cfg["n_group"])
         w.u32("{arch}.expert_group_used_count", cfg["topk_group"])
@@ -337,8 +354,14 @@ def deepseek_v3_writer(sd, cfg, f16=False, vocab=None):
                 w.tensor(blk + d + ".weight", sd[hf + "mlp." + p + ".weight"])
             continue
         w.tensor(blk + "ffn_gate_inp.weight", sd[hf + "mlp.gate.weight"])
-        w.tensor(blk + "exp_probs_b.bias", sd[hf + "mlp.gate.e_score_correction_bias"])
-        _moe_experts(w, sd, hf, blk, cfg["n_routed_experts"])
+        if softmax:
+            n_e = cfg["n_routed_experts"]
+            gate_up = torch.cat([_stack_experts(sd, hf, n_e, "gate_proj"), _stack_experts(sd, hf, n_e, "up_proj")], 1)
+            w.tensor(blk + "ffn_gate_up_exps.weight", gate_up)  # [E, 2I, H]: gate rows, then up rows
+            w.tensor(blk + "ffn_down_exps.weight", _stack_experts(sd, hf, n_e, "down_proj"))
+        else:
+            w.tensor(blk + "exp_probs_b.bias", sd[hf + "mlp.gate.e_score_correction_bias"])
+            _moe_experts(w, sd, hf, blk, cfg["n_routed_experts"])
         for p, d in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
             w.tensor(blk + d + ".weight", sd[hf + "mlp.shared_experts." + p + ".weight"])
     return w

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, minimax_m2, qwen3_moe
+from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, minimax_m2, mistral4, qwen3_moe
 from . import safetensors_io as st
 from .container import Container
 
@@ -36,6 +36,7 @@ FAMILIES = {
     "glm4_moe": ("Glm4MoeForCausalLM", glm4_moe),
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "minimax_m2": ("MiniMaxM2ForCausalLM", minimax_m2),
+    "mistral4": ("Mistral3ForConditionalGeneration", mistral4),
 }
 
 
@@ -89,6 +90,10 @@ def special_ids(family, vocab):
         return ({"bos_token_id": bos, "eos_token_id": eos},
                 {"bos_token_id": bos, "do_sample": True, "eos_token_id": eos, "temperature": 1.0, "top_p": 0.95,
                  "top_k": 40})
+    if family == "mistral4":
+        # Mistral Small 4: bos 1, eos 2, pad 11 (families-2026.md §6.2)
+        return ({"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 11},
+                {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 11})
     if family == "kimi_k2":
         return ({"bos_token_id": top - 4, "eos_token_id": top - 3, "pad_token_id": top}, {"eos_token_id": top - 2})
     return ({"bos_token_id": 0, "eos_token_id": 1},
@@ -130,6 +135,12 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
             raise ValueError("minimax_m2: its MTP modules are not written")
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, hidden_act="silu",
                  attention_dropout=0.0, router_jitter_noise=0.0, output_router_logits=False, rope_scaling=None)
+    elif family == "mistral4":  # Mistral3ForConditionalGeneration: the text model's config nested
+        if mtp_layers or fmt != "bf16":
+            raise ValueError("mistral4: bf16, no MTP layers")
+        return {"architectures": [arch], "model_type": "mistral3", "image_token_index": 10,
+                "text_config": dict(mistral4.release_config(cfg), **ids),
+                "vision_config": {"model_type": "pixtral", "hidden_size": 8, "patch_size": 2}}
     elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
                  hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers)
@@ -178,6 +189,13 @@ def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, sha
                 parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
         sd = gpt_oss.state_dict_from_files(files)
         extra = {}
+    elif family == "mistral4":
+        config_json(family, cfg, fmt, mtp_layers)  # refuses what mistral4 has not
+        sd = ref.random_checkpoint(cfg, seed)
+        if tweak:
+            tweak(sd, cfg)
+        for name, t in mistral4.release_tensors(sd, cfg, seed).items():
+            parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
     else:
         sd = ref.random_checkpoint(cfg, seed)
         if tweak:

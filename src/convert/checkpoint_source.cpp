@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "convert/checkpoint.h"
 #include "convert/checkpoint_source.h"
@@ -34,11 +35,28 @@ struct ExpertView {
     std::vector<int64_t> shape;
 };
 
+// Mistral 4 (families-2026.md §6), a Mistral3ForConditionalGeneration:
+// the text model under "model.language_model." (shown as "model."; the
+// vision tower and projector are left out), each layer's experts stacked as
+// transformers v5 keeps them: mlp.experts.gate_up_proj [E, 2I, H] (gate the
+// first I rows of an expert, up the next I) and mlp.experts.down_proj
+// [E, H, I]; shown as per-expert matrices like gpt-oss's.
+constexpr std::string_view mistral3_text = "model.language_model.";
+bool mistral3_wrapper(const Checkpoint& ck) {
+    const nlohmann::json& config = ck.config();
+    return config.contains("model_type") && config["model_type"] == "mistral4";
+}
+
 class CheckpointSource final : public WeightSource {
 public:
     explicit CheckpointSource(const Checkpoint& checkpoint) : ck_(checkpoint) {
+        const bool mistral = mistral3_wrapper(ck_);
         for (const std::string& name : ck_.names()) {
             const TensorInfo& t = ck_.info(name);
+            if (mistral) {
+                add_mistral4_view(name, t);
+                continue;
+            }
             if (t.encoding != WeightEncoding::mxfp4 || t.shape.size() != 3) continue;
             const bool gate_up = name.ends_with("mlp.experts.gate_up_proj"), down = name.ends_with("mlp.experts.down_proj");
             if (!gate_up && !down) continue;
@@ -96,6 +114,30 @@ public:
     bool shard_reclaimed(const std::string& shard) const override { return ck_.shard_file(shard).is_reclaimed(); }
 
 private:
+    // A Mistral 4 tensor: the text model's renamed, its stacked experts split, the rest hidden.
+    void add_mistral4_view(const std::string& name, const TensorInfo& t) {
+        fused_.insert(name);
+        if (name == "lm_head.weight") return void(views_[name] = {name, 0, 1, t.shape});
+        if (!name.starts_with(mistral3_text)) return;  // the vision tower and its projector
+        const std::string text = "model." + name.substr(mistral3_text.size());
+        const bool gate_up = text.ends_with("mlp.experts.gate_up_proj"), down = text.ends_with("mlp.experts.down_proj");
+        if (!gate_up && !down) return void(views_[text] = {name, 0, 1, t.shape});
+        if (t.shape.size() != 3 || (gate_up && t.shape[1] % 2 != 0))
+            fail_format("checkpoint: {} has shape [{}], expected [experts, {}, {}]", name, fmt::join(t.shape, ", "),
+                        gate_up ? "2 * moe_intermediate_size" : "hidden_size", gate_up ? "hidden_size" : "moe_intermediate_size");
+        const std::string base = text.substr(0, text.size() - (gate_up ? 12 : 9));  // "...mlp.experts."
+        const int64_t experts = t.shape[0], rows = t.shape[1], cols = t.shape[2];
+        for (int64_t e = 0; e < experts; ++e) {
+            const uint64_t at = static_cast<uint64_t>(e * rows);
+            if (gate_up) {
+                views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {name, at, 1, {rows / 2, cols}};
+                views_[fmt::format("{}{}.up_proj.weight", base, e)] = {name, at + rows / 2, 1, {rows / 2, cols}};
+            } else {
+                views_[fmt::format("{}{}.down_proj.weight", base, e)] = {name, at, 1, {rows, cols}};
+            }
+        }
+    }
+
     SourceTensor tensor_info(const std::string& name) const {
         const TensorInfo& t = ck_.info(name);
         SourceTensor out;

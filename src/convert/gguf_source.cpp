@@ -184,6 +184,7 @@ ordered_json minimax_m2_config(const format::GgufFile& keys, const std::set<std:
 struct NameMap {
     std::string gguf;
     int64_t expert = -1;      // >= 0: the expert's slice of gguf's [E, rows, cols]
+    int half = 0;             // 1, 2: the first or second half of the expert's rows (ffn_gate_up_exps: gate, up)
     TensorView::Compose compose = TensorView::Compose::none;
     std::string second;       // the second tensor of a composed one
     NameMap() = default;
@@ -199,12 +200,23 @@ struct Names {
     int64_t first_ignored_layer = -1;  // >= 0: the tensors of blk.N. from this N on are left out
 };
 
-// A layer's routed experts: each one's slice of the 3-D ffn_*_exps stacks.
-void add_experts(std::map<std::string, NameMap>& names, const std::string& hf, const std::string& blk, int64_t experts) {
+// A layer's routed experts: each one's slice of the 3-D ffn_*_exps stacks;
+// gate and up from the halves of one ffn_gate_up_exps where the file stacks
+// them so (mistral4: an expert's gate rows, then its up rows).
+void add_experts(std::map<std::string, NameMap>& names, const std::set<std::string>& tensors, const std::string& hf,
+                 const std::string& blk, int64_t experts) {
+    const std::string gate_up = blk + "ffn_gate_up_exps.weight";
+    const bool stacked = tensors.count(gate_up) != 0;
     for (int64_t e = 0; e < experts; ++e)
         for (const auto& [h, g] : {std::pair{"gate_proj", "ffn_gate_exps"}, std::pair{"up_proj", "ffn_up_exps"},
-                                   std::pair{"down_proj", "ffn_down_exps"}})
-            names[fmt::format("{}experts.{}.{}.weight", hf, e, h)] = {blk + g + ".weight", e};
+                                   std::pair{"down_proj", "ffn_down_exps"}}) {
+            NameMap map{blk + g + ".weight", e};
+            if (stacked && std::string_view(h) != "down_proj") {
+                map.gguf = gate_up;
+                map.half = std::string_view(h) == "gate_proj" ? 1 : 2;
+            }
+            names[fmt::format("{}experts.{}.{}.weight", hf, e, h)] = std::move(map);
+        }
 }
 
 // The release's names of every trunk tensor and expert the config implies,
@@ -232,7 +244,7 @@ Names table_names(const ordered_json& config, const std::set<std::string>& tenso
     }
     for (int layer = 0; layer < c.layers; ++layer)
         if (c.is_moe_layer(layer))
-            add_experts(out.map, fmt::format("model.layers.{}.", layer) + format::moe_block_prefix(c.family),
+            add_experts(out.map, tensors, fmt::format("model.layers.{}.", layer) + format::moe_block_prefix(c.family),
                         fmt::format("blk.{}.", layer), c.experts);
     return out;
 }
@@ -245,8 +257,16 @@ Names table_names(const ordered_json& config, const std::set<std::string>& tenso
 // dense layers; nextn_predict_layers MTP layers counted in block_count.
 // DeepSeek-V2's softmax gating (expert_gating_func 1, or absent as in V2
 // files) is refused: the engine runs V3's.
-ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
-    const ArchKeys key{keys, "deepseek2"};
+// mistral4 (llama.cpp's LLM_ARCH_MISTRAL4, a deepseek2 subclass; families-2026.md
+// §6.4) is the same with its expert_gating_func absent (softmax: Mistral 4's
+// router, one group, no exp_probs_b) and gate and up stacked as
+// ffn_gate_up_exps. Both read attention.temperature_scale / _length (the
+// query temperature; deepseek2 files converted from Mistral's own format
+// carry them).
+ordered_json mla_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab,
+                        std::string_view arch) {
+    const bool mistral4 = arch == "mistral4";
+    const ArchKeys key{keys, std::string(arch)};
     const uint64_t hidden = keys.require_uint(key("embedding_length"));
     const uint64_t heads = keys.require_uint(key("attention.head_count"));
     const uint64_t blocks = keys.require_uint(key("block_count"));
@@ -264,12 +284,13 @@ ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::
     if (k_mla <= rope)
         fail(WASTE_ERR_FORMAT, "{}: the key length {} leaves no dims beside the {} RoPE dims", keys.what, k_mla, rope);
     const uint64_t gating = keys.optional_uint(key("expert_gating_func")).value_or(1);
-    if (gating != 2)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} ({}): the engine runs DeepSeek-V3's sigmoid gating (2)", keys.what,
-             key("expert_gating_func"), gating, keys.find(key("expert_gating_func")) ? "softmax" : "absent: V2's softmax");
-    if (keys.find(key("attention.temperature_scale")))
-        fail(WASTE_ERR_UNSUPPORTED, "{}: {}: attention temperature tuning is not run by the engine", keys.what,
-             key("attention.temperature_scale"));
+    if (gating != (mistral4 ? 1 : 2))
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {} ({}): the engine runs {} gating ({})", keys.what,
+             key("expert_gating_func"), gating, keys.find(key("expert_gating_func")) ? "its code" : "absent: softmax",
+             mistral4 ? "Mistral 4's softmax" : "DeepSeek-V3's sigmoid", mistral4 ? 1 : 2);
+    if (mistral4 && keys.optional_uint(key("expert_group_count")).value_or(1) > 1)
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} {}: Mistral 4's softmax router has one group", keys.what,
+             key("expert_group_count"), keys.require_uint(key("expert_group_count")));
     uint64_t moe_ff = 0;
     if (keys.find(key("expert_feed_forward_length"))) {
         const format::GgufValue* v = keys.find(key("expert_feed_forward_length"));
@@ -291,8 +312,8 @@ ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::
         fail(WASTE_ERR_FORMAT, "{}: blk.0.attn_q_a.weight is there but {} is missing or 0", keys.what,
              key("attention.q_lora_rank"));
     ordered_json config;
-    config["architectures"] = {"DeepseekV3ForCausalLM"};
-    config["model_type"] = "deepseek_v3";
+    config["architectures"] = {mistral4 ? "Mistral4ForCausalLM" : "DeepseekV3ForCausalLM"};
+    config["model_type"] = mistral4 ? "mistral4" : "deepseek_v3";
     config["vocab_size"] = vocab;
     config["hidden_size"] = hidden;
     config["num_hidden_layers"] = blocks - mtp;
@@ -313,9 +334,15 @@ ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::
     config["topk_group"] = keys.optional_uint(key("expert_group_used_count")).value_or(1);
     config["routed_scaling_factor"] = keys.optional_real(key("expert_weights_scale")).value_or(1.0);
     config["norm_topk_prob"] = keys.optional_flag(key("expert_weights_norm")).value_or(false);
-    config["scoring_func"] = "sigmoid";
-    config["topk_method"] = "noaux_tc";
+    if (!mistral4) {
+        config["scoring_func"] = "sigmoid";
+        config["topk_method"] = "noaux_tc";
+    }
     config["first_k_dense_replace"] = dense;
+    if (const auto beta = keys.optional_real(key("attention.temperature_scale")); beta && *beta != 0.0) {
+        config["attn_temperature_scale"] = *beta;
+        config["attn_temperature_length"] = keys.require_uint(key("attention.temperature_length"));
+    }
     config["rope_theta"] = keys.optional_real(key("rope.freq_base")).value_or(10000.0);
     config["rope_interleave"] = true;  // llama.cpp runs deepseek2 with NORM (interleaved) RoPE
     config["rms_norm_eps"] = keys.require_real(key("attention.layer_norm_rms_epsilon"));
@@ -332,6 +359,13 @@ ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::
     }
     config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
     return config;
+}
+
+ordered_json deepseek2_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    return mla_config(keys, tensors, vocab, "deepseek2");
+}
+ordered_json mistral4_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    return mla_config(keys, tensors, vocab, "mistral4");
 }
 
 // gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE, src/models/openai-moe.cpp):
@@ -398,7 +432,8 @@ struct Architecture {
 constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, false},
                                           {"deepseek2", deepseek2_config, true},
                                           {"gpt-oss", gpt_oss_config, false},
-                                          {"minimax-m2", minimax_m2_config, false}};
+                                          {"minimax-m2", minimax_m2_config, false},
+                                          {"mistral4", mistral4_config, true}};
 
 // ---- the vocabulary ------------------------------------------------------
 
@@ -716,6 +751,13 @@ std::map<std::string, TensorView> bind_tensors(const std::vector<format::GgufFil
                      what, map.gguf, fmt::join(shape, ", "), experts);
             view.first_row = static_cast<uint64_t>(map.expert) * static_cast<uint64_t>(shape[1]);
             shape.erase(shape.begin());
+            if (map.half > 0) {
+                if (shape[0] % 2 != 0)
+                    fail(WASTE_ERR_FORMAT, "{}: tensor {} has {} rows an expert, expected gate and up (even)", what,
+                         map.gguf, shape[0]);
+                shape[0] /= 2;
+                if (map.half == 2) view.first_row += static_cast<uint64_t>(shape[0]);
+            }
         }
         view.compose = map.compose;
         if (map.compose == TensorView::Compose::mla_kv_b) {
@@ -782,7 +824,7 @@ GgufRelease open_release(const std::string& path, bool with_vocabulary) {
     for (const Architecture& a : architectures)
         if (a.name == arch) architecture = &a;
     if (!architecture)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss, minimax-m2)",
+        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss, minimax-m2, mistral4)",
              path, arch);
     const format::GgufTensor* embed = nullptr;
     for (const format::GgufFile& part : parts)

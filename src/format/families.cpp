@@ -6,7 +6,7 @@ namespace waste::format {
 
 const std::vector<FamilyTraits>& families() {
     // other-families.md §0 (DeepSeek / K2), §4 (Qwen3), §7 (GLM-4.5), §8 (gpt-oss); models.md (Kimi);
-    // families-2026.md §3 (MiniMax-M2)
+    // families-2026.md §3 (MiniMax-M2), §6 (Mistral 4)
     static const std::vector<FamilyTraits> table = {
         {Family::kimi, {{"kimi_linear", ""}, {"kimi_k3", ""}}, RouterKind::sigmoid_grouped, "sigmoid", true, 0,
          MoeLayout::first_k_dense, false, true, "block_sparse_moe.", "moe_intermediate_size"},
@@ -21,6 +21,10 @@ const std::vector<FamilyTraits>& families() {
         // families-2026.md §3: the V3 router with one group, no scaling, no shared expert
         {Family::minimax_m2, {{"minimax_m2", "minimax-m2"}}, RouterKind::sigmoid_grouped, "sigmoid", true, 0,
          MoeLayout::every_layer, false, false, "block_sparse_moe.", "intermediate_size", "e_score_correction_bias"},
+        // families-2026.md §6: DeepSeek-V3's MLA and layout, a softmax router (top-k, renormalised), one shared
+        // expert by default, the query temperature (ModelConfig::query_temperature)
+        {Family::mistral4, {{"mistral4", "mistral4"}}, RouterKind::softmax_topk, "softmax", true, 1,
+         MoeLayout::first_k_dense, false, false, "mlp.", "moe_intermediate_size"},
     };
     return table;
 }

@@ -321,6 +321,26 @@ std::vector<int32_t> special_id_list(const json& object, const char* key, const 
 
 }  // namespace
 
+// Mistral 4 (families-2026.md §6): DeepSeek-V3's MLA with a softmax router
+// over one group, and the query temperature: HF keeps its β as
+// rope_parameters.llama_4_scaling_beta over the original context
+// (original_max_position_embeddings); the engine's own keys
+// attn_temperature_scale / attn_temperature_length (what a GGUF's
+// attention.temperature_scale / temperature_length become) come first.
+void parse_mistral4(const json& config, const std::string& where, ModelConfig* c) {
+    if (c->expert_groups > 1)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.n_group: {} (mistral4's softmax router has one group)", where, c->expert_groups);
+    if (config.contains("attn_temperature_scale")) return;  // read for every family below
+    for (const char* key : {"rope_parameters", "rope_scaling"}) {
+        auto params = config.find(key);
+        if (params == config.end() || !params->is_object() || !params->contains("llama_4_scaling_beta")) continue;
+        Reader read{*params, where + "." + key};
+        c->attn_temperature_scale = read.real({"llama_4_scaling_beta"}, 0.0, 1e6, 0.0);
+        c->attn_temperature_length = read.integer({"original_max_position_embeddings"}, 1, 1LL << 40);
+        return;
+    }
+}
+
 SpecialIds parse_special_ids(const json& object, const std::string& where, int64_t vocab) {
     if (!object.is_object()) fail_format("{}: expected a JSON object", where);
     SpecialIds ids;
@@ -472,12 +492,21 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         if (scaling == config.end() || scaling->is_null()) parse_rope_scaling(config, where, &c, "rope_parameters");
     }
 
+    // the query temperature (ModelConfig::query_temperature), MLA layers only
+    c.attn_temperature_scale = read.real({"attn_temperature_scale"}, 0.0, 1e6, 0.0);
+    if (c.attn_temperature_scale != 0.0) {
+        if (c.family != Family::deepseek && c.family != Family::mistral4)
+            fail(WASTE_ERR_UNSUPPORTED, "{}.attn_temperature_scale: {} (the query temperature is run in DeepSeek's "
+                 "and Mistral 4's MLA only)", where, c.attn_temperature_scale);
+        c.attn_temperature_length = read.integer({"attn_temperature_length"}, 1, 1LL << 40);
+    }
     switch (c.family) {  // each family's attention keys
         case Family::qwen3: parse_qwen3_attention(config, where, &c); return c;
         case Family::glm4: parse_glm4_attention(config, where, &c); return c;
         case Family::gpt_oss: parse_gpt_oss(config, where, &c); return c;
         case Family::minimax_m2: parse_minimax_m2(config, where, &c); return c;
         case Family::kimi: case Family::deepseek: break;  // KDA and MLA layers, below
+        case Family::mistral4: parse_mistral4(config, where, &c); break;  // and its MLA layers, below
     }
     c.layer_kinds.assign(c.layers, LayerKind::mla);
     auto linear = config.find("linear_attn_config");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,7 +29,7 @@ enum class Activation : uint8_t { silu, situ, clamped_swiglu };
 // decides defaults the config leaves unsaid (Kimi's MLA has no positional
 // encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
 // names; docs/FORMAT.md "Other families".
-enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss, minimax_m2 };
+enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss, minimax_m2, mistral4 };
 
 // How the MoE router turns logits into experts and weights (model/routers.h):
 // Kimi / DeepSeek's (and GLM-4.5's) sigmoid with a selection-only bias, expert groups,
@@ -90,6 +91,18 @@ struct ModelConfig {
     bool rope_interleave = true;     // rope_interleave: pairs (2i, 2i+1), else (i, i + d/2)
     bool yarn_enabled = false;       // rope_scaling {type: yarn}
     YarnScaling yarn;
+    // Query temperature (Llama-4 scaling; Mistral 4): the query at position p
+    // is multiplied by 1 + attn_temperature_scale * ln(1 + floor(p /
+    // attn_temperature_length)); scale 0 = none. Exactly 1 below the length.
+    // In f32 with the scale rounded to f32, as llama.cpp computes it: a
+    // config's 0.1 and a GGUF's f32 0.1 give the same bits.
+    double attn_temperature_scale = 0.0;
+    int64_t attn_temperature_length = 0;
+    float query_temperature(uint32_t position) const {
+        if (attn_temperature_scale == 0.0) return 1.0f;
+        const auto steps = static_cast<float>(static_cast<int64_t>(position) / attn_temperature_length);
+        return 1.0f + static_cast<float>(attn_temperature_scale) * std::log1p(steps);
+    }
 
     // GQA (Qwen3, GLM-4.5): heads query heads over kv_heads shared key/value heads of head_dim
     int kv_heads = 0;                // num_key_value_heads

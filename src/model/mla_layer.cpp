@@ -4,7 +4,8 @@
 // positional encoding (mla_use_nope); DeepSeek-V3 / K2 rotate q_pe and k_pe
 // (other-families.md §1), and the cache holds k_pe already rotated, as the
 // reference's absorbed decode does. Token t of the chunk attends to the cache
-// up to and including itself.
+// up to and including itself. Mistral 4's query temperature multiplies the
+// scores of the query at position p (ModelConfig::query_temperature).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -66,7 +67,9 @@ void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t
                 std::copy(q_pe, q_pe + rope, query.begin() + rank);
                 const size_t n = position + t + 1;
                 kernels::dots(isa, query.data(), s.latent.data(), row, n, row, scores.data());
-                softmax_weights(scores.data(), n, scale);  // each cached latent's weight
+                // the query temperature (Mistral 4; 1 elsewhere) scales the query, so its scores
+                const float temperature = c.query_temperature(position + static_cast<uint32_t>(t));
+                softmax_weights(scores.data(), n, scale * temperature);  // each cached latent's weight
                 std::fill(context.begin(), context.end(), 0.0f);
                 kernels::axpys(isa, scores.data(), s.latent.data(), row, n, context.data(), rank);
                 float* oh = head_out + t * ld + h * vd;  // o_h = W_UV · context
