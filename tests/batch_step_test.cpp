@@ -129,7 +129,7 @@ bool steps(size_t session, size_t step) { return session < 2 || (session + step)
 
 constexpr size_t kSteps = 6;
 const std::vector<std::string> kPresets = {"tiny",     "tiny-k3",      "tiny-deepseek", "tiny-qwen3",
-                                           "tiny-glm", "tiny-gpt-oss", "tiny-minimax"};
+                                           "tiny-glm", "tiny-gpt-oss", "tiny-minimax", "tiny-mistral4"};
 
 // Every step's logits per session ([step][session], empty where it sat
 // out) and each session's sequence: its prompt (3 + 4 i tokens) and the

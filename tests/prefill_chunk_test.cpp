@@ -116,7 +116,7 @@ TEST(PrefillChunkLimit, ASessionRefusesAChunkBeyondThePlan) {
 
 std::vector<Case> cases() {
     std::vector<Case> out;
-    for (const char* preset : {"tiny", "tiny-k3", "tiny-deepseek", "tiny-qwen3", "tiny-glm", "tiny-gpt-oss", "tiny-minimax"})
+    for (const char* preset : {"tiny", "tiny-k3", "tiny-deepseek", "tiny-qwen3", "tiny-glm", "tiny-gpt-oss", "tiny-minimax", "tiny-mistral4"})
         for (const bool int8 : {false, true}) out.push_back({preset, int8});
     return out;
 }

@@ -99,7 +99,7 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
         }
         if (l < first_dense) trunk += 3 * I * H;
         else if (oss) trunk += E * H + E + E * 2 * Im + E * H;  // router and its bias; the experts' biases
-        else trunk += E * H + (qwen3 ? 0 : E) + 3 * Im * shared * H + (lat ? 2 * lat * H + (latent_norm ? lat : 0) : 0);
+        else trunk += E * H + (qwen3 || type == "mistral4" ? 0 : E) + 3 * Im * shared * H + (lat ? 2 * lat * H + (latent_norm ? lat : 0) : 0);
         if (attn_res) trunk += 4 * H;
     }
     if (attn_res) trunk += 2 * H;
@@ -127,7 +127,7 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 21u);
+    ASSERT_EQ(synth::presets().size(), 24u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
@@ -164,6 +164,14 @@ TEST(Synth, EveryPresetConfigParses) {
             EXPECT_EQ(c.rope_dim, c.head_dim / 2);
             EXPECT_EQ(c.router, format::RouterKind::sigmoid_grouped);
             EXPECT_EQ(c.shared_experts, 0);
+            continue;
+        } else if (c.family == format::Family::mistral4) {  // MLA with RoPE, softmax router, every layer MoE
+            EXPECT_EQ(c.mla_layer_count(), c.layers);
+            EXPECT_TRUE(c.mla_rope);
+            EXPECT_EQ(c.moe_layer_count(), c.layers);
+            EXPECT_EQ(c.router, format::RouterKind::softmax_topk);
+            EXPECT_EQ(c.shared_experts, 1);
+            EXPECT_EQ(c.attn_temperature_scale, 0.1);
             continue;
         } else {
             EXPECT_GT(c.kda_layer_count(), 0);
@@ -445,8 +453,8 @@ TEST(Synth, PresetsListThroughTheCApi) {
     for (const json& preset : list) names.push_back(preset["name"]);
     EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3", "tiny-glm",
                                                "mid-glm", "tiny-gpt-oss", "mid-gpt-oss", "tiny-minimax",
-                                               "mid-minimax", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b",
-                                               "glm-4.5-air", "deepseek-v3", "minimax-m2", "kimi-linear-48b", "k3"}));
+                                               "mid-minimax", "tiny-mistral4", "mid-mistral4", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b",
+                                               "glm-4.5-air", "deepseek-v3", "minimax-m2", "mistral-small-4", "kimi-linear-48b", "k3"}));
     for (const json& preset : list) EXPECT_GT(preset["container_bytes"].get<uint64_t>(), 0u) << preset["name"];
 }
 
@@ -471,6 +479,8 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         {"mid-gpt-oss", {{"num_hidden_layers", 3}}, false, "", "gpt-oss"},
         {"tiny-minimax", json::object(), false, "", "minimax-m2"},
         {"mid-minimax", {{"num_hidden_layers", 3}}, false, "", "minimax-m2"},
+        {"tiny-mistral4", json::object(), false, "", "mistral4"},
+        {"mid-mistral4", {{"num_hidden_layers", 3}}, false, "", "mistral4"},
         {"tiny", json::object(), false, ""},
         {"tiny-k3", json::object(), true, "language_model."},
         {"tiny-k3", {{"tensor_prefix", ""}, {"expert_quant", "VQ4P"}}, true, ""},

@@ -82,7 +82,7 @@ try:
 except ImportError:
     from _convert_support import assert_kill_and_resume_byte_identical
     from _paths import REPO_ROOT
-from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, minimax_m2, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, minimax_m2, mistral4, qwen3_moe
 from waste_ref.moe_ops import topk_lowest_index
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -178,7 +178,8 @@ class FamilyCase(unittest.TestCase):
         raise NotImplementedError
 
     def model(self, name, fmt="bf16"):
-        """-> (checkpoint dir, container dir, convert summary, config.json, checkpoint sd, dequantised sd)."""
+        """-> (checkpoint dir, container dir, convert summary, config.json (its text_config), checkpoint sd,
+        dequantised sd)."""
         key = (name, fmt)
         if key in self.built:
             return self.built[key]
@@ -191,7 +192,8 @@ class FamilyCase(unittest.TestCase):
         summary = json.loads(run([CLI, "convert", src, out, "--json", *FAST]))
         verify = json.loads(run([CLI, "verify", out, "--source", src, "--json"]))
         self.assertTrue(verify["ok"], verify.get("failures"))
-        self.built[key] = (src, out, summary, full, sd, hf_families.container_state_dict(out))
+        text = full.get("text_config", full)  # a multimodal wrapper's (Mistral 4's) text model
+        self.built[key] = (src, out, summary, text, sd, hf_families.container_state_dict(out))
         return self.built[key]
 
     def engine_eval(self, path, ids, *extra):
@@ -819,3 +821,65 @@ class MiniMaxM2Family(FamilyCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+MISTRAL4_MODELS = {
+    # name -> config: Mistral Small 4's structure (q-LoRA, YaRN factor 128,
+    # the query temperature moving from position 4, softmax router with a
+    # shared expert, every layer MoE); plain q_proj, no YaRN (so no
+    # temperature), a leading dense layer and two shared experts
+    "m4": mistral4.tiny_config(),
+    "m4-plain": mistral4.tiny_config(q_lora_rank=None, rope_scaling=None, first_k_dense_replace=1, n_shared_experts=2),
+}
+
+
+class Mistral4Family(FamilyCase):
+    """Mistral 4 (families-2026.md §6) against waste_ref/mistral4.py, from a
+    Mistral3ForConditionalGeneration checkpoint (nested text config, the text
+    model under model.language_model., stacked experts, a vision tower)."""
+    family = "mistral4"
+    models = MISTRAL4_MODELS
+    seed = 17
+
+    def reference(self, sd, cfg, ids):
+        return mistral4.forward(sd, cfg, ids).double()
+
+    def test_synth_preset(self):
+        check_synth_preset(self, "tiny-mistral4", mistral4.forward)
+
+    def test_logits_and_greedy(self):
+        self.check_logits_and_greedy("m4")
+        self.check_logits_and_greedy("m4-plain", lengths=(20,))
+
+    def test_the_parts_really_matter(self):
+        # the query temperature, the renormalisation and the YaRN softmax
+        # scale each change the logits well beyond the tolerance
+        _, out, _, cfg, _, dq = self.model("m4")
+        ids = prompt(20, cfg["vocab_size"], 20)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        cfg = mistral4.reference_config(cfg)
+        rs = cfg["rope_scaling"]
+        wrongs = (mistral4.forward(dq, dict(cfg, rope_scaling=dict(rs, llama_4_scaling_beta=None)), ids),
+                  mistral4.forward(dq, dict(cfg, norm_topk_prob=False), ids),
+                  mistral4.forward(dq, dict(cfg, rope_scaling=dict(rs, mscale_all_dim=0.0)), ids))
+        for what, wrong in zip(("no temperature", "no renormalisation", "no mscale^2"), wrongs):
+            self.assertGreater(relative(got, wrong[-1].double().numpy()), 1e-3, what)
+
+    def test_decode_step_by_step(self):
+        self.check_decode_steps("m4")
+
+    def test_token_by_token_prefill(self):
+        self.check_chunking("m4")
+
+    def test_lookahead_and_read_path_never_change_a_bit(self):
+        self.check_placement_never_changes_a_bit("m4")
+
+    def test_quantisation_is_the_only_difference(self):
+        self.check_quantisation_is_the_only_difference("m4")
+
+    def test_release_special_ids(self):
+        self.check_release_special_ids("m4")
+
+    def test_info_and_convert_summary(self):
+        self.check_info("m4", "mistral4", "mistral4", router="softmax_topk",
+                        dense_layers__moe_layers__shared_experts=(0, 3, 1))

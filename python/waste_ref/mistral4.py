@@ -26,6 +26,18 @@ from . import deepseek_v3
 from .moe_ops import rms_norm, swiglu, topk_lowest_index
 
 
+def reference_config(cfg):
+    """cfg with HF v5's rope_parameters (a release's or a container's config) read as rope_theta and
+    rope_scaling, the form deepseek_v3's RoPE takes."""
+    params = cfg.get("rope_parameters")
+    if not params or cfg.get("rope_scaling"):
+        return cfg
+    out = dict(cfg, rope_theta=params.get("rope_theta", cfg.get("rope_theta", 10000.0)), rope_scaling=None)
+    if params.get("rope_type", params.get("type")) == "yarn":
+        out["rope_scaling"] = dict({k: v for k, v in params.items() if k not in ("rope_type", "rope_theta")}, type="yarn")
+    return out
+
+
 def temperature(cfg):
     """(beta, L0) of the query temperature, or None."""
     rs = cfg.get("rope_scaling") or {}
@@ -65,6 +77,7 @@ def moe(sd, cfg, p, x, trace=None):
 
 def forward(sd, cfg, ids, trace=None):
     """Logits [T, vocab] at positions 0..T-1; trace, if a list, receives each MoE layer's router probabilities."""
+    cfg = reference_config(cfg)
     ids = torch.as_tensor(ids, dtype=torch.long)
     positions = torch.arange(ids.shape[0])
     scale = query_scale(cfg, positions)

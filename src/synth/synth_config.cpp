@@ -155,6 +155,55 @@ ordered_json deepseek_config(const Dimensions& d, int groups, int top_groups) {
     };
 }
 
+// Mistral 4's text_config (families-2026.md §6.2) at the given size:
+// DeepSeek-V3's MLA (q-LoRA, interleaved YaRN RoPE of factor 128 with mscale
+// = mscale_all_dim = 1) on every layer, every layer MoE with a softmax
+// router (top-k, renormalised, no scaling) and one shared expert, HF v5's
+// rope_parameters with the query temperature's beta 0.1 over
+// `original_context` (the release's 8192).
+ordered_json mistral4_config(const Dimensions& d, int original_context) {
+    return ordered_json{
+        {"model_type", "mistral4"},
+        {"architectures", {"Mistral4ForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"first_k_dense_replace", 0},
+        {"intermediate_size", d.intermediate},
+        {"moe_intermediate_size", d.moe_intermediate},
+        {"n_routed_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"n_shared_experts", d.shared_experts},
+        {"norm_topk_prob", true},
+        {"n_group", 1},
+        {"topk_group", 1},
+        {"routed_scaling_factor", 1.0},
+        {"num_attention_heads", d.heads},
+        {"q_lora_rank", d.q_lora},
+        {"kv_lora_rank", d.kv_lora},
+        {"qk_nope_head_dim", d.qk_nope},
+        {"qk_rope_head_dim", d.qk_rope},
+        {"v_head_dim", d.v_head},
+        {"rope_interleave", true},
+        {"rope_parameters",
+         {{"rope_type", "yarn"},
+          {"rope_theta", 10000.0},
+          {"factor", 128.0},
+          {"original_max_position_embeddings", original_context},
+          {"beta_fast", 32.0},
+          {"beta_slow", 1.0},
+          {"mscale", 1.0},
+          {"mscale_all_dim", 1.0},
+          {"llama_4_scaling_beta", 0.1}}},
+        {"max_position_embeddings", 128 * original_context},
+        {"rms_norm_eps", 1e-6},
+        {"hidden_act", "silu"},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
 // Qwen3-MoE's config.json (other-families.md §4) at the given size: GQA with
 // per-head q/k norms and NEOX RoPE on every layer, every layer MoE
 // (decoder_sparse_step 1, no mlp_only_layers), softmax top-k router with
@@ -441,7 +490,29 @@ const PresetDefinition preset_definitions[] = {
                                    .vocab = 32768, .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64},
                                   32);
      }},
-    // The releases' own shapes (other-families.md §§1, 3, 4, 7, 8), random
+    {"tiny-mistral4",
+     "Mistral-4-like, ~1 MB: hidden 128, 4 layers of MLA with q-LoRA, YaRN RoPE and the query temperature (from "
+     "position 8192, as released), 16 experts top-4 (softmax, renormalised) with 1 shared, vocab 316 with a tokenizer",
+     "mistral4", "", 10, MlaPattern::none, false,
+     [] {
+         return mistral4_config({.hidden = 128, .layers = 4, .intermediate = 0, .moe_intermediate = 64,
+                                 .experts = 16, .top_k = 4, .shared_experts = 1, .routed_scaling = 1.0, .heads = 4,
+                                 .qk_nope = 16, .qk_rope = 8, .v_head = 16, .kv_lora = 32, .vocab = 316,
+                                 .kda_heads = 0, .kda_head_dim = 0, .q_lora = 48},
+                                8192);
+     }},
+    {"mid-mistral4",
+     "the Mistral 4 benchmark shape, ~0.5 GB: hidden 1024, 12 layers of MLA (q-LoRA, YaRN RoPE), 64 experts "
+     "top-8 (softmax) with 1 shared, vocab 32768",
+     "mistral4", "", 256, MlaPattern::none, false,
+     [] {
+         return mistral4_config({.hidden = 1024, .layers = 12, .intermediate = 0, .moe_intermediate = 512,
+                                 .experts = 64, .top_k = 8, .shared_experts = 1, .routed_scaling = 1.0, .heads = 8,
+                                 .qk_nope = 64, .qk_rope = 32, .v_head = 64, .kv_lora = 128, .vocab = 32768,
+                                 .kda_heads = 0, .kda_head_dim = 0, .q_lora = 256},
+                                8192);
+     }},
+    // The releases' own shapes (other-families.md §§1, 3, 4, 7, 8), random    // The releases' own shapes (other-families.md §§1, 3, 4, 7, 8), random
     // weights: streaming at the sizes users run. Shrink a slice with
     // num_hidden_layers; `waste synth --list` prints each container's size.
     {"qwen3-30b-a3b",
@@ -498,6 +569,17 @@ const PresetDefinition preset_definitions[] = {
                                    .vocab = 200064, .kda_heads = 0, .kda_head_dim = 0, .kv_heads = 8,
                                    .head_dim = 128},
                                   64);
+     }},
+    {"mistral-small-4",
+     "Mistral Small 4's dimensions: hidden 4096, 36 layers of MLA (32 heads, q-LoRA 1024, KV-LoRA 256), 128 "
+     "experts top-4 of width 2048 with 1 shared, vocab 131072; a slice with num_hidden_layers",
+     "mistral4", "", 256, MlaPattern::none, false,
+     [] {
+         return mistral4_config({.hidden = 4096, .layers = 36, .intermediate = 0, .moe_intermediate = 2048,
+                                 .experts = 128, .top_k = 4, .shared_experts = 1, .routed_scaling = 1.0, .heads = 32,
+                                 .qk_nope = 64, .qk_rope = 64, .v_head = 128, .kv_lora = 256, .vocab = 131072,
+                                 .kda_heads = 0, .kda_head_dim = 0, .q_lora = 1024},
+                                8192);
      }},
     {"kimi-linear-48b",
      "Kimi-Linear-48B-A3B's dimensions: hidden 2304, 27 layers (MLA 4,8,...,24,27, KDA the rest; 32 heads of "
