@@ -131,6 +131,11 @@ def route(cfg, router_logits, bias, dropped_group_score=0.0, trace=None):
 def moe(sd, cfg, p, x, dropped_group_score=0.0, trace=None):
     weights, ids = route(cfg, x @ sd[p + "gate.weight"].T, sd[p + "gate.e_score_correction_bias"],
                          dropped_group_score, trace)
+    return experts(sd, p, x, weights, ids)
+
+
+def experts(sd, p, x, weights, ids):
+    """The shared experts plus each token's chosen experts times their weights."""
     out = swiglu(x, sd[p + "shared_experts.gate_proj.weight"], sd[p + "shared_experts.up_proj.weight"],
                  sd[p + "shared_experts.down_proj.weight"])
     for t in range(x.shape[0]):

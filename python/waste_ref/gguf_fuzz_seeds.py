@@ -1,13 +1,13 @@
 """python -m waste_ref.gguf_fuzz_seeds DIR: the seeds of fuzz/gguf_release_fuzz.cpp,
 one minimal GGUF of each architecture the converter reads from GGUF
-(qwen3moe, deepseek2, gpt-oss), matrices F16, each with a small byte-level BPE vocabulary
+(qwen3moe, deepseek2, gpt-oss, mistral4), matrices F16, each with a small byte-level BPE vocabulary
 (every byte, merges, added tokens, a pre-tokenizer the converter knows, a
 template and end ids), so that the fuzzer starts past the refusals into the keys, the
 tensor shapes and the vocabulary. Seeded: the same bytes every run."""
 import os
 import sys
 
-from . import deepseek_v3, gguf_moe, gpt_oss, qwen3_moe
+from . import deepseek_v3, gguf_moe, gpt_oss, mistral4, qwen3_moe
 from .byte_level import byte_to_unicode
 
 VOCAB_SIZE = 264
@@ -41,6 +41,11 @@ def write_seeds(out):
                               head_dim=8, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2)
     gguf_moe.write_gpt_oss(gpt_oss.random_checkpoint(cfg, 3), cfg, os.path.join(out, "gpt-oss.gguf"), f16=True,
                            vocab=_vocab("gpt-4o"))
+    cfg = mistral4.tiny_config(vocab_size=VOCAB_SIZE, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                               q_lora_rank=8, kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4,
+                               moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2)
+    gguf_moe.write_mistral4(mistral4.random_checkpoint(cfg, 4), cfg, os.path.join(out, "mistral4.gguf"), f16=True,
+                            vocab=_vocab("deepseek-v3"))
 
 
 if __name__ == "__main__":

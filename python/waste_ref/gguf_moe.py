@@ -265,7 +265,8 @@ def write_mistral4(sd, cfg, path, f16=False, vocab=None):
     MLA with no gating key (absent: softmax), no exp_probs_b, the experts'
     gate and up stacked as one ffn_gate_up_exps (the HF-path converter's
     layout), and the query temperature's keys when the config has one."""
-    from .mistral4 import temperature
+    from .mistral4 import reference_config, temperature
+    cfg = reference_config(cfg)  # a container's rope_parameters, read as rope_theta / rope_scaling
     t = temperature(cfg)
     if t:
         cfg = dict(cfg, attn_temperature_scale=t[0], attn_temperature_length=t[1])
@@ -286,7 +287,7 @@ def deepseek_v3_writer(sd, cfg, f16=False, vocab=None, arch="deepseek2"):
     H, L = cfg["num_attention_heads"], cfg["num_hidden_layers"]
     nope, rope, vdim = cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
     kvr, qr = cfg["kv_lora_rank"], cfg.get("q_lora_rank")
-    softmax = cfg.get("scoring_func") == "softmax"  # Mistral 4's router (no correction bias)
+    softmax = arch == "mistral4"  # its softmax router: no gating key, no correction bias
     w = GGUFWriter(arch)
     if f16:
         _matrices_as_f16(w)
@@ -527,14 +528,15 @@ def write_minimax_m2(sd, cfg, path, f16=False, vocab=None):
 
 # model_type -> the writer of that family's GGUF
 WRITERS = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe,
-           "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss, "minimax_m2": write_minimax_m2}
+           "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss, "minimax_m2": write_minimax_m2,
+           "mistral4": write_mistral4}
 
 
 def main(argv=None):
     """python -m waste_ref.gguf_moe CONTAINER OUT.gguf [--f16]: the model a
     WASTE container holds (its trunk and dequantised VQ experts) as a GGUF
     for llama.cpp: the same weights for both engines (scripts/compare-llama.sh
-    --family deepseek|qwen3|glm|gpt-oss)."""
+    --family deepseek|qwen3|glm|gpt-oss|minimax|mistral4)."""
     import argparse
     from .hf_families import ContainerWeights
     from .container import Container

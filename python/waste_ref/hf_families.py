@@ -190,6 +190,7 @@ def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, sha
         sd = gpt_oss.state_dict_from_files(files)
         extra = {}
     elif family == "mistral4":
+        cfg = mistral4.reference_config(cfg)  # a container's rope_parameters (--config-from)
         config_json(family, cfg, fmt, mtp_layers)  # refuses what mistral4 has not
         sd = ref.random_checkpoint(cfg, seed)
         if tweak:
@@ -288,7 +289,7 @@ def main(argv=None):
     a seeded checkpoint of family F at a container's shape (its config's keys),
     and the same unquantised weights (bf16 as the checkpoint stores them) as a
     GGUF for llama.cpp: the source both engines quantise for themselves
-    (scripts/compare-llama.sh --family deepseek|qwen3|glm|gpt-oss)."""
+    (scripts/compare-llama.sh --family deepseek|qwen3|glm|gpt-oss|minimax|mistral4)."""
     import argparse
     from . import gguf_moe
     ap = argparse.ArgumentParser(prog="waste_ref.hf_families", description=main.__doc__.split("\n")[0])

@@ -66,13 +66,7 @@ def route(cfg, router_logits, trace=None):
 
 def moe(sd, cfg, p, x, trace=None):
     weights, ids = route(cfg, x @ sd[p + "gate.weight"].T, trace)
-    out = swiglu(x, sd[p + "shared_experts.gate_proj.weight"], sd[p + "shared_experts.up_proj.weight"],
-                 sd[p + "shared_experts.down_proj.weight"])
-    for t in range(x.shape[0]):
-        for w, e in zip(weights[t].tolist(), ids[t].tolist()):
-            q = p + "experts.%d." % e
-            out[t] += w * swiglu(x[t], sd[q + "gate_proj.weight"], sd[q + "up_proj.weight"], sd[q + "down_proj.weight"])
-    return out
+    return deepseek_v3.experts(sd, p, x, weights, ids)
 
 
 def forward(sd, cfg, ids, trace=None):

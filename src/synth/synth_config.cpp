@@ -162,46 +162,23 @@ ordered_json deepseek_config(const Dimensions& d, int groups, int top_groups) {
 // rope_parameters with the query temperature's beta 0.1 over
 // `original_context` (the release's 8192).
 ordered_json mistral4_config(const Dimensions& d, int original_context) {
-    return ordered_json{
-        {"model_type", "mistral4"},
-        {"architectures", {"Mistral4ForCausalLM"}},
-        {"hidden_size", d.hidden},
-        {"num_hidden_layers", d.layers},
-        {"first_k_dense_replace", 0},
-        {"intermediate_size", d.intermediate},
-        {"moe_intermediate_size", d.moe_intermediate},
-        {"n_routed_experts", d.experts},
-        {"num_experts_per_tok", d.top_k},
-        {"n_shared_experts", d.shared_experts},
-        {"norm_topk_prob", true},
-        {"n_group", 1},
-        {"topk_group", 1},
-        {"routed_scaling_factor", 1.0},
-        {"num_attention_heads", d.heads},
-        {"q_lora_rank", d.q_lora},
-        {"kv_lora_rank", d.kv_lora},
-        {"qk_nope_head_dim", d.qk_nope},
-        {"qk_rope_head_dim", d.qk_rope},
-        {"v_head_dim", d.v_head},
-        {"rope_interleave", true},
-        {"rope_parameters",
-         {{"rope_type", "yarn"},
-          {"rope_theta", 10000.0},
-          {"factor", 128.0},
-          {"original_max_position_embeddings", original_context},
-          {"beta_fast", 32.0},
-          {"beta_slow", 1.0},
-          {"mscale", 1.0},
-          {"mscale_all_dim", 1.0},
-          {"llama_4_scaling_beta", 0.1}}},
-        {"max_position_embeddings", 128 * original_context},
-        {"rms_norm_eps", 1e-6},
-        {"hidden_act", "silu"},
-        {"vocab_size", d.vocab},
-        {"tie_word_embeddings", false},
-        {"bos_token_id", 0},  // derived from the tokenizer
-        {"eos_token_id", 0},
-    };
+    ordered_json c = deepseek_config(d, 1, 1);
+    for (const char* key : {"scoring_func", "topk_method", "rope_theta", "rope_scaling"}) c.erase(key);
+    c["model_type"] = "mistral4";
+    c["architectures"] = {"Mistral4ForCausalLM"};
+    c["first_k_dense_replace"] = 0;
+    c["routed_scaling_factor"] = 1.0;
+    c["rope_parameters"] = {{"rope_type", "yarn"},
+                            {"rope_theta", 10000.0},
+                            {"factor", 128.0},
+                            {"original_max_position_embeddings", original_context},
+                            {"beta_fast", 32.0},
+                            {"beta_slow", 1.0},
+                            {"mscale", 1.0},
+                            {"mscale_all_dim", 1.0},
+                            {"llama_4_scaling_beta", 0.1}};
+    c["max_position_embeddings"] = 128 * original_context;
+    return c;
 }
 
 // Qwen3-MoE's config.json (other-families.md §4) at the given size: GQA with
