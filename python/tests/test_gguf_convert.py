@@ -59,6 +59,7 @@ GPT_OSS_TOKENIZER = os.path.join(TOKENIZERS, "tokenizer-gptoss", "models", "toke
 TEMPLATES = os.path.join(os.path.dirname(REPO_ROOT), "shared", "data", "chat-templates")
 QWEN3_TEMPLATE = os.path.join(TEMPLATES, "Qwen-Qwen3-0.6B.jinja")
 DEEPSEEK_TEMPLATE = os.path.join(TEMPLATES, "deepseek-ai-DeepSeek-V3.1.jinja")
+MISTRAL_TEMPLATE = os.path.join(TEMPLATES, "mistralai-Mistral-Nemo-Instruct-2407.jinja")
 GPT_OSS_TEMPLATE = os.path.join(TEMPLATES, "openai-gpt-oss-120b.jinja")
 FAST = ["--sample-experts", "8", "--train-vectors", "8192", "--iterations", "8", "--jobs", "2"]
 
@@ -423,6 +424,16 @@ class GgufConvertCase(LlamaCppCase):
         sd = deepseek_v3.random_checkpoint(cfg, 5)
         self.check_vocabulary("deepseek", DEEPSEEK_TOKENIZER, DEEPSEEK_TEMPLATE, 129280, "deepseek-v3", 0, 1,
                               lambda vocab, path: gguf_moe.write_deepseek_v3(sd, cfg, path, vocab=vocab), texts)
+
+    def test_tekken_pre_tokenizer_splits_as_llama_cpp(self):
+        # Mistral's tekken pre-tokenizer (one digit a piece, no contractions)
+        # over o200k's byte-level vocabulary (no Mistral vocabulary is
+        # installed here) in a mistral4 file: the splits decide the ids
+        texts = PLAIN_TEXTS + ["[INST]What's 12345 + 678?[/INST]It's 13023.</s>", "DON'T can't WON'T 3.14e-10"]
+        cfg = mistral4.tiny_config(vocab_size=201088, num_hidden_layers=1)
+        sd = mistral4.random_checkpoint(cfg, 5)
+        self.check_vocabulary("tekken", GPT_OSS_TOKENIZER, MISTRAL_TEMPLATE, 201088, "tekken", 199998, 200002,
+                              lambda vocab, path: gguf_moe.write_mistral4(sd, cfg, path, vocab=vocab), texts)
 
     def test_gpt_oss_vocabulary_tokenises_as_llama_cpp(self):
         texts = PLAIN_TEXTS + [
