@@ -166,7 +166,7 @@ if [ "$family" != kimi ]; then
   log "in RAM again with llama.cpp on the F16 file"
   $py scripts/compare_llama.py --waste "$waste" --container "$container" --gguf "$f16" --vocab "$vocab" --params "$params" \
     --prompts "$prompts" --bench-llama "$work/bench_llama" --backend-dir "$bins" --out "${results%.json}-f16.json" --table "${table%.md}-f16.md" \
-    --runs "$runs" --threads "$threads" --sweep "" --timeout "$timeout" --extra "$extra"
+    --runs "$runs" --threads "$threads" --sweep "" --timeout "$timeout" --extra "$extra" --gguf-type F16
 fi
 if [ -n "$sweep" ]; then
   $py scripts/compare_llama_svg.py "$results" "$svg"

@@ -350,13 +350,14 @@ def mib(x):
 
 def markdown(res):
     bpw = res.get("bits_per_weight", {})
+    gguf_type = res.get("gguf_type", "Q4_K_M")  # the rows' engine keys keep the name "llama.cpp Q4_K_M"
     lines = ["In RAM, warm (files in the page cache; each process warms up with the whole prompt and one token, then "
              "times one prefill and decode), the same prompt ids on both sides; medians of %d alternated runs; ratio = "
              "median of per-run waste ÷ llama.cpp; peak RSS = the largest of the runs (rusage). Bits per weight: "
-             "llama.cpp Q4_K_M %s, waste VQ3R %s (file bits ÷ parameters). waste's budget: its default plan's; "
-             "its prefill chunk: %s." % (res["runs"], fmt(bpw.get("gguf"), 2), fmt(bpw.get("container"), 2),
+             "llama.cpp %s %s, waste VQ3R %s (file bits ÷ parameters). waste's budget: its default plan's; "
+             "its prefill chunk: %s." % (res["runs"], gguf_type, fmt(bpw.get("gguf"), 2), fmt(bpw.get("container"), 2),
                                           res.get("waste_prefill_chunk", "–")), "",
-             "| threads | prompt → decode | llama.cpp Q4_K_M prefill / decode tok/s (RSS MiB) "
+             "| threads | prompt → decode | llama.cpp %s prefill / decode tok/s (RSS MiB) " % gguf_type +
              "| waste int8 (RSS) | waste exact (RSS) | waste int8, budget = the GGUF's size (RSS) "
              "| int8 ÷ llama.cpp (prefill, decode) | exact ÷ llama.cpp | int8 at the GGUF's size ÷ llama.cpp |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -410,6 +411,7 @@ def main(argv=None):
     ap.add_argument("--waste", required=True)
     ap.add_argument("--container", required=True)
     ap.add_argument("--gguf", required=True, help="the Q4_K_M GGUF")
+    ap.add_argument("--gguf-type", default="Q4_K_M", help="what --gguf holds, as the table names it (F16 in the second pass)")
     ap.add_argument("--bench-llama", required=True)
     ap.add_argument("--backend-dir", required=True, help="the npm package's directory of ggml CPU backends")
     ap.add_argument("--out", required=True, help="JSON results")
@@ -446,7 +448,7 @@ def main(argv=None):
     res = {"date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "machine": machine(), "runs": a.runs,
            "prompt": a.prompt, "gen": a.gen, "headroom_mib": a.headroom_mib, "timeout_s": a.timeout,
            "ram_budget": a.ram_budget or "the default plan's", "gguf_bytes": os.path.getsize(a.gguf),
-           "prompts": a.prompts, "prompt_ids": a.ids_file}
+           "prompts": a.prompts, "prompt_ids": a.ids_file, "gguf_type": a.gguf_type}
     res.update(json.loads(a.extra))
     if a.params:
         res["bits_per_weight"] = {"gguf": res["gguf_bytes"] * 8 / a.params}
