@@ -871,6 +871,26 @@ class Mistral4Family(FamilyCase):
     def test_token_by_token_prefill(self):
         self.check_chunking("m4")
 
+    def test_300_token_prompt_cached_and_streamed(self):
+        # issue 38's long case: 300 prompt tokens (the temperature at 1 +
+        # 0.1 ln 76 by the end), 16 decode steps; cached at 2 threads, cached
+        # at 1, streamed at the plan's floor (an eighth of the experts held):
+        # each within 1e-5 of the reference, and the same bits (placement)
+        _, out, _, cfg, _, dq = self.model("m4")
+        ids, fed = prompt(300, cfg["vocab_size"], 300), prompt(16, cfg["vocab_size"], 316)
+        ref = self.reference(dq, cfg, ids + fed).numpy()[299:]
+        floor = json.loads(run([CLI, "plan", out, "--ctx", "320", "--json"]))["floor_bytes"]
+        plan = json.loads(run([CLI, "plan", out, "--ctx", "320", "--budget", str(floor), "--json"]))
+        self.assertLess(plan["expert_cache_bytes"], plan["all_experts_bytes"] / 2, "the floor streams experts")
+        runs = []
+        for extra in (["--threads", "2"], ["--threads", "1"], ["--threads", "2", "--ctx", "320", "--budget", str(floor)]):
+            steps = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+            errors = [relative(np.array(steps[k], dtype=np.float64), ref[k]) for k in range(17)]
+            self.assertLessEqual(max(errors), 1e-5, f"{extra}: per-step relative errors {errors}")
+            runs.append(steps)
+        self.assertEqual(runs[1], runs[0])
+        self.assertEqual(runs[2], runs[0])
+
     def test_lookahead_and_read_path_never_change_a_bit(self):
         self.check_placement_never_changes_a_bit("m4")
 
