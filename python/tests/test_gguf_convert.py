@@ -188,6 +188,18 @@ class GgufConvertCase(LlamaCppCase):
         report = json.loads(run([CLI, "verify", from_gguf, "--source", gguf_path, "--json"]).stdout)
         self.assertTrue(report["ok"], report.get("failures"))
 
+    def check_family_gguf(self, name, family, cfg):
+        """A seeded checkpoint of `family` and an F32 GGUF of its (bf16) values
+        by gguf_moe's writer, through check_same_as_checkpoint; -> the
+        container converted from the GGUF."""
+        ckpt = self.path(name + "-ckpt")
+        _, sd = hf_families.write_checkpoint(ckpt, family, cfg, seed=17)
+        gguf_path = self.path(name + ".gguf")
+        gguf_moe.WRITERS[family](bf16(sd), cfg, gguf_path)
+        out = self.path(name + "-from-gguf.waste")
+        self.check_same_as_checkpoint(name, family, cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+        return out
+
     def test_f32_gguf_converts_as_its_checkpoint(self):
         cfg, ckpt, gguf_path, b, summary = self.qwen3_f32()
         self.check_same_as_checkpoint("qwen3", "qwen3_moe", cfg, gguf_path, ckpt, b, summary)
@@ -234,38 +246,20 @@ class GgufConvertCase(LlamaCppCase):
     def test_gpt_oss_gguf_converts_as_its_checkpoint(self):
         # alternating sliding and full layers, sinks, q/k/v/o biases, YaRN,
         # MXFP4 experts (the checkpoint's fused gate_up, the GGUF's split stacks)
-        cfg = gpt_oss.tiny_config()
-        ckpt = self.path("gpt-oss-ckpt")
-        _, sd = hf_families.write_checkpoint(ckpt, "gpt_oss", cfg, seed=17)
-        gguf_path = self.path("gpt-oss.gguf")
-        gguf_moe.write_gpt_oss(bf16(sd), cfg, gguf_path)
-        out = self.path("gpt-oss-from-gguf.waste")
-        self.check_same_as_checkpoint("gpt-oss", "gpt_oss", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+        self.check_family_gguf("gpt-oss", "gpt_oss", gpt_oss.tiny_config())
 
     def test_minimax_m2_gguf_converts_as_its_checkpoint(self):
         # whole-projection q/k norms, half of each head rotated, the sigmoid
         # router's exp_probs_b under the release's e_score_correction_bias,
         # experts named w1/w3/w2 in the checkpoint and stacked in the GGUF
-        cfg = minimax_m2.tiny_config()
-        ckpt = self.path("minimax-m2-ckpt")
-        _, sd = hf_families.write_checkpoint(ckpt, "minimax_m2", cfg, seed=17)
-        gguf_path = self.path("minimax-m2.gguf")
-        gguf_moe.write_minimax_m2(bf16(sd), cfg, gguf_path)
-        out = self.path("minimax-m2-from-gguf.waste")
-        self.check_same_as_checkpoint("minimax-m2", "minimax_m2", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+        self.check_family_gguf("minimax-m2", "minimax_m2", minimax_m2.tiny_config())
 
     def test_mistral4_gguf_converts_as_its_checkpoint(self):
         # the checkpoint nested in Mistral3ForConditionalGeneration (text model
         # under model.language_model., its experts stacked, a vision tower left
         # out), the GGUF's mistral4 arch (softmax gating by its absent key,
         # ffn_gate_up_exps split in halves, the query temperature's keys)
-        cfg = mistral4.tiny_config()
-        ckpt = self.path("mistral4-ckpt")
-        _, sd = hf_families.write_checkpoint(ckpt, "mistral4", cfg, seed=17)
-        gguf_path = self.path("mistral4.gguf")
-        gguf_moe.write_mistral4(bf16(sd), cfg, gguf_path)
-        out = self.path("mistral4-from-gguf.waste")
-        self.check_same_as_checkpoint("mistral4", "mistral4", cfg, gguf_path, ckpt, out, self.convert(gguf_path, out))
+        out = self.check_family_gguf("mistral4", "mistral4", mistral4.tiny_config())
         with open(os.path.join(out, "manifest.json")) as f:
             config = json.load(f)["config"]
         self.assertEqual((config["model_type"], config["attn_temperature_length"]), ("mistral4", 4))

@@ -148,22 +148,14 @@ class LlamaCppCase(unittest.TestCase):
             self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
         return ref
 
-    def minimax_reference(self, sd, cfg, ids):
-        """The MiniMax-M2 reference's logits, its selections (top-k of sigmoid +
-        bias) checked to win by MIN_MARGIN in every layer."""
-        trace = []
-        ref = minimax_m2.forward(sd, cfg, ids, trace=trace)
-        for scores in trace:
-            self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
-        return ref
-
-    def mistral4_reference(self, sd, cfg, ids):
-        """The Mistral 4 reference's logits, its selections (top-k of the
+    def routed_reference(self, forward, sd, cfg, ids):
+        """forward(sd, cfg, ids, trace=...)'s logits (MiniMax-M2's and Mistral
+        4's references), the selection scores it traces (sigmoid + bias,
         softmax) checked to win by MIN_MARGIN in every layer."""
         trace = []
-        ref = mistral4.forward(sd, cfg, ids, trace=trace)
-        for probs in trace:
-            self.assertGreater(margins_topk(probs, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
+        ref = forward(sd, cfg, ids, trace=trace)
+        for scores in trace:
+            self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
         return ref
 
     def assertAgrees(self, got, ref, label):
@@ -237,7 +229,7 @@ class MinimaxM2VsLlamaCpp(LlamaCppCase):
         cfg = minimax_m2.tiny_config()
         sd = minimax_m2.random_checkpoint(cfg, 2)
         ids = prompt(cfg["vocab_size"])
-        ref = self.minimax_reference(sd, cfg, ids)
+        ref = self.routed_reference(minimax_m2.forward, sd, cfg, ids)
         path = os.path.join(self.work, "minimax-m2.gguf")
         gguf_moe.write_minimax_m2(sd, cfg, path)
         got = self.llama_logits(path, ids)
@@ -259,7 +251,7 @@ class Mistral4VsLlamaCpp(LlamaCppCase):
         path = os.path.join(self.work, "mistral4.gguf")
         gguf_moe.write_mistral4(sd, cfg, path)
         got = self.llama_logits(path, ids)
-        self.assertAgrees(got, self.mistral4_reference(sd, cfg, ids), "mistral4")
+        self.assertAgrees(got, self.routed_reference(mistral4.forward, sd, cfg, ids), "mistral4")
         no_temperature = dict(cfg, rope_scaling=dict(cfg["rope_scaling"], llama_4_scaling_beta=None))
         self.assertAgrees(got[:4], mistral4.forward(sd, no_temperature, ids)[:4], "mistral4, temperature 1 below L0")
         self.assertDiffers(got[4:], mistral4.forward(sd, no_temperature, ids)[4:], "mistral4 without the temperature")
@@ -303,10 +295,10 @@ class EngineVsLlamaCpp(LlamaCppCase):
                 self.assertGreater(margins_topk(scores, cfg["num_experts_per_tok"]), MIN_MARGIN, "a near-tied expert choice")
             gguf_moe.write_glm4_moe(sd, cfg, path)
         elif family == "minimax_m2":
-            self.minimax_reference({k: v.double() for k, v in sd.items()}, cfg, ids)
+            self.routed_reference(minimax_m2.forward, {k: v.double() for k, v in sd.items()}, cfg, ids)
             gguf_moe.write_minimax_m2(sd, cfg, path)
         elif family == "mistral4":
-            self.mistral4_reference({k: v.double() for k, v in sd.items()}, cfg, ids)
+            self.routed_reference(mistral4.forward, {k: v.double() for k, v in sd.items()}, cfg, ids)
             gguf_moe.write_mistral4(sd, cfg, path)
         elif family == "gpt_oss":
             trace = []  # top-k of the raw logits: the margin between the k-th and the (k+1)-th

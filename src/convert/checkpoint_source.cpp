@@ -58,22 +58,7 @@ public:
                 continue;
             }
             if (t.encoding != WeightEncoding::mxfp4 || t.shape.size() != 3) continue;
-            const bool gate_up = name.ends_with("mlp.experts.gate_up_proj"), down = name.ends_with("mlp.experts.down_proj");
-            if (!gate_up && !down) continue;
-            const std::string base = name.substr(0, name.size() - (gate_up ? 12 : 9));  // "...mlp.experts."
-            const int64_t experts = t.shape[0], rows = t.shape[1], cols = t.shape[2];
-            if (gate_up && rows % 2 != 0)
-                fail_format("checkpoint: {} has {} rows, expected gate and up interleaved (even)", name, rows);
-            for (int64_t e = 0; e < experts; ++e) {
-                const uint64_t at = static_cast<uint64_t>(e * rows);
-                if (gate_up) {
-                    views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {name, at, 2, {rows / 2, cols}};
-                    views_[fmt::format("{}{}.up_proj.weight", base, e)] = {name, at + 1, 2, {rows / 2, cols}};
-                } else {
-                    views_[fmt::format("{}{}.down_proj.weight", base, e)] = {name, at, 1, {rows, cols}};
-                }
-            }
-            fused_.insert(name);
+            add_expert_views(name, name, t, /*interleaved=*/true);
         }
     }
     std::vector<std::string> names() const override {
@@ -120,22 +105,34 @@ private:
         if (name == "lm_head.weight") return void(views_[name] = {name, 0, 1, t.shape});
         if (!name.starts_with(mistral3_text)) return;  // the vision tower and its projector
         const std::string text = "model." + name.substr(mistral3_text.size());
-        const bool gate_up = text.ends_with("mlp.experts.gate_up_proj"), down = text.ends_with("mlp.experts.down_proj");
-        if (!gate_up && !down) return void(views_[text] = {name, 0, 1, t.shape});
+        if (!add_expert_views(name, text, t, /*interleaved=*/false)) views_[text] = {name, 0, 1, t.shape};
+    }
+
+    // A fused expert tensor `fused`, shown as `shown` (...mlp.experts.gate_up_proj
+    // [E, 2I, H] or ...mlp.experts.down_proj [E, H, I]), as each expert's
+    // matrices: gate and up interleaved row by row (gpt-oss) or an expert's
+    // gate rows then its up rows (Mistral 4). False for any other tensor.
+    bool add_expert_views(const std::string& fused, const std::string& shown, const TensorInfo& t, bool interleaved) {
+        const bool gate_up = shown.ends_with("mlp.experts.gate_up_proj"), down = shown.ends_with("mlp.experts.down_proj");
+        if (!gate_up && !down) return false;
         if (t.shape.size() != 3 || (gate_up && t.shape[1] % 2 != 0))
-            fail_format("checkpoint: {} has shape [{}], expected [experts, {}, {}]", name, fmt::join(t.shape, ", "),
-                        gate_up ? "2 * moe_intermediate_size" : "hidden_size", gate_up ? "hidden_size" : "moe_intermediate_size");
-        const std::string base = text.substr(0, text.size() - (gate_up ? 12 : 9));  // "...mlp.experts."
+            fail_format("checkpoint: {} has shape [{}], expected [experts, {}, {}]{}", fused, fmt::join(t.shape, ", "),
+                        gate_up ? "2 * moe_intermediate_size" : "hidden_size", gate_up ? "hidden_size" : "moe_intermediate_size",
+                        gate_up ? (interleaved ? " with gate and up interleaved" : " with gate and up stacked") : "");
+        const std::string base = shown.substr(0, shown.size() - (gate_up ? 12 : 9));  // "...mlp.experts."
         const int64_t experts = t.shape[0], rows = t.shape[1], cols = t.shape[2];
         for (int64_t e = 0; e < experts; ++e) {
             const uint64_t at = static_cast<uint64_t>(e * rows);
             if (gate_up) {
-                views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {name, at, 1, {rows / 2, cols}};
-                views_[fmt::format("{}{}.up_proj.weight", base, e)] = {name, at + rows / 2, 1, {rows / 2, cols}};
+                const uint64_t up = interleaved ? 1 : static_cast<uint64_t>(rows / 2), step = interleaved ? 2 : 1;
+                views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {fused, at, step, {rows / 2, cols}};
+                views_[fmt::format("{}{}.up_proj.weight", base, e)] = {fused, at + up, step, {rows / 2, cols}};
             } else {
-                views_[fmt::format("{}{}.down_proj.weight", base, e)] = {name, at, 1, {rows, cols}};
+                views_[fmt::format("{}{}.down_proj.weight", base, e)] = {fused, at, 1, {rows, cols}};
             }
         }
+        fused_.insert(fused);
+        return true;
     }
 
     SourceTensor tensor_info(const std::string& name) const {

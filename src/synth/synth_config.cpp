@@ -167,7 +167,6 @@ ordered_json mistral4_config(const Dimensions& d, int original_context) {
     c["model_type"] = "mistral4";
     c["architectures"] = {"Mistral4ForCausalLM"};
     c["first_k_dense_replace"] = 0;
-    c["routed_scaling_factor"] = 1.0;
     c["rope_parameters"] = {{"rope_type", "yarn"},
                             {"rope_theta", 10000.0},
                             {"factor", 128.0},
