@@ -15,8 +15,14 @@ using nlohmann::json;
 
 void print_info(const json& info) {
     fmt::print("architecture      {} ({})\n", info["arch"].get<std::string>(), info["model_type"].get<std::string>());
-    const int gqa = info.value("gqa_layers", 0);
-    if (gqa > 0)  // Qwen3: one attention kind
+    const int gqa = info.value("gqa_layers", 0), gdn = info.value("gdn_layers", 0);
+    if (gdn > 0)  // Qwen3.5: Gated DeltaNet and gated GQA
+        fmt::print("layers            {} ({} dense, {} MoE; {} Gated DeltaNet: {} key / {} value heads of {}; {} GQA: {} "
+                   "query / {} key-value heads of {})\n",
+                   info["layers"].get<int>(), info["dense_layers"].get<int>(), info["moe_layers"].get<int>(), gdn,
+                   info["gdn_key_heads"].get<int>(), info["gdn_value_heads"].get<int>(), info["gdn_head_dim"].get<int>(),
+                   gqa, info["heads"].get<int>(), info["kv_heads"].get<int>(), info["head_dim"].get<int>());
+    else if (gqa > 0)  // Qwen3: one attention kind
         fmt::print("layers            {} ({} dense, {} MoE; {} GQA: {} query / {} key-value heads of {})\n",
                    info["layers"].get<int>(), info["dense_layers"].get<int>(), info["moe_layers"].get<int>(), gqa,
                    info["heads"].get<int>(), info["kv_heads"].get<int>(), info["head_dim"].get<int>());

@@ -619,6 +619,70 @@ TEST(FamilyConfig, Mistral4ReadsItsRouterAndQueryTemperature) {
 }
 
 
+json qwen35(json overrides = json::object()) {
+    json c = {{"model_type", "qwen3_5_moe_text"}, {"hidden_size", 64}, {"num_hidden_layers", 8},
+              {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 32}, {"attn_output_gate", true},
+              {"linear_num_key_heads", 2}, {"linear_num_value_heads", 4}, {"linear_key_head_dim", 16},
+              {"linear_value_head_dim", 16}, {"linear_conv_kernel_dim", 4}, {"num_experts", 8},
+              {"num_experts_per_tok", 2}, {"moe_intermediate_size", 32}, {"shared_expert_intermediate_size", 48},
+              {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 1e7}, {"partial_rotary_factor", 0.25}}},
+              {"rms_norm_eps", 1e-6}, {"vocab_size", 100}};
+    c.merge_patch(overrides);
+    return c;
+}
+
+TEST(FamilyConfig, Qwen35ReadsItsLayersAndRefusesWhatItIsNot) {
+    const ModelConfig c = format::parse_model_config(qwen35());
+    EXPECT_EQ(c.family, Family::qwen35);
+    // full attention on every 4th layer (HF's default), Gated DeltaNet elsewhere
+    std::vector<format::LayerKind> kinds(8, format::LayerKind::gdn);
+    kinds[3] = kinds[7] = format::LayerKind::gqa;
+    EXPECT_EQ(c.layer_kinds, kinds);
+    EXPECT_EQ((std::tuple{c.kda_heads, c.kda_v_heads, c.kda_head_dim, c.conv_kernel}), (std::tuple{2, 4, 16, 4}));
+    EXPECT_EQ(c.delta_state_floats(), 4u * 16 * 16);
+    EXPECT_EQ(c.delta_conv_floats(), 3u * (2 * 32 + 64));
+    EXPECT_EQ((std::pair{c.head_dim, c.rope_dim}), (std::pair{32, 8}));  // a quarter of each head rotated
+    EXPECT_EQ(c.rope_theta, 1e7);
+    EXPECT_TRUE(c.attn_output_gate && c.qk_norm && c.zero_centred_norms);
+    EXPECT_EQ(c.moe_layer_count(), 8);
+    EXPECT_EQ(c.router, RouterKind::softmax_topk);
+    EXPECT_TRUE(c.renormalize);
+    EXPECT_EQ((std::tuple{c.shared_experts, c.shared_width(), c.shared_expert_gate}), (std::tuple{1, 48, true}));
+    // layer_types, when given, decides; the trunk table names the GDN and gated tensors
+    json types = json::array();
+    for (int i = 0; i < 8; ++i) types.push_back(i == 0 ? "full_attention" : "linear_attention");
+    EXPECT_EQ(format::parse_model_config(qwen35({{"layer_types", types}})).gqa_layer_count(), 1);
+    bool gdn_conv = false, gated_q = false, centred = false;
+    for (const format::TrunkTensorSpec& t : format::trunk_tensor_table(c, [](const std::string&) { return false; })) {
+        gdn_conv |= t.name == "model.layers.0.linear_attn.conv1d.weight" && t.shape == std::vector<int64_t>{128, 1, 4};
+        gated_q |= t.name == "model.layers.3.self_attn.q_proj.weight" && t.shape == std::vector<int64_t>{256, 64};
+        centred |= t.name == "model.norm.weight" && t.values == format::TrunkValues::centred_norm;
+        if (t.name.ends_with("linear_attn.norm.weight")) EXPECT_EQ(t.values, format::TrunkValues::norm);  // plain
+    }
+    EXPECT_TRUE(gdn_conv && gated_q && centred);
+    for (const auto& [config, key] : std::vector<std::pair<json, std::string>>{
+             {qwen35({{"linear_value_head_dim", 32}}), "linear_value_head_dim"},
+             {qwen35({{"linear_num_value_heads", 3}}), "linear_num_value_heads"},
+             {qwen35({{"layer_types", json::array({"sliding_attention"})}}), "layer_types"},
+             {qwen35({{"layer_types", json::array({"mamba", "linear_attention", "linear_attention", "full_attention",
+                                                   "linear_attention", "linear_attention", "linear_attention",
+                                                   "full_attention"})}}),
+              "layer_types[0]"},
+             {qwen35({{"rope_parameters", {{"rope_type", "yarn"}, {"factor", 4.0},
+                                           {"original_max_position_embeddings", 4096}}}}),
+              "rope_parameters"},
+             {qwen35({{"attention_bias", true}}), "attention_bias"},
+             {qwen35({{"mlp_only_layers", json::array({0})}}), "mlp_only_layers"},
+             {qwen35({{"routed_scaling_factor", 2.5}}), "routed_scaling_factor"},
+             {qwen35({{"linear_num_key_heads", nullptr}}), "linear_num_key_heads"},
+             {qwen35({{"scoring_func", "sigmoid"}}), "scoring_func"}}) {
+        SCOPED_TRACE(config.dump());
+        const auto [status, message] = refusal(config);
+        EXPECT_NE(status, WASTE_OK);
+        EXPECT_NE(message.find(key), std::string::npos) << message;
+    }
+}
+
 TEST(FamilyConfig, AnUnknownModelTypeIsRefusedNamingTheKnownOnes) {
     const auto [status, message] = refusal(qwen3({{"model_type", "qwen2_moe"}}));
     EXPECT_EQ(status, WASTE_ERR_UNSUPPORTED);

@@ -50,7 +50,7 @@ const Synthetic& synth(const std::string& preset) {
 }
 
 constexpr uint32_t context = 256;
-const char* const presets[] = {"tiny", "tiny-k3"};
+const char* const presets[] = {"tiny", "tiny-k3", "tiny-qwen35"};  // KDA + MLA, GDN + GQA
 
 // Deterministic ids below the tiny presets' vocabulary (316).
 std::vector<int32_t> tokens(size_t count, uint32_t seed) {
@@ -204,20 +204,28 @@ TEST(Snapshot, RestoreGivesBitIdenticalLogitsAndContinuation) {
 TEST(Snapshot, RestoreMatchesTheStateFileRoundTrip) {
     // The snapshot and the state file copy the same fields (one field walk):
     // a restored session saves the very bytes the original saved.
-    const std::string& path = synth("tiny-k3").path;
-    Model m(path, 0, plenty);
-    ASSERT_EQ(m.status, WASTE_OK) << m.message;
-    SessionPtr a = new_session(m.model), b = new_session(m.model);
-    eval(a.get(), tokens(70, 3));
-    const SnapshotPtr snapshot = take(a.get());
-    waste_error error{};
-    ASSERT_EQ(waste_session_restore(b.get(), snapshot.get(), &error), WASTE_OK) << error.message;
-    waste_test::TempDir tmp;
-    ASSERT_EQ(waste_state_save(a.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
-    ASSERT_EQ(waste_state_save(b.get(), (tmp / "b.state").c_str(), &error), WASTE_OK) << error.message;
-    const std::string bytes_a = waste_test::read_file(tmp / "a.state");
-    EXPECT_FALSE(bytes_a.empty());
-    EXPECT_TRUE(bytes_a == waste_test::read_file(tmp / "b.state"));
+    for (const char* preset : {"tiny-k3", "tiny-qwen35"}) {
+        SCOPED_TRACE(preset);
+        const std::string& path = synth(preset).path;
+        Model m(path, 0, plenty);
+        ASSERT_EQ(m.status, WASTE_OK) << m.message;
+        SessionPtr a = new_session(m.model), b = new_session(m.model);
+        eval(a.get(), tokens(70, 3));
+        const SnapshotPtr snapshot = take(a.get());
+        waste_error error{};
+        ASSERT_EQ(waste_session_restore(b.get(), snapshot.get(), &error), WASTE_OK) << error.message;
+        waste_test::TempDir tmp;
+        ASSERT_EQ(waste_state_save(a.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+        ASSERT_EQ(waste_state_save(b.get(), (tmp / "b.state").c_str(), &error), WASTE_OK) << error.message;
+        const std::string bytes_a = waste_test::read_file(tmp / "a.state");
+        EXPECT_FALSE(bytes_a.empty());
+        EXPECT_TRUE(bytes_a == waste_test::read_file(tmp / "b.state"));
+        // and the file loads back into a fresh session: the same bits again
+        SessionPtr c = new_session(m.model);
+        ASSERT_EQ(waste_state_load(c.get(), (tmp / "a.state").c_str(), &error), WASTE_OK) << error.message;
+        ASSERT_EQ(waste_state_save(c.get(), (tmp / "c.state").c_str(), &error), WASTE_OK) << error.message;
+        EXPECT_TRUE(bytes_a == waste_test::read_file(tmp / "c.state"));
+    }
 }
 
 TEST(Snapshot, AtPositionZeroRestoresAnEmptySession) {

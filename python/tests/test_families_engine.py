@@ -60,6 +60,16 @@ block_sparse_moe with experts w1/w3/w2, the sigmoid router with its
 correction bias beside gate; the same tolerances against
 waste_ref/minimax_m2.py, and each of those three parts shown to matter.
 
+Qwen3.5 (Qwen35Family below): Gated DeltaNet on three layers of four (2
+key heads over 4 value heads, so the head grouping shows; one conv over q,
+k and v; a scalar decay per value head; RMSNorm(o)·silu(z)) and gated full
+attention on the fourth (q_proj's [q | gate] per head, RoPE on a quarter of
+each head), zero-centred norms, the softmax router with a sigmoid-gated
+shared expert; from a Qwen3_5MoeForConditionalGeneration checkpoint (nested
+text config, model.language_model., stacked or per-expert experts, a vision
+tensor and an MTP block left out). The same tolerances against
+waste_ref/qwen35_moe.py, and each new part shown to matter.
+
 Converter: FP8 e4m3 128x128-block checkpoints convert to the same model (the
 dequantised comparison above, and `verify --source`); V3's multi-token-
 prediction layer (model.layers.<L>.*) is skipped and reported; a kill -9
@@ -82,7 +92,7 @@ try:
 except ImportError:
     from _convert_support import assert_kill_and_resume_byte_identical
     from _paths import REPO_ROOT
-from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, minimax_m2, mistral4, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gpt_oss, hf_families, minimax_m2, mistral4, qwen3_moe, qwen35_moe
 from waste_ref.moe_ops import topk_lowest_index
 
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -903,3 +913,90 @@ class Mistral4Family(FamilyCase):
     def test_info_and_convert_summary(self):
         self.check_info("m4", "mistral4", "mistral4", router="softmax_topk",
                         dense_layers__moe_layers__shared_experts=(0, 3, 1))
+
+
+QWEN35_MODELS = {
+    # name -> config: Qwen3.5-35B-A3B's structure (GDN 2 key / 4 value heads,
+    # gated GQA 4:1, stacked experts); value heads equal to key heads, GQA
+    # 2:1, layer_types with the full-attention layer first, per-expert names
+    "q35": qwen35_moe.tiny_config(),
+    "q35-plain": qwen35_moe.tiny_config(linear_num_value_heads=2, num_key_value_heads=2, _stacked=False,
+                                        layer_types=["full_attention", "linear_attention", "linear_attention",
+                                                     "full_attention"]),
+}
+
+
+class Qwen35Family(FamilyCase):
+    """Qwen3.5 / 3.6 MoE (families-2026.md §1) against waste_ref/qwen35_moe.py."""
+    family = "qwen3_5_moe"
+    models = QWEN35_MODELS
+    seed = 17
+
+    def reference(self, sd, cfg, ids):
+        return qwen35_moe.forward(sd, cfg, ids).double()
+
+    def test_synth_preset(self):
+        check_synth_preset(self, "tiny-qwen35", qwen35_moe.forward)
+
+    def test_logits_and_greedy(self):
+        # 63, 64 and 65 straddle the 64-token prefill chunk the recurrent state crosses
+        self.check_logits_and_greedy("q35", lengths=(1, 9, 40, 63, 64, 65))  # and 300: below
+        self.check_logits_and_greedy("q35-plain", lengths=(20,))
+
+    def test_the_parts_really_matter(self):
+        # the zero-centred norms (read as plain), the attention's output gate
+        # and the shared expert's gate (each zeroed: sigmoid 1/2) each change
+        # the logits well beyond the tolerance
+        _, out, _, cfg, _, dq = self.model("q35")
+        ids = prompt(20, cfg["vocab_size"], 20)
+        got = np.array(self.engine_eval(out, ids)["logits"], dtype=np.float64)
+        plain = {k: v - 1.0 if k.endswith(("layernorm.weight", "model.norm.weight", "_norm.weight")) else v
+                 for k, v in dq.items()}
+        no_gate = dict(dq)
+        D, H = cfg["head_dim"], cfg["num_attention_heads"]
+        for k in [k for k in dq if k.endswith("self_attn.q_proj.weight")]:
+            w = dq[k].clone().view(H, 2 * D, -1)
+            w[:, D:] = 0
+            no_gate[k] = w.view(2 * H * D, -1)
+        no_shared_gate = {k: v * 0 if k.endswith("shared_expert_gate.weight") else v for k, v in dq.items()}
+        for what, sd in (("plain norms", plain), ("no output gate", no_gate), ("no shared gate", no_shared_gate)):
+            self.assertGreater(relative(got, qwen35_moe.forward(sd, cfg, ids)[-1].double().numpy()), 1e-3, what)
+
+    def test_decode_step_by_step(self):
+        self.check_decode_steps("q35")
+
+    def test_token_by_token_prefill(self):
+        self.check_chunking("q35")
+
+    def test_300_token_prompt_cached_and_streamed(self):
+        # issue 38's long case: 300 prompt tokens, 16 decode steps; cached at 2
+        # threads, cached at 1, streamed at the plan's floor: each within 1e-5
+        # of the reference, and the same bits (placement)
+        _, out, _, cfg, _, dq = self.model("q35")
+        ids, fed = prompt(300, cfg["vocab_size"], 300), prompt(16, cfg["vocab_size"], 316)
+        ref = self.reference(dq, cfg, ids + fed).numpy()[299:]
+        floor = json.loads(run([CLI, "plan", out, "--ctx", "320", "--json"]))["floor_bytes"]
+        plan = json.loads(run([CLI, "plan", out, "--ctx", "320", "--budget", str(floor), "--json"]))
+        self.assertLess(plan["expert_cache_bytes"], plan["all_experts_bytes"] / 2, "the floor streams experts")
+        runs = []
+        for extra in (["--threads", "2"], ["--threads", "1"], ["--threads", "2", "--ctx", "320", "--budget", str(floor)]):
+            steps = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+            errors = [relative(np.array(steps[k], dtype=np.float64), ref[k]) for k in range(17)]
+            self.assertLessEqual(max(errors), 1e-5, f"{extra}: per-step relative errors {errors}")
+            runs.append(steps)
+        self.assertEqual(runs[1], runs[0])
+        self.assertEqual(runs[2], runs[0])
+
+    def test_lookahead_and_read_path_never_change_a_bit(self):
+        self.check_placement_never_changes_a_bit("q35")
+
+    def test_quantisation_is_the_only_difference(self):
+        self.check_quantisation_is_the_only_difference("q35")
+
+    def test_release_special_ids(self):
+        self.check_release_special_ids("q35")
+
+    def test_info_and_convert_summary(self):
+        self.check_info("q35", "qwen3_5_moe_text", "qwen35moe", router="softmax_topk",
+                        gdn_layers__gqa_layers=(3, 1), gdn_key_heads__gdn_value_heads__gdn_head_dim=(2, 4, 16),
+                        dense_layers__moe_layers__shared_experts=(0, 4, 1))

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, minimax_m2, mistral4, qwen3_moe
+from . import deepseek_v3, glm4_moe, gpt_oss, hf_synth, minimax_m2, mistral4, qwen3_moe, qwen35_moe
 from . import safetensors_io as st
 from .container import Container
 
@@ -37,6 +37,7 @@ FAMILIES = {
     "gpt_oss": ("GptOssForCausalLM", gpt_oss),
     "minimax_m2": ("MiniMaxM2ForCausalLM", minimax_m2),
     "mistral4": ("Mistral3ForConditionalGeneration", mistral4),
+    "qwen3_5_moe": ("Qwen3_5MoeForConditionalGeneration", qwen35_moe),
 }
 
 
@@ -72,7 +73,7 @@ def special_ids(family, vocab):
         eos = [top - 9, top - 2, top]
         return ({"eos_token_id": eos, "pad_token_id": eos[0]},
                 {"_from_model_config": True, "eos_token_id": eos, "pad_token_id": eos[0]})
-    if family == "qwen3_moe":
+    if family in ("qwen3_moe", "qwen3_5_moe"):  # (Qwen3.5's in Qwen3's shape: its own ids not in the spec)
         endoftext, im_end = top - 2, top
         return ({"bos_token_id": endoftext, "eos_token_id": im_end},
                 {"bos_token_id": endoftext, "do_sample": True, "eos_token_id": [im_end, endoftext],
@@ -141,6 +142,10 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
         return {"architectures": [arch], "model_type": "mistral3", "image_token_index": 10,
                 "text_config": dict(mistral4.release_config(cfg), **ids),
                 "vision_config": {"model_type": "pixtral", "hidden_size": 8, "patch_size": 2}}
+    elif family == "qwen3_5_moe":  # Qwen3_5MoeForConditionalGeneration: the text model's config nested
+        if mtp_layers or fmt != "bf16":
+            raise ValueError("qwen3_5_moe: bf16; its MTP block is always written (and skipped)")
+        return qwen35_moe.release_config(cfg, ids)
     elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
                  hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers)
@@ -189,6 +194,13 @@ def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, sha
                 parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
         sd = gpt_oss.state_dict_from_files(files)
         extra = {}
+    elif family == "qwen3_5_moe":
+        config_json(family, cfg, fmt, mtp_layers)  # refuses what qwen3_5_moe has not
+        sd = ref.random_checkpoint(cfg, seed)
+        if tweak:
+            tweak(sd, cfg)
+        for name, t in qwen35_moe.release_tensors(sd, cfg, seed, stacked=cfg.get("_stacked", True)).items():
+            parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
     elif family == "mistral4":
         cfg = mistral4.reference_config(cfg)  # a container's rope_parameters (--config-from)
         config_json(family, cfg, fmt, mtp_layers)  # refuses what mistral4 has not

@@ -149,6 +149,12 @@ waste_status waste_model_info_json(const waste_model* model, char** out_json, wa
         info["kda_layers"] = c.kda_layer_count();
         info["mla_layers"] = c.mla_layer_count();
         info["gqa_layers"] = c.gqa_layer_count();
+        info["gdn_layers"] = c.gdn_layer_count();
+        if (c.gdn_layer_count() > 0) {  // Qwen3.5's Gated DeltaNet: key heads, value heads, head dim
+            info["gdn_key_heads"] = c.kda_heads;
+            info["gdn_value_heads"] = c.kda_v_heads;
+            info["gdn_head_dim"] = c.kda_head_dim;
+        }
         if (c.gqa_layer_count() > 0) {
             info["heads"] = c.heads;
             info["kv_heads"] = c.kv_heads;

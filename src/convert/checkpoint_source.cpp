@@ -35,26 +35,30 @@ struct ExpertView {
     std::vector<int64_t> shape;
 };
 
-// Mistral 4 (families-2026.md §6), a Mistral3ForConditionalGeneration:
-// the text model under "model.language_model." (shown as "model."; the
-// vision tower and projector are left out), each layer's experts stacked as
-// transformers v5 keeps them: mlp.experts.gate_up_proj [E, 2I, H] (gate the
-// first I rows of an expert, up the next I) and mlp.experts.down_proj
+// The multimodal releases whose text model sits under "model.language_model."
+// (shown as "model."; lm_head stays; the vision tower, its projector and
+// Qwen3.5's MTP block "mtp.*" are left out): Mistral 4 (families-2026.md §6,
+// a Mistral3ForConditionalGeneration) and Qwen3.5 / 3.6 (§1,
+// Qwen3_5MoeForConditionalGeneration). Each layer's experts may be stacked
+// as transformers v5 keeps them: mlp.experts.gate_up_proj [E, 2I, H] (gate
+// the first I rows of an expert, up the next I) and mlp.experts.down_proj
 // [E, H, I]; shown as per-expert matrices like gpt-oss's.
-constexpr std::string_view mistral3_text = "model.language_model.";
-bool mistral3_wrapper(const Checkpoint& ck) {
+constexpr std::string_view nested_text = "model.language_model.";
+bool nested_text_model(const Checkpoint& ck) {
     const nlohmann::json& config = ck.config();
-    return config.contains("model_type") && config["model_type"] == "mistral4";
+    if (!config.contains("model_type") || !config["model_type"].is_string()) return false;
+    const std::string type = config["model_type"];
+    return type == "mistral4" || type == "qwen3_5_moe" || type == "qwen3_5_moe_text";
 }
 
 class CheckpointSource final : public WeightSource {
 public:
     explicit CheckpointSource(const Checkpoint& checkpoint) : ck_(checkpoint) {
-        const bool mistral = mistral3_wrapper(ck_);
+        const bool nested = nested_text_model(ck_);
         for (const std::string& name : ck_.names()) {
             const TensorInfo& t = ck_.info(name);
-            if (mistral) {
-                add_mistral4_view(name, t);
+            if (nested) {
+                add_nested_view(name, t);
                 continue;
             }
             if (t.encoding != WeightEncoding::mxfp4 || t.shape.size() != 3) continue;
@@ -99,19 +103,19 @@ public:
     bool shard_reclaimed(const std::string& shard) const override { return ck_.shard_file(shard).is_reclaimed(); }
 
 private:
-    // A Mistral 4 tensor: the text model's renamed, its stacked experts split, the rest hidden.
-    void add_mistral4_view(const std::string& name, const TensorInfo& t) {
+    // A nested release's tensor: the text model's renamed, its stacked experts split, the rest hidden.
+    void add_nested_view(const std::string& name, const TensorInfo& t) {
         fused_.insert(name);
         if (name == "lm_head.weight") return void(views_[name] = {name, 0, 1, t.shape});
-        if (!name.starts_with(mistral3_text)) return;  // the vision tower and its projector
-        const std::string text = "model." + name.substr(mistral3_text.size());
+        if (!name.starts_with(nested_text)) return;  // the vision tower, its projector, an MTP block
+        const std::string text = "model." + name.substr(nested_text.size());
         if (!add_expert_views(name, text, t, /*interleaved=*/false)) views_[text] = {name, 0, 1, t.shape};
     }
 
     // A fused expert tensor `fused`, shown as `shown` (...mlp.experts.gate_up_proj
     // [E, 2I, H] or ...mlp.experts.down_proj [E, H, I]), as each expert's
     // matrices: gate and up interleaved row by row (gpt-oss) or an expert's
-    // gate rows then its up rows (Mistral 4). False for any other tensor.
+    // gate rows then its up rows (Mistral 4, Qwen3.5). False for any other tensor.
     bool add_expert_views(const std::string& fused, const std::string& shown, const TensorInfo& t, bool interleaved) {
         const bool gate_up = shown.ends_with("mlp.experts.gate_up_proj"), down = shown.ends_with("mlp.experts.down_proj");
         if (!gate_up && !down) return false;

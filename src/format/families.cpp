@@ -6,7 +6,7 @@ namespace waste::format {
 
 const std::vector<FamilyTraits>& families() {
     // other-families.md §0 (DeepSeek / K2), §4 (Qwen3), §7 (GLM-4.5), §8 (gpt-oss); models.md (Kimi);
-    // families-2026.md §3 (MiniMax-M2), §6 (Mistral 4)
+    // families-2026.md §1 (Qwen3.5), §3 (MiniMax-M2), §6 (Mistral 4)
     static const std::vector<FamilyTraits> table = {
         {Family::kimi, {{"kimi_linear", ""}, {"kimi_k3", ""}}, RouterKind::sigmoid_grouped, "sigmoid", true, 0,
          MoeLayout::first_k_dense, false, true, "block_sparse_moe.", "moe_intermediate_size"},
@@ -25,6 +25,11 @@ const std::vector<FamilyTraits>& families() {
         // expert by default, the query temperature (ModelConfig::query_temperature)
         {Family::mistral4, {{"mistral4", "mistral4"}}, RouterKind::softmax_topk, "softmax", true, 1,
          MoeLayout::first_k_dense, false, false, "mlp.", "moe_intermediate_size"},
+        // families-2026.md §1: Qwen3's softmax router, always renormalised, every layer MoE, one gated shared
+        // expert (mlp.shared_expert.); the multimodal release's text config is qwen3_5_moe_text
+        {Family::qwen35, {{"qwen3_5_moe", "qwen35moe"}, {"qwen3_5_moe_text", "qwen35moe"}}, RouterKind::softmax_topk,
+         "softmax", true, 1, MoeLayout::every_layer, false, false, "mlp.", "moe_intermediate_size",
+         "gate.e_score_correction_bias", "shared_expert."},
     };
     return table;
 }

@@ -41,6 +41,7 @@ struct FamilyTraits {
     std::string_view moe_block;      // the MoE block under "model.layers.N."
     std::string_view expert_width;   // the key of one routed expert's width
     std::string_view correction_bias = "gate.e_score_correction_bias";  // the sigmoid router's, under moe_block
+    std::string_view shared_block = "shared_experts.";  // the shared expert's FFN, under moe_block
 };
 
 const std::vector<FamilyTraits>& families();

@@ -319,6 +319,80 @@ std::vector<int32_t> special_id_list(const json& object, const char* key, const 
     return ids;
 }
 
+// Qwen3.5 / 3.6 MoE (families-2026.md §1; HF qwen3_5_moe Qwen3_5MoeTextConfig,
+// Qwen3_5MoeGatedDeltaNet, Qwen3_5MoeAttention): full attention every
+// full_attention_interval-th layer (or as layer_types says), Gated DeltaNet
+// elsewhere; the attention gated (attn_output_gate), per-head q/k norms,
+// NEOX RoPE on the first head_dim * partial_rotary_factor dims (M-RoPE's
+// sections are one position for text); every layer MoE with the softmax
+// router, always renormalised (the release's config class has no
+// norm_topk_prob), one shared expert of shared_expert_intermediate_size
+// behind a sigmoid gate; zero-centred norms.
+void parse_qwen35(const json& config, const std::string& where, ModelConfig* c) {
+    Reader read{config, where};
+    parse_gqa_heads(config, where, c);
+    c->qk_norm = true;
+    c->zero_centred_norms = true;
+    c->attn_output_gate = read.boolean({"attn_output_gate"}, true);
+    c->renormalize = true;
+    double factor = 0.25;
+    std::string at = where + ".partial_rotary_factor";
+    if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object()) {
+        Reader rope{*params, where + ".rope_parameters"};
+        if (params->contains("partial_rotary_factor")) {
+            factor = rope.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
+            at = where + ".rope_parameters.partial_rotary_factor";
+        }
+        if (rope.boolean({"mrope_interleaved"}, true) == false)
+            fail(WASTE_ERR_UNSUPPORTED, "{}.rope_parameters.mrope_interleaved: false is not part of qwen3_5_moe", where);
+    }
+    factor = read.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
+    c->rope_dim = static_cast<int>(c->head_dim * factor);  // HF: int(head_dim * partial_rotary_factor)
+    if (c->rope_dim < 2 || c->rope_dim % 2 != 0)
+        fail_format("{}: {} gives {} rotated dims of head_dim {}, expected an even number >= 2", at, factor, c->rope_dim,
+                    c->head_dim);
+    if (c->yarn_enabled)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.rope_parameters: YaRN is not supported for qwen3_5_moe (rope_type default)", where);
+    if (read.boolean({"attention_bias"}, false))
+        fail(WASTE_ERR_UNSUPPORTED, "{}.attention_bias: true is not part of qwen3_5_moe", where);
+    if (c->expert_groups > 1)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.n_group: expert groups are not part of qwen3_5_moe's router", where);
+    if (c->routed_scaling != 1.0)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (qwen3_5_moe's router has no scaling)", where,
+             c->routed_scaling);
+    if (auto dense = config.find("mlp_only_layers"); dense != config.end() && dense->is_array() && !dense->empty())
+        fail(WASTE_ERR_UNSUPPORTED, "{}.mlp_only_layers: qwen3_5_moe has a MoE block on every layer", where);
+    c->shared_intermediate = static_cast<int>(read.integer({"shared_expert_intermediate_size"}, 0, max_dimension, 0));
+    c->shared_experts = c->shared_intermediate > 0 ? 1 : 0;
+    c->shared_expert_gate = c->shared_experts > 0;
+    // the Gated DeltaNet layers
+    c->kda_heads = static_cast<int>(read.integer({"linear_num_key_heads"}, 1, max_heads));
+    c->kda_v_heads = static_cast<int>(read.integer({"linear_num_value_heads"}, 1, max_heads));
+    c->kda_head_dim = static_cast<int>(read.integer({"linear_key_head_dim"}, 1, 4096));
+    const int64_t value_dim = read.integer({"linear_value_head_dim"}, 1, 4096, c->kda_head_dim);
+    if (value_dim != c->kda_head_dim)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.linear_value_head_dim: {} differs from linear_key_head_dim {} (the releases' "
+             "are equal)", where, value_dim, c->kda_head_dim);
+    if (c->kda_v_heads % c->kda_heads != 0)
+        fail_format("{}.linear_num_value_heads: {} is not a multiple of linear_num_key_heads {}", where, c->kda_v_heads,
+                    c->kda_heads);
+    c->conv_kernel = static_cast<int>(read.integer({"linear_conv_kernel_dim"}, 1, 64, 4));
+    const int interval = static_cast<int>(read.integer({"full_attention_interval"}, 1, max_layers, 4));
+    for (int i = 0; i < c->layers; ++i) c->layer_kinds[i] = (i + 1) % interval == 0 ? LayerKind::gqa : LayerKind::gdn;
+    if (auto types = config.find("layer_types"); types != config.end() && !types->is_null()) {
+        if (!types->is_array() || types->size() != static_cast<size_t>(c->layers))
+            fail_format("{}.layer_types: expected an array of {} strings", where, c->layers);
+        for (int i = 0; i < c->layers; ++i) {
+            const json& t = (*types)[i];
+            if (t == "full_attention") c->layer_kinds[i] = LayerKind::gqa;
+            else if (t == "linear_attention") c->layer_kinds[i] = LayerKind::gdn;
+            else
+                fail(WASTE_ERR_UNSUPPORTED, "{}.layer_types[{}]: {} is not supported (linear_attention, full_attention)",
+                     where, i, t.dump());
+        }
+    }
+}
+
 }  // namespace
 
 // Mistral 4 (families-2026.md §6): DeepSeek-V3's MLA with a softmax router
@@ -394,6 +468,9 @@ int ModelConfig::gqa_layer_count() const {
 }
 int ModelConfig::kda_layer_count() const {
     return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::kda));
+}
+int ModelConfig::gdn_layer_count() const {
+    return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::gdn));
 }
 int ModelConfig::mla_layer_count() const {
     return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::mla));
@@ -505,6 +582,7 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         case Family::glm4: parse_glm4_attention(config, where, &c); return c;
         case Family::gpt_oss: parse_gpt_oss(config, where, &c); return c;
         case Family::minimax_m2: parse_minimax_m2(config, where, &c); return c;
+        case Family::qwen35: parse_qwen35(config, where, &c); return c;
         case Family::kimi: case Family::deepseek: break;  // KDA and MLA layers, below
         case Family::mistral4: parse_mistral4(config, where, &c); break;  // and its MLA layers, below
     }
@@ -515,6 +593,7 @@ ModelConfig parse_model_config(const json& config, const std::string& where) {
         Reader kda{*linear, where + ".linear_attn_config"};
         c.kda_heads = static_cast<int>(kda.integer({"num_heads"}, 1, max_heads));
         c.kda_head_dim = static_cast<int>(kda.integer({"head_dim"}, 1, max_heads));
+        c.kda_v_heads = c.kda_heads;
         c.conv_kernel = static_cast<int>(kda.integer({"short_conv_kernel_size"}, 1, 64, 4));
         c.gate_lower_bound = kda.real({"gate_lower_bound"}, -1e6, 0.0, 0.0);
         auto kda_list = linear->find("kda_layers");

@@ -17,9 +17,13 @@
 
 namespace waste::format {
 
-// The attention kind of a layer: Kimi's KDA and MLA (also DeepSeek's), or
-// grouped-query softmax attention (Qwen3, GLM-4.5: model/gqa_layer.cpp).
-enum class LayerKind : uint8_t { kda, mla, gqa };
+// The attention kind of a layer: Kimi's KDA and MLA (also DeepSeek's),
+// grouped-query softmax attention (Qwen3, GLM-4.5: model/gqa_layer.cpp), or
+// Qwen3.5's Gated DeltaNet (the KDA recurrence with a scalar decay per value
+// head; model/kda_layer.cpp). KDA and GDN are the delta-rule kinds: a
+// recurrent state and conv ring per layer, no cache per token.
+enum class LayerKind : uint8_t { kda, mla, gqa, gdn };
+inline bool is_delta_rule(LayerKind kind) { return kind == LayerKind::kda || kind == LayerKind::gdn; }
 // The expert / FFN activation: SwiGLU, Kimi K3's SiTU, or gpt-oss's clamped
 // SwiGLU (gate = min(gate, limit), up = clamp(up, ±limit),
 // (up + 1) · gate · sigmoid(1.702 gate)).
@@ -29,7 +33,7 @@ enum class Activation : uint8_t { silu, situ, clamped_swiglu };
 // decides defaults the config leaves unsaid (Kimi's MLA has no positional
 // encoding; DeepSeek's rotates q_pe and k_pe) and the MoE block's tensor
 // names; docs/FORMAT.md "Other families".
-enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss, minimax_m2, mistral4 };
+enum class Family : uint8_t { kimi, deepseek, qwen3, glm4, gpt_oss, minimax_m2, mistral4, qwen35 };
 
 // How the MoE router turns logits into experts and weights (model/routers.h):
 // Kimi / DeepSeek's (and GLM-4.5's) sigmoid with a selection-only bias, expert groups,
@@ -61,6 +65,8 @@ struct ModelConfig {
     int experts = 0;                 // num_experts / n_routed_experts
     int top_k = 0;                   // num_experts_per_token / num_experts_per_tok
     int shared_experts = 0;          // num_shared_experts / n_shared_experts
+    int shared_intermediate = 0;     // shared_expert_intermediate_size (Qwen3.5); 0: moe_intermediate * shared_experts
+    bool shared_expert_gate = false; // the shared expert's output times sigmoid(shared_expert_gate · x) (Qwen3.5)
     RouterKind router = RouterKind::sigmoid_grouped;
     bool renormalize = true;         // moe_renormalize / norm_topk_prob (Qwen3's default: false)
     double routed_scaling = 1.0;     // routed_scaling_factor
@@ -112,17 +118,40 @@ struct ModelConfig {
     bool qkv_bias = false;           // attention_bias: biases on q, k and v (GLM; o_proj has none)
     bool qk_norm = false;            // per-head q_norm / k_norm before RoPE (Qwen3 always; GLM's use_qk_norm)
     bool qk_norm_whole = false;      // ... over the whole q and k projections instead of each head (MiniMax-M2)
+    bool attn_output_gate = false;   // q_proj gives each head [q | gate]; the head's output times sigmoid(gate)
+                                     // (Qwen3.5's gated attention)
     bool o_bias = false;             // a bias on o_proj too (gpt-oss)
     bool sinks = false;              // a learned sink logit per head (gpt-oss's self_attn.sinks)
     int sliding_window = 0;          // keys of a sliding layer: the last sliding_window positions (gpt-oss)
     std::vector<uint8_t> sliding_layer;  // per 0-based layer: 1 = sliding_attention (layer_types)
 
-    // KDA (linear_attn_config)
+    // The delta-rule layers: KDA (linear_attn_config) and GDN (Qwen3.5's
+    // linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
+    // linear_conv_kernel_dim). kda_heads query/key heads of kda_head_dim;
+    // kda_v_heads value heads of the same dim (KDA: = kda_heads; GDN: a
+    // multiple, value head j reading key head j / (kda_v_heads / kda_heads)).
     int kda_heads = 0, kda_head_dim = 0, conv_kernel = 0;
+    int kda_v_heads = 0;
     double gate_lower_bound = 0.0;   // < 0: K3's bounded sigmoid decay gate
     std::vector<LayerKind> layer_kinds;  // per 0-based layer
+    // Zero-centred RMSNorm weights (Qwen3.5: y = x/rms(x) · (1 + w)): the
+    // container keeps the release's w; the loader adds 1 (format/trunk_tensors.h).
+    bool zero_centred_norms = false;
 
     int expert_input() const { return latent > 0 ? latent : hidden; }
+    int shared_width() const { return shared_intermediate > 0 ? shared_intermediate : moe_intermediate * shared_experts; }
+    // A delta-rule layer's state: S [kda_v_heads][D keys][D values] f32, and
+    // its conv ring [kernel - 1][q | k | v channels] (KDA: three rings of its
+    // q, k and v, the same count).
+    uint64_t delta_state_floats() const {
+        return static_cast<uint64_t>(kda_v_heads) * kda_head_dim * kda_head_dim;
+    }
+    uint64_t delta_conv_channels() const {
+        return static_cast<uint64_t>(2 * kda_heads + kda_v_heads) * kda_head_dim;
+    }
+    uint64_t delta_conv_floats() const {
+        return static_cast<uint64_t>(std::max(conv_kernel - 1, 0)) * delta_conv_channels();
+    }
     bool is_moe_layer(int layer) const {
         return layer >= 0 && layer < layers && static_cast<size_t>(layer) < moe_layer.size() && moe_layer[layer] != 0;
     }
@@ -132,6 +161,7 @@ struct ModelConfig {
     // The layer's place among the MoE layers (0 for the first), -1 for a dense layer.
     int moe_ordinal(int layer) const;
     int kda_layer_count() const;
+    int gdn_layer_count() const;
     int mla_layer_count() const;
     int gqa_layer_count() const;
     bool is_eos(int64_t token) const { return std::find(eos_ids.begin(), eos_ids.end(), token) != eos_ids.end(); }

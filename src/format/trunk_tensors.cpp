@@ -46,6 +46,23 @@ void kda_tensors(Table& t, const ModelConfig& c, const TrunkTensorPresent& prese
     t.add(R::kda_o_norm, "o_norm.weight", {D}, V::norm);
 }
 
+// Gated DeltaNet (families-2026.md §1.5, HF Qwen3_5MoeGatedDeltaNet): q, k
+// and v from one projection [q (Kd) | k (Kd) | v (Vd)] and one depthwise
+// conv over those channels; z, b and a per value head; the output norm's
+// plain weight.
+void gdn_tensors(Table& t, const ModelConfig& c) {
+    const int64_t H = c.hidden, D = c.kda_head_dim, Kd = c.kda_heads * D, hv = c.kda_v_heads, Vd = hv * D;
+    t.add(R::gdn_qkv, "in_proj_qkv.weight", {2 * Kd + Vd, H}, V::projection);
+    t.add(R::gdn_z, "in_proj_z.weight", {Vd, H}, V::projection);
+    t.add(R::gdn_b, "in_proj_b.weight", {hv, H}, V::projection);
+    t.add(R::gdn_a, "in_proj_a.weight", {hv, H}, V::projection);
+    t.add(R::gdn_conv, "conv1d.weight", {2 * Kd + Vd, 1, c.conv_kernel}, V::conv);
+    t.add(R::gdn_dt_bias, "dt_bias", {hv}, V::dt_bias);
+    t.add(R::gdn_a_log, "A_log", {hv}, V::a_log);
+    t.add(R::gdn_norm, "norm.weight", {D}, V::norm);
+    t.add(R::gdn_out, "out_proj.weight", {H, Vd}, V::residual_out);
+}
+
 void mla_tensors(Table& t, const ModelConfig& c) {
     const int64_t H = c.hidden, nh = c.heads, q_head = c.qk_nope + c.qk_rope;
     if (c.q_lora > 0) {
@@ -65,13 +82,16 @@ void mla_tensors(Table& t, const ModelConfig& c) {
     t.add(R::mla_o, "o_proj.weight", {H, nh * c.v_head}, V::residual_out);
 }
 
+V norm_values(const ModelConfig& c) { return c.zero_centred_norms ? V::centred_norm : V::norm; }
+
 // GQA (other-families.md §4, §7): Qwen3's per-head q/k norms; GLM-4.5's
 // q/k/v biases (attention_bias) and q/k norms only with use_qk_norm;
-// gpt-oss's o_proj bias and sinks.
+// gpt-oss's o_proj bias and sinks; Qwen3.5's output gate (q_proj gives each
+// head [q | gate]).
 void gqa_tensors(Table& t, const ModelConfig& c) {
     const int64_t H = c.hidden, d = c.head_dim, q_width = static_cast<int64_t>(c.heads) * d,
                   kv_width = static_cast<int64_t>(c.kv_heads) * d;
-    t.add(R::gqa_q, "q_proj.weight", {q_width, H}, V::projection);
+    t.add(R::gqa_q, "q_proj.weight", {c.attn_output_gate ? 2 * q_width : q_width, H}, V::projection);
     t.add(R::gqa_k, "k_proj.weight", {kv_width, H}, V::projection);
     t.add(R::gqa_v, "v_proj.weight", {kv_width, H}, V::projection);
     t.add(R::gqa_o, "o_proj.weight", {H, q_width}, V::residual_out);
@@ -81,8 +101,8 @@ void gqa_tensors(Table& t, const ModelConfig& c) {
         t.add(R::gqa_v_bias, "v_proj.bias", {kv_width}, V::bias);
     }
     if (c.qk_norm) {  // per head, or over the whole projection (MiniMax-M2)
-        t.add(R::gqa_q_norm, "q_norm.weight", {c.qk_norm_whole ? q_width : d}, V::norm);
-        t.add(R::gqa_k_norm, "k_norm.weight", {c.qk_norm_whole ? kv_width : d}, V::norm);
+        t.add(R::gqa_q_norm, "q_norm.weight", {c.qk_norm_whole ? q_width : d}, norm_values(c));
+        t.add(R::gqa_k_norm, "k_norm.weight", {c.qk_norm_whole ? kv_width : d}, norm_values(c));
     }
     if (c.o_bias) t.add(R::gqa_o_bias, "o_proj.bias", {H}, V::residual_bias);
     if (c.sinks) t.add(R::gqa_sinks, "sinks", {c.heads}, V::sink);
@@ -111,10 +131,10 @@ void moe_tensors(Table& t, const ModelConfig& c) {
         t.optional(R::router_correction_bias, std::string(traits_of(c.family).correction_bias), {E}, V::correction_bias);
     if (c.shared_experts > 0) {
         const std::string block = t.prefix;
-        t.prefix += "shared_experts.";
-        ffn_tensors(t, H, static_cast<int64_t>(c.moe_intermediate) * c.shared_experts, R::shared_gate, R::shared_up,
-                    R::shared_down);
+        t.prefix += std::string(traits_of(c.family).shared_block);
+        ffn_tensors(t, H, c.shared_width(), R::shared_gate, R::shared_up, R::shared_down);
         t.prefix = block;
+        if (c.shared_expert_gate) t.add(R::shared_expert_gate, "shared_expert_gate.weight", {1, H}, V::router);
     }
     if (c.latent > 0) {
         t.add(R::latent_down, "routed_expert_down_proj.weight", {c.latent, H}, V::projection);
@@ -133,13 +153,14 @@ std::vector<TrunkTensorSpec> trunk_tensor_table(const ModelConfig& c, const Trun
         const std::string lx = fmt::format("model.layers.{}.", layer);
         t.layer = layer;
         t.prefix = lx;
-        t.add(R::input_norm, "input_layernorm.weight", {H}, V::norm);
-        t.add(R::post_norm, "post_attention_layernorm.weight", {H}, V::norm);
+        t.add(R::input_norm, "input_layernorm.weight", {H}, norm_values(c));
+        t.add(R::post_norm, "post_attention_layernorm.weight", {H}, norm_values(c));
         t.prefix = lx + "self_attn.";
         switch (c.layer_kinds[static_cast<size_t>(layer)]) {
             case LayerKind::kda: kda_tensors(t, c, present); break;
             case LayerKind::mla: mla_tensors(t, c); break;
             case LayerKind::gqa: gqa_tensors(t, c); break;
+            case LayerKind::gdn: t.prefix = lx + "linear_attn."; gdn_tensors(t, c); break;
         }
         if (!c.is_moe_layer(layer)) {
             t.prefix = lx + "mlp.";
@@ -162,7 +183,7 @@ std::vector<TrunkTensorSpec> trunk_tensor_table(const ModelConfig& c, const Trun
         t.add(R::output_res_norm, "model.output_attn_res_norm.weight", {H}, V::res_norm);
         t.add(R::output_res_proj, "model.output_attn_res_proj.weight", {H}, V::res_proj);
     }
-    t.add(R::final_norm, "model.norm.weight", {H}, V::norm);
+    t.add(R::final_norm, "model.norm.weight", {H}, norm_values(c));
     // Tied embeddings: lm_head is embed_tokens unless the release stores it anyway.
     TrunkTensorSpec& head = t.add(R::lm_head, "lm_head.weight", {c.vocab, H}, V::lm_head);
     head.optional = c.tie_embeddings;
@@ -211,6 +232,9 @@ std::string_view gguf_tensor_name(TrunkRole role, Family family) {
         case R::kda_a_log: case R::kda_dt_bias: case R::kda_o_norm: case R::mla_g: case R::latent_down:
         case R::latent_up: case R::latent_norm: case R::attn_res_norm: case R::attn_res_proj: case R::mlp_res_norm:
         case R::mlp_res_proj: case R::output_res_norm: case R::output_res_proj: case R::count_: break;
+        // not read from GGUF yet: Qwen3.5's Gated DeltaNet and shared-expert gate
+        case R::gdn_qkv: case R::gdn_z: case R::gdn_b: case R::gdn_a: case R::gdn_conv: case R::gdn_a_log:
+        case R::gdn_dt_bias: case R::gdn_norm: case R::gdn_out: case R::shared_expert_gate: break;
     }
     return {};
 }

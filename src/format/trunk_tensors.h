@@ -28,6 +28,8 @@ enum class TrunkRole : uint8_t {
     // KDA (Kimi's linear attention)
     kda_q, kda_k, kda_v, kda_b, kda_f_a, kda_f_b, kda_g, kda_g_a, kda_g_b, kda_o,
     kda_conv_q, kda_conv_k, kda_conv_v, kda_a_log, kda_dt_bias, kda_o_norm,
+    // GDN (Qwen3.5's Gated DeltaNet)
+    gdn_qkv, gdn_z, gdn_b, gdn_a, gdn_conv, gdn_a_log, gdn_dt_bias, gdn_norm, gdn_out,
     // MLA (Kimi's NoPE form and DeepSeek's)
     mla_q_a, mla_q_a_norm, mla_q_b, mla_q, mla_kv_a, mla_kv_a_norm, mla_kv_b, mla_g, mla_o,
     // GQA (Qwen3-MoE, GLM-4.5, gpt-oss)
@@ -35,7 +37,7 @@ enum class TrunkRole : uint8_t {
     // a dense layer's FFN
     ffn_gate, ffn_up, ffn_down,
     // a MoE layer's trunk part: router, shared experts, latent projections, expert biases
-    router, router_bias, router_correction_bias, shared_gate, shared_up, shared_down,
+    router, router_bias, router_correction_bias, shared_gate, shared_up, shared_down, shared_expert_gate,
     latent_down, latent_up, latent_norm, experts_gate_up_bias, experts_down_bias,
     // Attention Residuals
     attn_res_norm, attn_res_proj, mlp_res_norm, mlp_res_proj,
@@ -52,13 +54,14 @@ enum class TrunkValues : uint8_t {
     router,             // [experts, H]
     decay_projection,   // KDA's f_b: its output is a decay's argument
     norm,               // multiplied: around 1
+    centred_norm,       // a zero-centred norm's w (Qwen3.5): around 0, multiplied as 1 + w (the loader adds the 1)
     bias,               // added to a branch
     residual_bias,      // added to what the residual stream receives
     correction_bias,    // a router's selection-only bias
     sink,               // a softmax logit per head
     conv,               // short convolution taps
-    a_log,              // KDA's log decay rate per head
-    dt_bias,            // KDA's decay bias per channel
+    a_log,              // KDA's (GDN's) log decay rate per head (value head)
+    dt_bias,            // KDA's decay bias per channel (GDN's per value head)
     res_norm,           // an Attention Residuals norm
     res_proj,           // an Attention Residuals query vector
 };

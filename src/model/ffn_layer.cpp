@@ -265,6 +265,13 @@ void moe_chunk(ForwardContext& ctx, int layer, const MoeWeights& w, const float*
         for (size_t t = 0; t < tokens; ++t) std::memcpy(out + t * hidden, acc + t * lat, sizeof(float) * hidden);
     if (w.has_shared) {
         dense_ffn_chunk(ctx, w.shared, x, tokens, ws.shared_out.data());
+        if (!w.shared_gate.empty())  // Qwen3.5: times sigmoid(shared_gate · x), one scalar per token
+            for (size_t t = 0; t < tokens; ++t) {
+                double logit = 0;
+                for (size_t i = 0; i < hidden; ++i) logit += static_cast<double>(w.shared_gate[i]) * x[t * hidden + i];
+                const float g = kernels::sigmoid(static_cast<float>(logit));
+                for (size_t i = 0; i < hidden; ++i) ws.shared_out[t * hidden + i] *= g;
+            }
         for (size_t i = 0; i < tokens * hidden; ++i) out[i] += ws.shared_out[i];
     }
 }

@@ -12,9 +12,11 @@
 namespace waste::model {
 
 size_t attention_width(const format::ModelConfig& c) {
-    const size_t kda_width = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
+    // KDA's channels; GDN's q, k and v side by side (one projection, one conv)
+    const size_t kda_width = c.kda_v_heads > 0 ? static_cast<size_t>(c.delta_conv_channels()) : 0;
     const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
-    const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim;  // GQA: q and the heads' outputs
+    // GQA: q and the heads' outputs; a gated q_proj's [q | gate] per head
+    const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim * (c.attn_output_gate ? 2 : 1);
     return std::max({kda_width, mla_width, gqa_width, size_t{1}});
 }
 
@@ -23,8 +25,8 @@ size_t low_rank_width(const format::ModelConfig& c) {
 }
 
 size_t dense_ffn_width(const format::ModelConfig& c) {
-    return std::max({static_cast<size_t>(c.intermediate), static_cast<size_t>(c.moe_intermediate) * std::max(c.shared_experts, 1),
-                     size_t{1}});
+    return std::max({static_cast<size_t>(c.intermediate), static_cast<size_t>(c.moe_intermediate),
+                     static_cast<size_t>(c.shared_width()), size_t{1}});
 }
 
 size_t widest_projection_input(const format::ModelConfig& c) {
@@ -49,7 +51,7 @@ Workspace::Workspace(const format::ModelConfig& c, const format::Container& cont
     ffn_width = dense_ffn_width(c);
     for (auto* buffer : {&x, &normed, &attn_out, &ffn_out, &ps, &shared_out}) buffer->assign(tokens * hidden, 0.0f);
     for (auto* buffer : {&q, &k, &v, &decay, &gate, &head_out}) buffer->assign(tokens * attn_width, 0.0f);
-    beta.assign(tokens * std::max(c.kda_heads, 1), 0.0f);
+    beta.assign(tokens * std::max(c.kda_v_heads, 1), 0.0f);
     small.assign(tokens * small_width, 0.0f);
     ffn_gate.assign(tokens * ffn_width, 0.0f);
     ffn_up.assign(tokens * ffn_width, 0.0f);
@@ -88,7 +90,7 @@ uint64_t Workspace::planned_bytes(const format::ModelConfig& c, const format::Ex
     // partial sum, the shared experts' output (6 H); q, k, v, decay, gate and
     // the heads' output (6 A); KDA's beta, the low-rank inner width; the FFN's
     // gate and up (2 F)
-    uint64_t floats = T * (6 * H + 6 * A + std::max(c.kda_heads, 1) + low_rank_width(c) + 2 * F);
+    uint64_t floats = T * (6 * H + 6 * A + std::max(c.kda_v_heads, 1) + low_rank_width(c) + 2 * F);
     floats += static_cast<uint64_t>(c.vocab);  // logits
     if (c.attn_res_block > 0) floats += T * static_cast<uint64_t>(c.layers / c.attn_res_block + 2) * H;
     uint64_t bytes = 0;
@@ -210,6 +212,7 @@ void attn_res(const std::vector<const float*>& values, const std::vector<float>&
 void attention(ForwardContext& ctx, int layer, SessionState& state, const float* normed, size_t tokens, float* out) {
     const LayerWeights& lw = ctx.weights.layers[layer];
     if (lw.kind == format::LayerKind::kda) kda_chunk(ctx, lw.kda, state.layers[layer], normed, tokens, out);
+    else if (lw.kind == format::LayerKind::gdn) gdn_chunk(ctx, lw.gdn, state.layers[layer], normed, tokens, out);
     else if (lw.kind == format::LayerKind::gqa) gqa_chunk(ctx, lw.gqa, state.layers[layer], state.position, normed, tokens, out);
     else mla_chunk(ctx, lw.mla, state.layers[layer], state.position, normed, tokens, out);
 }

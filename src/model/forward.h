@@ -232,6 +232,7 @@ void forward_batch(ForwardContext& ctx, std::span<SessionState* const> states, s
 
 // Layers over a chunk of T tokens. x: normed input [T][H]; out: [T][H].
 void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const float* x, size_t tokens, float* out);
+void gdn_chunk(ForwardContext& ctx, const GdnWeights& w, LayerState& s, const float* x, size_t tokens, float* out);
 void mla_chunk(ForwardContext& ctx, const MlaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,
                float* out);
 void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t position, const float* x, size_t tokens,

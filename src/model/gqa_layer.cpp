@@ -4,7 +4,9 @@
 // (q_norm / k_norm, Qwen3 and GLM's use_qk_norm; MiniMax-M2's over the
 // whole q and k projections) BEFORE NEOX RoPE on the
 // first rope_dim dims of each head (GLM: half, the rest passes); gpt-oss's
-// o_proj bias, per-head sink logit (an extra softmax column, dropped) and
+// o_proj bias, per-head sink logit (an extra softmax column, dropped);
+// Qwen3.5's output gate (q_proj gives each head [q | gate], the head's output
+// times sigmoid(gate)); gpt-oss's
 // sliding layers (keys of the last `window` positions, the cache a ring of
 // window + 63 rows, a longer chunk taken 64 tokens at a time); the cache holds every
 // token's keys (normed and rotated) and values; query head h reads key/value
@@ -45,11 +47,20 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
     const size_t window = static_cast<size_t>(w.window);
     const size_t ring = window ? window + sliding_chunk_tokens - 1 : 0;
     auto slot = [&](size_t p) { return ring ? p % ring : p; };
-    WASTE_CHECK(s.n_kv == position && heads * d <= ld && tokens <= (window ? sliding_chunk_tokens : ws.chunk_tokens));
+    WASTE_CHECK(s.n_kv == position && heads * d * (w.output_gate ? 2 : 1) <= ld &&
+                tokens <= (window ? sliding_chunk_tokens : ws.chunk_tokens));
     WASTE_CHECK(ring ? (position + tokens <= s.kv.size() / row || s.kv.size() / row == ring)
                      : (position + tokens) * row <= s.kv.size());
     float* q = ws.q.data();  // [T][heads][d]
     project(ctx, *w.q, x, hidden, tokens, q, ld);
+    float* gate = ws.gate.data();  // [T][heads][d]: a gated q_proj's second half of each head
+    if (w.output_gate)
+        for (size_t t = 0; t < tokens; ++t)
+            for (size_t h = 0; h < heads; ++h) {
+                float* row = q + t * ld;
+                std::memcpy(gate + t * ld + h * d, row + (2 * h + 1) * d, sizeof(float) * d);
+                std::memmove(row + h * d, row + 2 * h * d, sizeof(float) * d);  // (h ≤ 2h: moved down in order)
+            }
     // keys then values of each token, [keys (kv_width) | values (kv_width)] per row
     if (!ring) {
         float* entries = s.kv.data() + static_cast<size_t>(position) * row;
@@ -92,6 +103,8 @@ void gqa_chunk(ForwardContext& ctx, const GqaWeights& w, LayerState& s, uint32_t
                                .window = window, .ring = ring, .scale = w.score_scale,
                                .sinks = w.sinks.empty() ? nullptr : w.sinks.data()};
     gqa_attend(isa, ctx.pool, shape, q, s.kv.data(), position, tokens, head_out);
+    if (w.output_gate)
+        for (size_t t = 0; t < tokens; ++t) kernels::mul_sigmoid(isa, head_out + t * ld, gate + t * ld, heads * d);
     project(ctx, *w.o, head_out, ld, tokens, out, hidden);
     if (!w.o_bias.empty())
         for (size_t t = 0; t < tokens; ++t)

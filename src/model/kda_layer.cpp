@@ -1,6 +1,7 @@
-// kda_layer.cpp — Kimi Delta Attention over a chunk (models.md §1): the
-// projections run over the whole chunk, the short convolution and the
-// recurrence token by token, heads in parallel.
+// kda_layer.cpp — the delta-rule layers over a chunk: Kimi Delta Attention
+// (models.md §1) and Qwen3.5's Gated DeltaNet (families-2026.md §1.5), one
+// recurrence (kernels/kda_step.h). The projections run over the whole chunk,
+// the short convolution and the recurrence token by token, heads in parallel.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -116,6 +117,71 @@ void kda_chunk(ForwardContext& ctx, const KdaWeights& w, LayerState& s, const fl
         }
     });
     project(ctx, *w.o, head_out, ld, tokens, out, hidden);
+}
+
+// Gated DeltaNet: KDA's recurrence with the decay a scalar per value head
+// (broadcast over its D keys, so the same kernel runs it), heads(K) query /
+// key heads shared by v_heads / heads value heads each (value head j reads
+// key head j / r, HF's order), one conv over [q | k | v], and the output
+// RMSNorm(o) · silu(z).
+void gdn_chunk(ForwardContext& ctx, const GdnWeights& w, LayerState& s, const float* x, size_t tokens, float* out) {
+    ProfileScope scope(ctx.profile, ProfileCategory::kda);
+    const format::ModelConfig& c = ctx.config;
+    Workspace& ws = ctx.ws;
+    const size_t d = c.kda_head_dim, k_heads = c.kda_heads, v_heads = c.kda_v_heads, hidden = c.hidden;
+    const size_t kd = k_heads * d, vd = v_heads * d, group = v_heads / k_heads, ld = ws.attn_width;
+    const kernels::Isa isa = kernels::active_isa();
+    float* qkv = ws.q.data();  // [T][q (kd) | k (kd) | v (vd)]
+    project(ctx, *w.qkv, x, hidden, tokens, qkv, ld);
+    short_conv_silu(isa, qkv, ld, tokens, s.conv.data(), w.conv, 2 * kd + vd, c.conv_kernel);
+    const float q_scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (size_t t = 0; t < tokens; ++t)
+        for (size_t h = 0; h < k_heads; ++h) {
+            l2_normalize(qkv + t * ld + h * d, d, q_scale);
+            l2_normalize(qkv + t * ld + kd + h * d, d, 1.0f);
+        }
+    // the decay factor e^g, g = -exp(A_log) · softplus(a + dt_bias), one per
+    // value head, written out over the head's D keys for the kernel
+    float* alpha = ws.k.data();  // [T][v_heads]
+    project(ctx, *w.a, x, hidden, tokens, alpha, ld);
+    float* decay = ws.decay.data();
+    for (size_t t = 0; t < tokens; ++t)
+        for (size_t j = 0; j < v_heads; ++j) {
+            const float g = -w.a_rate[j] * kernels::softplus(alpha[t * ld + j] + w.dt_bias[j]);
+            std::fill_n(decay + t * ld + j * d, d, std::exp(g));
+        }
+    float* beta = ws.beta.data();
+    project(ctx, *w.b, x, hidden, tokens, beta, v_heads);
+    for (size_t i = 0; i < tokens * v_heads; ++i) beta[i] = sigmoid(beta[i]);
+    float* z = ws.gate.data();
+    project(ctx, *w.z, x, hidden, tokens, z, ld);
+    float* head_out = ws.head_out.data();
+    const float eps = static_cast<float>(c.rms_eps);
+    ctx.pool.parallel_for(v_heads, [&](size_t begin, size_t end) {
+        std::vector<float> scratch(kernels::kda_scratch_floats(d));
+        for (size_t j = begin; j < end; ++j) {
+            const size_t key_head = j / group;
+            kernels::KdaHeadRun run;
+            run.q = qkv + key_head * d;
+            run.k = qkv + kd + key_head * d;
+            run.v = qkv + 2 * kd + j * d;
+            run.decay = decay + j * d;
+            run.beta = beta + j;
+            run.out = head_out + j * d;
+            run.ld = ld;
+            run.beta_stride = v_heads;
+            run.tokens = tokens;
+            kernels::kda_head_run(isa, s.kda.data() + j * d * d, d, run, scratch.data());  // state [D keys][D values]
+            for (size_t t = 0; t < tokens; ++t) {
+                float* oh = head_out + t * ld + j * d;
+                float* zh = z + t * ld + j * d;
+                kernels::rmsnorm(isa, oh, w.norm.data(), eps, d, oh);
+                kernels::mul_sigmoid(isa, zh, zh, d);  // silu(z) = z·σ(z)
+                for (size_t i = 0; i < d; ++i) oh[i] *= zh[i];
+            }
+        }
+    });
+    project(ctx, *w.out, head_out, ld, tokens, out, hidden);
 }
 
 }  // namespace waste::model

@@ -8,10 +8,9 @@ SessionState::SessionState(const format::ModelConfig& c, uint32_t context) : con
     layers.resize(c.layers);
     for (int l = 0; l < c.layers; ++l) {
         LayerState& s = layers[l];
-        if (c.layer_kinds[l] == format::LayerKind::kda) {
-            const size_t channels = static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
-            s.kda.assign(channels * c.kda_head_dim, 0.0f);
-            s.conv.assign(3 * static_cast<size_t>(std::max(c.conv_kernel - 1, 0)) * channels, 0.0f);
+        if (format::is_delta_rule(c.layer_kinds[l])) {
+            s.kda.assign(c.delta_state_floats(), 0.0f);
+            s.conv.assign(c.delta_conv_floats(), 0.0f);
         } else if (c.layer_kinds[l] == format::LayerKind::gqa) {
             s.kv.assign(gqa_cache_rows(c, l, context) * gqa_cache_row(c), 0.0f);
         } else {

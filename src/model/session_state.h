@@ -23,8 +23,8 @@
 namespace waste::model {
 
 struct LayerState {
-    std::vector<float> kda;    // [heads][D][D]
-    std::vector<float> conv;   // [3][kernel-1][C]
+    std::vector<float> kda;    // a delta-rule layer's S: [v_heads][D][D]
+    std::vector<float> conv;   // its conv rings: KDA [3][kernel-1][C]; GDN [kernel-1][2Kd+Vd]
     std::vector<float> latent; // [ctx][kv_lora+rope], first n_kv rows used
     std::vector<float> kv;     // GQA: [ctx][2][kv_heads*head_dim], first n_kv rows used
     uint32_t n_kv = 0;
@@ -90,7 +90,7 @@ void for_each_state_field(const format::ModelConfig& c, State& s, uint32_t posit
     using Float = std::conditional_t<std::is_const_v<State>, const float, float>;
     for (int l = 0; l < c.layers; ++l) {
         auto& layer = s.layers[l];
-        if (c.layer_kinds[l] == format::LayerKind::kda) {
+        if (format::is_delta_rule(c.layer_kinds[l])) {
             visit(StateSpan<Float>{StateField::kda, l, layer.kda.data(), layer.kda.size()});
             visit(StateSpan<Float>{StateField::conv, l, layer.conv.data(), layer.conv.size()});
         } else if (c.layer_kinds[l] == format::LayerKind::gqa) {

@@ -59,7 +59,10 @@ struct Binder {
         if (spec->at_least ? t->info->elements() < want : t->info->elements() != want)
             fail_format("trunk tensor {}: {} elements, expected {}{}", full(spec->name), t->info->elements(),
                         spec->at_least ? "at least " : "", want);
-        return t->dequantize();
+        std::vector<float> values = t->dequantize();
+        if (spec->values == format::TrunkValues::centred_norm)  // zero-centred: multiplied as 1 + w
+            for (float& v : values) v += 1.0f;
+        return values;
     }
 
     FfnWeights ffn(int layer, R gate, R up, R down, int intermediate) const {
@@ -93,6 +96,20 @@ struct Binder {
         return w;
     }
 
+    GdnWeights gdn(int L) const {
+        GdnWeights w;
+        w.qkv = matrix(L, R::gdn_qkv);
+        w.conv = vector(L, R::gdn_conv);
+        w.z = matrix(L, R::gdn_z);
+        w.b = matrix(L, R::gdn_b);
+        w.a = matrix(L, R::gdn_a);
+        for (float a_log : vector(L, R::gdn_a_log)) w.a_rate.push_back(std::exp(a_log));
+        w.dt_bias = vector(L, R::gdn_dt_bias);
+        w.norm = vector(L, R::gdn_norm);
+        w.out = matrix(L, R::gdn_out);
+        return w;
+    }
+
     MlaWeights mla(int L) const {
         MlaWeights w;
         const int64_t qk = c.qk_nope + c.qk_rope;
@@ -118,6 +135,7 @@ struct Binder {
     GqaWeights gqa(int L) const {
         GqaWeights w;
         w.q = matrix(L, R::gqa_q);
+        w.output_gate = c.attn_output_gate;
         w.k = matrix(L, R::gqa_k);
         w.v = matrix(L, R::gqa_v);
         w.o = matrix(L, R::gqa_o);
@@ -154,7 +172,8 @@ struct Binder {
         w.down_bias = vector(L, R::experts_down_bias);
         if (c.shared_experts > 0) {
             w.has_shared = true;
-            w.shared = ffn(L, R::shared_gate, R::shared_up, R::shared_down, c.moe_intermediate * c.shared_experts);
+            w.shared = ffn(L, R::shared_gate, R::shared_up, R::shared_down, c.shared_width());
+            w.shared_gate = vector(L, R::shared_expert_gate);
         }
         w.latent_down = matrix(L, R::latent_down);
         w.latent_up = matrix(L, R::latent_up);
@@ -187,6 +206,7 @@ ModelWeights bind_weights(const Container& container) {
             case format::LayerKind::kda: lw.kda = bind.kda(layer); break;
             case format::LayerKind::mla: lw.mla = bind.mla(layer); break;
             case format::LayerKind::gqa: lw.gqa = bind.gqa(layer); break;
+            case format::LayerKind::gdn: lw.gdn = bind.gdn(layer); break;
         }
         lw.moe = c.is_moe_layer(layer);
         if (lw.moe) lw.moe_weights = bind.moe(layer);

@@ -32,6 +32,18 @@ struct KdaWeights {
     Matrix o = nullptr;                            // [H, C]
 };
 
+// Qwen3.5's Gated DeltaNet (families-2026.md §1.5).
+struct GdnWeights {
+    Matrix qkv = nullptr;                          // [2·Kd + Vd, H]: q, k, v (Kd = heads·D, Vd = v_heads·D)
+    std::vector<float> conv;                       // [2·Kd + Vd][kernel]: one depthwise conv over q, k, v
+    Matrix z = nullptr;                            // [Vd, H]: the output gate's input
+    Matrix b = nullptr, a = nullptr;               // [v_heads, H]: β's and the decay's inputs
+    std::vector<float> a_rate;                     // [v_heads] = exp(A_log)
+    std::vector<float> dt_bias;                    // [v_heads]
+    std::vector<float> norm;                       // [D]: the output norm's (plain) weight
+    Matrix out = nullptr;                          // [H, Vd]
+};
+
 struct MlaWeights {
     Matrix q = nullptr;                            // [heads*(nope+rope), H], or
     Matrix q_a = nullptr, q_b = nullptr;           // [q_lora, H], [heads*(nope+rope), q_lora]
@@ -50,7 +62,9 @@ struct MlaWeights {
 
 // Grouped-query attention (Qwen3-MoE, GLM-4.5; other-families.md §4, §7).
 struct GqaWeights {
-    Matrix q = nullptr;                            // [heads*head_dim, H]
+    Matrix q = nullptr;                            // [heads*head_dim, H]; gated: [heads*2*head_dim, H], each
+                                                   // head's rows [q | gate]
+    bool output_gate = false;                      // each head's output times sigmoid(gate) (Qwen3.5)
     Matrix k = nullptr, v = nullptr;               // [kv_heads*head_dim, H]
     Matrix o = nullptr;                            // [H, heads*head_dim]
     std::vector<float> q_bias, k_bias, v_bias;     // [heads*head_dim], [kv_heads*head_dim] (empty: none)
@@ -72,7 +86,9 @@ struct MoeWeights {
     Matrix router = nullptr;                       // [E, H]
     std::vector<float> router_bias;                // [E] (zeros when absent)
     bool has_shared = false;
-    FfnWeights shared;                             // intermediate = I * num_shared
+    FfnWeights shared;                             // intermediate = ModelConfig::shared_width()
+    std::vector<float> shared_gate;                // [H]: the shared output times sigmoid(shared_gate · x)
+                                                   // (Qwen3.5; empty: ungated)
     Matrix latent_down = nullptr, latent_up = nullptr;  // [lat, H], [H, lat]
     std::vector<float> latent_norm;                // [lat] (empty: no norm)
     // gpt-oss's per-expert biases (empty: none): from the trunk's
@@ -91,6 +107,7 @@ struct LayerWeights {
     bool moe = false;
     std::vector<float> input_norm, post_norm;      // [H]
     KdaWeights kda;
+    GdnWeights gdn;
     MlaWeights mla;
     GqaWeights gqa;
     FfnWeights dense;

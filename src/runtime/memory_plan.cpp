@@ -24,10 +24,9 @@ uint64_t session_state_bytes(const ModelConfig& c, uint32_t context_length) {
     uint64_t bytes = 0;
     for (int l = 0; l < c.layers; ++l) {
         const LayerKind kind = c.layer_kinds[l];
-        if (kind == LayerKind::kda) {
-            const uint64_t channels = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
-            bytes += channels * c.kda_head_dim * 4;                                      // S: [heads][D][D] f32
-            bytes += 3 * channels * static_cast<uint64_t>(std::max(c.conv_kernel - 1, 0)) * 4;  // q/k/v conv rings
+        if (format::is_delta_rule(kind)) {
+            bytes += c.delta_state_floats() * 4;  // S: [v_heads][D][D] f32
+            bytes += c.delta_conv_floats() * 4;   // the q/k/v conv rings
         } else if (kind == LayerKind::gqa) {
             // keys, values [ctx][2][kv*d]; a sliding layer's ring only
             bytes += static_cast<uint64_t>(model::gqa_cache_rows(c, l, context_length)) * model::gqa_cache_row(c) * 4;

@@ -82,7 +82,7 @@ void Session::restore(const SessionSnapshot& snapshot) {
         at += span.floats;
     });
     for (size_t l = 0; l < state_.layers.size(); ++l)
-        if (c.layer_kinds[l] != format::LayerKind::kda) state_.layers[l].n_kv = snapshot.position;  // MLA, GQA
+        if (!format::is_delta_rule(c.layer_kinds[l])) state_.layers[l].n_kv = snapshot.position;  // MLA, GQA
     state_.position = snapshot.position;
     state_.n_blocks = snapshot.n_blocks;
     std::copy(snapshot.logits.begin(), snapshot.logits.end(), workspace_.logits.begin());

@@ -7,12 +7,11 @@
 namespace waste::runtime {
 
 uint64_t snapshot_floats(const format::ModelConfig& c, uint32_t position) {
-    const uint64_t channels = static_cast<uint64_t>(c.kda_heads) * c.kda_head_dim;
     uint64_t floats = 0;
     for (int l = 0; l < c.layers; ++l) {
         const format::LayerKind kind = c.layer_kinds[l];
-        if (kind == format::LayerKind::kda)
-            floats += channels * c.kda_head_dim + 3 * channels * static_cast<uint64_t>(std::max(c.conv_kernel - 1, 0));
+        if (format::is_delta_rule(kind))
+            floats += c.delta_state_floats() + c.delta_conv_floats();
         else if (kind == format::LayerKind::gqa)
             floats += static_cast<uint64_t>(model::gqa_state_rows(c, l, position)) * model::gqa_cache_row(c);
         else

@@ -41,6 +41,8 @@ struct Dimensions {
     int latent = 0, q_lora = 0, attn_res_block = 0;
     // GQA (Qwen3) only
     int kv_heads = 0, head_dim = 0;
+    // Qwen3.5 only: GDN's value heads (kda_heads, kda_head_dim: its key heads and head dim), the shared expert's width
+    int kda_v_heads = 0, shared_intermediate = 0;
 };
 
 // The config.json keys both Kimi families share.
@@ -205,6 +207,44 @@ ordered_json qwen3_config(const Dimensions& d) {
         {"rope_scaling", nullptr},
         {"max_position_embeddings", 40960},
         {"rms_norm_eps", 1e-6},
+        {"vocab_size", d.vocab},
+        {"tie_word_embeddings", false},
+        {"bos_token_id", 0},  // derived from the tokenizer
+        {"eos_token_id", 0},
+    };
+}
+
+// Qwen3.5-MoE's text config (families-2026.md §1.2; HF Qwen3_5MoeTextConfig):
+// Gated DeltaNet on three layers of four and gated full attention on the
+// fourth, NEOX RoPE on a quarter of each head (theta 1e7, in
+// rope_parameters), every layer MoE with the softmax router and one gated
+// shared expert, zero-centred norms.
+ordered_json qwen35_config(const Dimensions& d) {
+    return ordered_json{
+        {"model_type", "qwen3_5_moe_text"},
+        {"architectures", {"Qwen3_5MoeForCausalLM"}},
+        {"hidden_size", d.hidden},
+        {"num_hidden_layers", d.layers},
+        {"moe_intermediate_size", d.moe_intermediate},
+        {"shared_expert_intermediate_size", d.shared_intermediate},
+        {"num_experts", d.experts},
+        {"num_experts_per_tok", d.top_k},
+        {"num_attention_heads", d.heads},
+        {"num_key_value_heads", d.kv_heads},
+        {"head_dim", d.head_dim},
+        {"attn_output_gate", true},
+        {"attention_bias", false},
+        {"linear_num_key_heads", d.kda_heads},
+        {"linear_num_value_heads", d.kda_v_heads},
+        {"linear_key_head_dim", d.kda_head_dim},
+        {"linear_value_head_dim", d.kda_head_dim},
+        {"linear_conv_kernel_dim", 4},
+        {"full_attention_interval", 4},
+        {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000000.0}, {"partial_rotary_factor", 0.25},
+                             {"mrope_section", {11, 11, 10}}, {"mrope_interleaved", true}}},
+        {"max_position_embeddings", 262144},
+        {"rms_norm_eps", 1e-6},
+        {"hidden_act", "silu"},
         {"vocab_size", d.vocab},
         {"tie_word_embeddings", false},
         {"bos_token_id", 0},  // derived from the tokenizer
@@ -401,6 +441,29 @@ const PresetDefinition preset_definitions[] = {
                               .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768, .kda_heads = 0,
                               .kda_head_dim = 0, .kv_heads = 4, .head_dim = 64});
      }},
+    {"tiny-qwen35",
+     "Qwen3.5-MoE-like, ~1 MB: hidden 128, 4 layers (3 Gated DeltaNet of 2 key / 4 value heads of 32, then gated "
+     "GQA of 4 query over 2 key/value heads of 32 with RoPE on 8 dims), 16 experts top-4 and a gated shared expert, "
+     "vocab 316 with a tokenizer",
+     "qwen3_5_moe", "", 10, MlaPattern::none, false,
+     [] {
+         return qwen35_config({.hidden = 128, .layers = 4, .intermediate = 0, .moe_intermediate = 64, .experts = 16,
+                               .top_k = 4, .shared_experts = 1, .routed_scaling = 1.0, .heads = 4, .qk_nope = 0,
+                               .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 316, .kda_heads = 2,
+                               .kda_head_dim = 32, .kv_heads = 2, .head_dim = 32, .kda_v_heads = 4,
+                               .shared_intermediate = 64});
+     }},
+    {"mid-qwen35",
+     "the Qwen3.5-MoE benchmark shape, ~0.5 GB: hidden 1024, 12 layers (9 Gated DeltaNet of 8 key / 16 value heads "
+     "of 64, 3 gated GQA of 8 query over 2 key/value heads of 128), 64 experts top-8 and a shared one, vocab 32768",
+     "qwen3_5_moe", "", 256, MlaPattern::none, false,
+     [] {
+         return qwen35_config({.hidden = 1024, .layers = 12, .intermediate = 0, .moe_intermediate = 512,
+                               .experts = 64, .top_k = 8, .shared_experts = 1, .routed_scaling = 1.0, .heads = 8,
+                               .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 32768,
+                               .kda_heads = 8, .kda_head_dim = 64, .kv_heads = 2, .head_dim = 128,
+                               .kda_v_heads = 16, .shared_intermediate = 512});
+     }},
     {"tiny-glm",
      "GLM-4.5-like, ~1 MB: hidden 128, 4 layers of GQA (4 query over 2 key/value heads of 32, q/k/v biases, RoPE on "
      "half of each head), 16 experts top-4 with 1 shared, a dense first layer, vocab 316 with a tokenizer",
@@ -556,6 +619,18 @@ const PresetDefinition preset_definitions[] = {
                                  .qk_nope = 64, .qk_rope = 64, .v_head = 128, .kv_lora = 256, .vocab = 131072,
                                  .kda_heads = 0, .kda_head_dim = 0, .q_lora = 1024},
                                 8192);
+     }},
+    {"qwen3.5-35b-a3b",
+     "Qwen3.5/3.6-35B-A3B's dimensions: hidden 2048, 40 layers (30 Gated DeltaNet of 16 key / 32 value heads of "
+     "128, 10 gated GQA of 16 query over 2 key/value heads of 256), 256 experts top-8 of width 512 and a shared "
+     "one of 512, vocab 248320",
+     "qwen3_5_moe", "", 256, MlaPattern::none, false,
+     [] {
+         return qwen35_config({.hidden = 2048, .layers = 40, .intermediate = 0, .moe_intermediate = 512,
+                               .experts = 256, .top_k = 8, .shared_experts = 1, .routed_scaling = 1.0, .heads = 16,
+                               .qk_nope = 0, .qk_rope = 0, .v_head = 0, .kv_lora = 0, .vocab = 248320,
+                               .kda_heads = 16, .kda_head_dim = 128, .kv_heads = 2, .head_dim = 256,
+                               .kda_v_heads = 32, .shared_intermediate = 512});
      }},
     {"kimi-linear-48b",
      "Kimi-Linear-48B-A3B's dimensions: hidden 2304, 27 layers (MLA 4,8,...,24,27, KDA the rest; 32 heads of "

@@ -70,6 +70,7 @@ TensorPlan plan_tensor(const format::TrunkTensorSpec& spec, const ResolvedPreset
         case TrunkValues::router: draw(0.0f, router_gain / fan_in); break;
         case TrunkValues::decay_projection: draw(0.0f, decay_projection_gain / fan_in); break;
         case TrunkValues::norm: draw(1.0f, norm_std); break;
+        case TrunkValues::centred_norm: draw(0.0f, norm_std); break;  // 1 + w: 1 ± 0.1 as above
         case TrunkValues::bias: draw(0.0f, bias_std); break;
         case TrunkValues::residual_bias: draw(0.0f, bias_std * out_gain); break;
         case TrunkValues::correction_bias: draw(0.0f, correction_bias_std); break;
@@ -79,6 +80,10 @@ TensorPlan plan_tensor(const format::TrunkTensorSpec& spec, const ResolvedPreset
         case TrunkValues::res_norm: draw(1.0f, attn_res_norm_std); break;
         case TrunkValues::res_proj: draw(0.0f, unit); break;  // AttnRes scores ~ N(0, 1): rmsnorm(v)·norm·proj
         case TrunkValues::a_log: {
+            if (spec.role == TrunkRole::gdn_a_log) {  // one per value head, as the table says
+                draw(0.0f, a_log_std);
+                break;
+            }
             // One value per head; K3-like presets pad it to head_dim.
             const int64_t nh = c.kda_heads, stored = preset.k3_like ? std::max(nh, int64_t{c.kda_head_dim}) : nh;
             t.shape = {1, 1, stored, 1};
