@@ -515,8 +515,8 @@ TEST(FamilyConfig, EveryModelTypeOfTheTableNamesItsFamilyOnce) {
             EXPECT_NE(format::known_model_types().find(t.name), std::string::npos) << t.name;
         }
     }
-    EXPECT_EQ(names.size(), 9u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2,
-                                  // mistral4
+    EXPECT_EQ(names.size(), 11u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2,
+                                   // mistral4, qwen3_5_moe, qwen3_5_moe_text
     EXPECT_EQ(format::family_of_model_type("qwen2_moe"), nullptr);
     EXPECT_EQ(format::family_of_model_type(""), nullptr);  // the reader's own rule reads "" as Kimi-Linear
 }

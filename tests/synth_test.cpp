@@ -80,9 +80,24 @@ ExpectedParams expected_params(const json& c, bool k3_like) {
     std::set<uint64_t> kda;
     for (const json& layer : lac.value("kda_layers", json::array())) kda.insert(layer.get<uint64_t>() - 1);
 
+    // Qwen3.5: Gated DeltaNet on layers off the full_attention_interval, gated GQA on it, a gated shared expert
+    const bool q35 = type == "qwen3_5_moe_text";
+    const uint64_t lk = get(c, "linear_num_key_heads"), lv = get(c, "linear_num_value_heads"),
+                   ld = get(c, "linear_key_head_dim"), lc = get(c, "linear_conv_kernel_dim"),
+                   interval = get(c, "full_attention_interval"), Is = get(c, "shared_expert_intermediate_size");
+
     uint64_t trunk = 2 * V * H + H;  // embed, lm_head, final norm
     for (uint64_t l = 0; l < L; ++l) {
         trunk += 2 * H;
+        if (q35) {
+            const uint64_t Kd = lk * ld, Vd = lv * ld, Cq = 2 * Kd + Vd;
+            if ((l + 1) % interval != 0)  // qkv, z, b, a, conv, dt_bias, A_log, norm, out
+                trunk += Cq * H + Vd * H + 2 * lv * H + Cq * lc + 2 * lv + ld + H * Vd;
+            else  // q with its gate, k, v, o, q/k norms
+                trunk += 2 * nh * hd * H + 2 * kvh * hd * H + H * nh * hd + 2 * hd;
+            trunk += E * H + 3 * Is * H + H;  // router, shared expert, its gate
+            continue;
+        }
         if (kda.count(l)) {
             const uint64_t a_log = k3_like ? std::max(kh, D) : kh;
             trunk += 3 * C * H + kh * H + D * H + C * D + (full_gate ? C * H : D * H + C * D) + H * C + 3 * C * K + a_log +
@@ -127,7 +142,7 @@ json open_and_describe(const fs::path& dir) {
 }  // namespace
 
 TEST(Synth, EveryPresetConfigParses) {
-    ASSERT_EQ(synth::presets().size(), 24u);
+    ASSERT_EQ(synth::presets().size(), 27u);
     for (const synth::Preset& preset : synth::presets()) {
         SCOPED_TRACE(preset.name);
         const json config = synth::preset_config(options_for(preset.name));
@@ -149,6 +164,14 @@ TEST(Synth, EveryPresetConfigParses) {
             EXPECT_TRUE(c.is_sliding(0));
             EXPECT_FALSE(c.is_sliding(1));
             EXPECT_EQ(c.router, format::RouterKind::topk_softmax);
+            EXPECT_EQ(c.moe_layer_count(), c.layers);
+            continue;
+        } else if (c.family == format::Family::qwen35) {  // GDN on 3 of 4 layers, gated GQA on the 4th, every layer MoE
+            EXPECT_EQ(c.gdn_layer_count(), c.layers * 3 / 4);
+            EXPECT_EQ(c.gqa_layer_count(), c.layers / 4);
+            EXPECT_EQ(c.kda_v_heads, 2 * c.kda_heads);
+            EXPECT_TRUE(c.attn_output_gate && c.zero_centred_norms && c.shared_expert_gate);
+            EXPECT_EQ(c.rope_dim, c.head_dim / 4);
             EXPECT_EQ(c.moe_layer_count(), c.layers);
             continue;
         } else if (c.family == format::Family::qwen3) {  // GQA on every layer, every layer MoE
@@ -451,10 +474,10 @@ TEST(Synth, PresetsListThroughTheCApi) {
     waste_string_free(text);
     std::vector<std::string> names;
     for (const json& preset : list) names.push_back(preset["name"]);
-    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3", "tiny-glm",
+    EXPECT_EQ(names, (std::vector<std::string>{"tiny", "tiny-k3", "mid", "tiny-deepseek", "mid-deepseek", "tiny-qwen3", "mid-qwen3", "tiny-qwen35", "mid-qwen35", "tiny-glm",
                                                "mid-glm", "tiny-gpt-oss", "mid-gpt-oss", "tiny-minimax",
                                                "mid-minimax", "tiny-mistral4", "mid-mistral4", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b",
-                                               "glm-4.5-air", "deepseek-v3", "minimax-m2", "mistral-small-4", "kimi-linear-48b", "k3"}));
+                                               "glm-4.5-air", "deepseek-v3", "minimax-m2", "mistral-small-4", "qwen3.5-35b-a3b", "kimi-linear-48b", "k3"}));
     for (const json& preset : list) EXPECT_GT(preset["container_bytes"].get<uint64_t>(), 0u) << preset["name"];
 }
 
@@ -481,6 +504,8 @@ TEST(Synth, PresetsOpenAndCountTheirParameters) {
         {"mid-minimax", {{"num_hidden_layers", 3}}, false, "", "minimax-m2"},
         {"tiny-mistral4", json::object(), false, "", "mistral4"},
         {"mid-mistral4", {{"num_hidden_layers", 3}}, false, "", "mistral4"},
+        {"tiny-qwen35", json::object(), false, "", "qwen35moe"},
+        {"mid-qwen35", {{"num_hidden_layers", 4}}, false, "", "qwen35moe"},
         {"tiny", json::object(), false, ""},
         {"tiny-k3", json::object(), true, "language_model."},
         {"tiny-k3", {{"tensor_prefix", ""}, {"expert_quant", "VQ4P"}}, true, ""},

@@ -48,7 +48,8 @@ except ImportError:
     import _paths  # noqa: F401
     from _convert_support import assert_kill_and_resume_byte_identical
     from test_moe_llamacpp import BINS, BUNDLE, LIBS, LlamaCppCase, build_llama_tools
-from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, minimax_m2, mistral4, qwen3_moe
+from waste_ref import deepseek_v3, gguf_fuzz_seeds, gguf_moe, gpt_oss, hf_families, minimax_m2, mistral4, qwen3_moe, qwen35_moe
+from waste_ref.container import Container
 
 REPO_ROOT = _paths.REPO_ROOT
 CLI = os.environ.get("WASTE_CLI", os.path.join(REPO_ROOT, "build", "release", "waste"))
@@ -263,6 +264,61 @@ class GgufConvertCase(LlamaCppCase):
         with open(os.path.join(out, "manifest.json")) as f:
             config = json.load(f)["config"]
         self.assertEqual((config["model_type"], config["attn_temperature_length"]), ("mistral4", 4))
+
+    def test_qwen35moe_gguf_converts_as_its_checkpoint(self):
+        # the checkpoint nested in Qwen3_5MoeForConditionalGeneration and the
+        # GGUF as llama.cpp's converter lays it out (value heads tiled in
+        # attn_qkv's v rows, attn_gate, ssm_beta / ssm_alpha, ssm_a / ssm_dt,
+        # the conv's v channels and ssm_out's columns; norms stored 1 + w; A as
+        # -exp(A_log)): every tensor the same bits but A_log, which comes back
+        # through exp and log in f32 (within 2 ulp, |A_log| < 2: 5e-7), and
+        # logits within 1e-6 of each other
+        cfg = qwen35_moe.tiny_config()
+        ckpt, gguf_path = self.path("qwen35-ckpt"), self.path("qwen35.gguf")
+        _, sd = hf_families.write_checkpoint(ckpt, "qwen3_5_moe", cfg, seed=17)
+        gguf_moe.write_qwen35moe(bf16(sd), cfg, gguf_path)
+        a, b = self.path("qwen35-from-ckpt.waste"), self.path("qwen35-from-gguf.waste")
+        self.convert(ckpt, a)
+        self.convert(gguf_path, b)
+        files = container_files(a)[1]
+        for name in files[1:]:  # codebooks and banks
+            with open(os.path.join(a, name), "rb") as fa, open(os.path.join(b, name), "rb") as fb:
+                self.assertTrue(fa.read() == fb.read(), f"qwen35moe: {name} differs")
+        ta, tb = Container(a).tensors, Container(b).tensors
+        self.assertEqual(sorted(ta), sorted(tb))
+        for name in ta:
+            x, y = np.asarray(ta[name]), np.asarray(tb[name])
+            if name.endswith("A_log"):
+                np.testing.assert_allclose(y, x, rtol=0, atol=5e-7, err_msg=name)
+            else:
+                self.assertTrue(np.array_equal(x, y), name)
+        ids = [int(i) for i in torch.randint(0, cfg["vocab_size"], (20,), generator=torch.Generator().manual_seed(3))]
+        la, lb = np.array(self.logits(a, ids)), np.array(self.logits(b, ids))
+        self.assertLessEqual(np.abs(la - lb).max() / np.abs(la).max(), 1e-6)
+        report = json.loads(run([CLI, "verify", b, "--source", gguf_path, "--json"]).stdout)
+        self.assertTrue(report["ok"], report.get("failures"))
+        # what the file cannot mean is refused by name: a value width that is
+        # not the value heads', a positive A (no A_log has one), the per-layer
+        # recurrent list (not read yet)
+        def set_key(key, type_, value):
+            def edit(w):
+                w.kv = [kv for kv in w.kv if kv[0] != key] + [(key, type_, value)]
+            return edit
+
+        def positive_a(w):
+            w.tensors = [t if t[0] != "blk.0.ssm_a" else (t[0], t[1], t[2], lambda: torch.ones(4)) for t in w.tensors]
+        u32, i32s = gguf_moe._U32, gguf_moe._ARRAY
+        for name, edit, needle in (
+                ("inner", set_key("qwen35moe.ssm.inner_size", u32, 60), "qwen35moe.ssm.inner_size 60"),
+                ("positive-a", positive_a, "blk.0.ssm_a holds 1"),
+                ("recurrent", set_key("qwen35moe.attention.recurrent_layers", i32s, (gguf_moe._I32, [1, 1, 1, 0])),
+                 "qwen35moe.attention.recurrent_layers")):
+            w = gguf_moe.qwen35moe_writer(bf16(sd), cfg)
+            edit(w)
+            path = self.path("qwen35-" + name + ".gguf")
+            w.write(path)
+            done = run([CLI, "convert", path, self.path("qwen35-" + name + ".waste"), *FAST], expect=1)
+            self.assertIn(needle, done.stderr, name)
 
     # ---- split sets
 

@@ -62,7 +62,7 @@ try:
     from . import _paths  # noqa: F401  (puts python/ on sys.path)
 except ImportError:
     import _paths  # noqa: F401
-from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, minimax_m2, mistral4, qwen3_moe
+from waste_ref import deepseek_v3, glm4_moe, gguf_moe, gpt_oss, minimax_m2, mistral4, qwen3_moe, qwen35_moe
 
 LLAMA_DIR = os.path.join(_paths.REPO_ROOT, "tools", "llama-cpp")
 BINS = os.path.join(LLAMA_DIR, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
@@ -257,6 +257,28 @@ class Mistral4VsLlamaCpp(LlamaCppCase):
         self.assertDiffers(got[4:], mistral4.forward(sd, no_temperature, ids)[4:], "mistral4 without the temperature")
 
 
+class Qwen35VsLlamaCpp(LlamaCppCase):
+    """The Qwen3.5 reference (waste_ref/qwen35_moe.py, from HF's modeling
+    code) against llama.cpp's qwen35moe on the same F32 weights: Gated
+    DeltaNet with 2 key heads over 4 value heads, gated attention with a
+    quarter of each head rotated (IMROPE sections, one position for text),
+    zero-centred norms, the gated shared expert. llama.cpp's L2 norm is x /
+    max(|x|, eps) where HF's is x * rsqrt(|x|^2 + 1e-6): equal to ~1e-7 here.
+    The GGUF's value heads are in llama.cpp's tiled order (families-2026.md
+    §1.11); the same file in HF's grouped order must differ (the quirk is real)."""
+
+    def test_gated_delta_net_gated_attention_shared_gate(self):
+        cfg = qwen35_moe.tiny_config()
+        sd = qwen35_moe.random_checkpoint(cfg, 23)  # (seeds 21, 22 have near-tied routes)
+        ids = prompt(cfg["vocab_size"])
+        ref = self.routed_reference(qwen35_moe.forward, {k: v.double() for k, v in sd.items()}, cfg, ids)
+        path = os.path.join(self.work, "qwen35moe.gguf")
+        gguf_moe.write_qwen35moe(sd, cfg, path)
+        self.assertAgrees(self.llama_logits(path, ids).double(), ref, "qwen35moe")
+        gguf_moe.write_qwen35moe(sd, cfg, path, tiled=False)
+        self.assertDiffers(self.llama_logits(path, ids).double(), ref, "qwen35moe, value heads in HF's order")
+
+
 class EngineVsLlamaCpp(LlamaCppCase):
     """The engine itself against llama.cpp on DeepSeek-V3 / Kimi K2,
     Qwen3-MoE (with norm_topk_prob true: llama.cpp always renormalises),
@@ -300,6 +322,9 @@ class EngineVsLlamaCpp(LlamaCppCase):
         elif family == "mistral4":
             self.routed_reference(mistral4.forward, {k: v.double() for k, v in sd.items()}, cfg, ids)
             gguf_moe.write_mistral4(sd, cfg, path)
+        elif family == "qwen3_5_moe":
+            self.routed_reference(qwen35_moe.forward, {k: v.double() for k, v in sd.items()}, cfg, ids)
+            gguf_moe.write_qwen35moe(sd, cfg, path)
         elif family == "gpt_oss":
             trace = []  # top-k of the raw logits: the margin between the k-th and the (k+1)-th
             gpt_oss.forward({k: v.double() for k, v in sd.items()}, cfg, ids, router_trace=trace)
@@ -350,6 +375,9 @@ class EngineVsLlamaCpp(LlamaCppCase):
     def test_mistral4(self):
         # the query temperature moves from position 4 on (L0 = 4), YaRN factor 128
         self.engine_case("mistral4", mistral4.tiny_config(), "engine vs llama.cpp, mistral4")
+
+    def test_qwen35moe(self):
+        self.engine_case("qwen3_5_moe", qwen35_moe.tiny_config(), "engine vs llama.cpp, qwen35moe", seed=13)  # (11, 12: near-tied routes)
 
     def test_gpt_oss(self):
         # sinks, sliding window 8 on layer 0 (the 20 ids exceed it), q/k/v/o biases, router bias,

@@ -526,17 +526,106 @@ def write_minimax_m2(sd, cfg, path, f16=False, vocab=None):
     w.write(path)
 
 
+def qwen35_tiled_v_heads(hk, hv):
+    """llama.cpp v0.4.0's Qwen3.5 v-head order (families-2026.md §1.11): GGUF
+    value head p = j * Hk + kappa holds HF value head kappa * r + j; the list
+    gives, for each GGUF head, the HF head it holds."""
+    r = hv // hk
+    return [(p % hk) * r + p // hk for p in range(hv)]
+
+
+def write_qwen35moe(sd, cfg, path, f16=False, vocab=None, tiled=True):
+    """qwen35moe_writer(...).write(path)."""
+    qwen35moe_writer(sd, cfg, f16, vocab, tiled).write(path)
+
+
+def qwen35moe_writer(sd, cfg, f16=False, vocab=None, tiled=True):
+    """Arch `qwen35moe` (src/models/qwen35moe.cpp; families-2026.md §1.10):
+    the zero-centred norms stored as 1 + w (the GDN output norm plain), the
+    GDN layers' value heads in the tiled order of qwen35_tiled_v_heads (rows
+    of attn_qkv's v part, attn_gate, ssm_beta, ssm_alpha; ssm_a = -exp(A_log)
+    and ssm_dt; the conv's v channels; ssm_out's input columns), q/k untouched;
+    the IMROPE sections of mrope_section (all equal for text: plain partial
+    NEOX RoPE) over rope.dimension_count dims; the shared expert's gate as
+    the 1-D ffn_gate_inp_shexp. Full attention every full_attention_interval
+    layers (layer_types other than that are refused here). tiled=False keeps
+    HF's grouped order (what llama.cpp's qwen3next reads; a test's wrong file)."""
+    from .qwen35_moe import is_full_attention, rope_settings
+    L, E = cfg["num_hidden_layers"], cfg["num_experts"]
+    interval = cfg.get("full_attention_interval", 4)
+    if any(is_full_attention(cfg, i) != ((i + 1) % interval == 0) for i in range(L)):
+        raise ValueError("write_qwen35moe: layer_types other than every full_attention_interval-th layer")
+    hk, hv, d = cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"]
+    kd = hk * d
+    theta, rot = rope_settings(cfg)
+    sections = list((cfg.get("rope_parameters") or {}).get("mrope_section", [rot // 2, 0, 0]))
+    w = GGUFWriter("qwen35moe")
+    if f16:
+        _matrices_as_f16(w)
+    _common(w, cfg, cfg["moe_intermediate_size"], vocab=vocab)
+    _gqa_heads(w, cfg)
+    w.f32("{arch}.rope.freq_base", theta)
+    w.u32("{arch}.rope.dimension_count", rot)
+    w.i32_array("{arch}.rope.dimension_sections", sections + [0] * (4 - len(sections)))
+    w.u32("{arch}.full_attention_interval", interval)
+    w.u32("{arch}.ssm.conv_kernel", cfg["linear_conv_kernel_dim"])
+    w.u32("{arch}.ssm.state_size", d)
+    w.u32("{arch}.ssm.group_count", hk)
+    w.u32("{arch}.ssm.time_step_rank", hv)
+    w.u32("{arch}.ssm.inner_size", hv * d)
+    w.u32("{arch}.expert_count", E)
+    w.u32("{arch}.expert_used_count", cfg["num_experts_per_tok"])
+    w.u32("{arch}.expert_feed_forward_length", cfg["moe_intermediate_size"])
+    w.u32("{arch}.expert_shared_feed_forward_length", cfg["shared_expert_intermediate_size"])
+    one = lambda t: t + 1.0  # a zero-centred norm as llama.cpp's converter stores it
+    heads = qwen35_tiled_v_heads(hk, hv) if tiled else list(range(hv))
+    rows = lambda t: torch.cat([t[h * d:(h + 1) * d] for h in heads])  # value-head blocks of d rows, tiled
+    w.tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    w.tensor("output_norm.weight", one(sd["model.norm.weight"]))
+    w.tensor("output.weight", sd["lm_head.weight"])
+    for i in range(L):
+        hf, blk = "model.layers.%d." % i, "blk.%d." % i
+        w.tensor(blk + "attn_norm.weight", one(sd[hf + "input_layernorm.weight"]))
+        w.tensor(blk + "post_attention_norm.weight", one(sd[hf + "post_attention_layernorm.weight"]))
+        if is_full_attention(cfg, i):
+            a = hf + "self_attn."
+            for src, dst in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
+                w.tensor(blk + dst + ".weight", sd[a + src + ".weight"])
+            w.tensor(blk + "attn_q_norm.weight", one(sd[a + "q_norm.weight"]))
+            w.tensor(blk + "attn_k_norm.weight", one(sd[a + "k_norm.weight"]))
+        else:
+            a = hf + "linear_attn."
+            qkv, conv = sd[a + "in_proj_qkv.weight"], sd[a + "conv1d.weight"][:, 0, :]
+            w.tensor(blk + "attn_qkv.weight", torch.cat([qkv[:2 * kd], rows(qkv[2 * kd:])]))
+            w.tensor(blk + "attn_gate.weight", rows(sd[a + "in_proj_z.weight"]))
+            w.tensor(blk + "ssm_conv1d.weight", torch.cat([conv[:2 * kd], rows(conv[2 * kd:])]))
+            w.tensor(blk + "ssm_dt.bias", sd[a + "dt_bias"][heads])
+            w.tensor(blk + "ssm_a", -torch.exp(sd[a + "A_log"][heads]))
+            w.tensor(blk + "ssm_beta.weight", sd[a + "in_proj_b.weight"][heads])
+            w.tensor(blk + "ssm_alpha.weight", sd[a + "in_proj_a.weight"][heads])
+            w.tensor(blk + "ssm_norm.weight", sd[a + "norm.weight"])
+            out = sd[a + "out_proj.weight"]
+            w.tensor(blk + "ssm_out.weight", torch.cat([out[:, h * d:(h + 1) * d] for h in heads], 1))
+        m = hf + "mlp."
+        w.tensor(blk + "ffn_gate_inp.weight", sd[m + "gate.weight"])
+        _moe_experts(w, sd, hf, blk, E)
+        w.tensor(blk + "ffn_gate_inp_shexp.weight", sd[m + "shared_expert_gate.weight"].reshape(-1))
+        for proj, name in (("gate_proj", "ffn_gate_shexp"), ("up_proj", "ffn_up_shexp"), ("down_proj", "ffn_down_shexp")):
+            w.tensor(blk + name + ".weight", sd[m + "shared_expert." + proj + ".weight"])
+    return w
+
+
 # model_type -> the writer of that family's GGUF
 WRITERS = {"deepseek_v3": write_deepseek_v3, "kimi_k2": write_deepseek_v3, "qwen3_moe": write_qwen3_moe,
            "glm4_moe": write_glm4_moe, "gpt_oss": write_gpt_oss, "minimax_m2": write_minimax_m2,
-           "mistral4": write_mistral4}
+           "mistral4": write_mistral4, "qwen3_5_moe_text": write_qwen35moe, "qwen3_5_moe": write_qwen35moe}
 
 
 def main(argv=None):
     """python -m waste_ref.gguf_moe CONTAINER OUT.gguf [--f16]: the model a
     WASTE container holds (its trunk and dequantised VQ experts) as a GGUF
     for llama.cpp: the same weights for both engines (scripts/compare-llama.sh
-    --family deepseek|qwen3|glm|gpt-oss|minimax|mistral4)."""
+    --family deepseek|qwen3|glm|gpt-oss|minimax|mistral4|qwen35)."""
     import argparse
     from .hf_families import ContainerWeights
     from .container import Container

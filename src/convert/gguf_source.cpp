@@ -47,6 +47,13 @@ struct TensorView {
     enum class Compose : uint8_t { none, mla_kv_b, interleaved } compose = Compose::none;
     size_t second_part = 0, second_tensor = 0;
     uint64_t nope = 0, v_dim = 0, kv_lora = 0;
+    // A tensor llama.cpp's converter rearranged (qwen35moe's value heads,
+    // families-2026.md §1.11): row r of the release's tensor is the GGUF's row
+    // row_order[r], column c its column col_order[c] (empty: in place); and
+    // the values it rewrote: 1 + w of a zero-centred norm (minus_one gives w
+    // back), -exp(A_log) (log_of_negated gives A_log back).
+    std::vector<uint32_t> row_order, col_order;
+    enum class Values : uint8_t { as_stored, minus_one, log_of_negated } values = Values::as_stored;
 };
 
 // ---- the architectures ---------------------------------------------------
@@ -178,6 +185,63 @@ ordered_json minimax_m2_config(const format::GgufFile& keys, const std::set<std:
     return config;
 }
 
+// qwen35moe (llama.cpp's LLM_ARCH_QWEN35MOE, src/models/qwen35moe.cpp;
+// families-2026.md §1.10): Gated DeltaNet (ssm.group_count key heads,
+// ssm.time_step_rank value heads of ssm.state_size, ssm.inner_size their
+// width, ssm.conv_kernel) with full attention every full_attention_interval
+// layers, gated and with rope.dimension_count dims of each head rotated (its
+// IMROPE sections are one position for text); every layer MoE with the
+// softmax router (renormalised: norm_w fixed true) and the gated shared
+// expert of expert_shared_feed_forward_length; nextn_predict_layers MTP
+// blocks counted in block_count, left out.
+ordered_json qwen35moe_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
+    const ArchKeys key{keys, "qwen35moe"};
+    const auto [hidden, heads, kv_heads, head_dim] = key.gqa_heads();
+    const uint64_t blocks = keys.require_uint(key("block_count"));
+    const uint64_t mtp = keys.optional_uint(key("nextn_predict_layers")).value_or(0);
+    if (mtp >= blocks)
+        fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what, key("nextn_predict_layers"), mtp,
+             key("block_count"), blocks);
+    if (keys.find(key("attention.recurrent_layers")))
+        fail(WASTE_ERR_UNSUPPORTED, "{}: {} is not read yet (the engine reads full_attention_interval)", keys.what,
+             key("attention.recurrent_layers"));
+    if (key.yarn()) fail(WASTE_ERR_UNSUPPORTED, "{}: {}: YaRN is not part of qwen35moe", keys.what, key("rope.scaling.type"));
+    const uint64_t state = keys.require_uint(key("ssm.state_size")), k_heads = keys.require_uint(key("ssm.group_count"));
+    const uint64_t v_heads = keys.require_uint(key("ssm.time_step_rank")), inner = keys.require_uint(key("ssm.inner_size"));
+    if (state == 0 || k_heads == 0 || v_heads == 0 || inner != v_heads * state)
+        fail(WASTE_ERR_FORMAT, "{}: {} {} is not {} {} times {} {} (value heads of the state size)", keys.what,
+             key("ssm.inner_size"), inner, key("ssm.time_step_rank"), v_heads, key("ssm.state_size"), state);
+    const uint64_t rotated = keys.optional_uint(key("rope.dimension_count")).value_or(head_dim);
+    key.check_vocab(vocab);
+    ordered_json config;
+    config["architectures"] = {"Qwen3_5MoeForCausalLM"};
+    config["model_type"] = "qwen3_5_moe_text";
+    config["vocab_size"] = vocab;
+    config["hidden_size"] = hidden;
+    config["num_hidden_layers"] = blocks - mtp;
+    config["num_attention_heads"] = heads;
+    config["num_key_value_heads"] = kv_heads;
+    config["head_dim"] = head_dim;
+    config["attn_output_gate"] = true;
+    config["linear_num_key_heads"] = k_heads;
+    config["linear_num_value_heads"] = v_heads;
+    config["linear_key_head_dim"] = state;
+    config["linear_value_head_dim"] = state;
+    config["linear_conv_kernel_dim"] = keys.require_uint(key("ssm.conv_kernel"));
+    config["full_attention_interval"] = keys.optional_uint(key("full_attention_interval")).value_or(4);
+    config["moe_intermediate_size"] = keys.require_uint(key("expert_feed_forward_length"));
+    config["shared_expert_intermediate_size"] = keys.optional_uint(key("expert_shared_feed_forward_length")).value_or(0);
+    config["num_experts"] = keys.require_uint(key("expert_count"));
+    config["num_experts_per_tok"] = keys.require_uint(key("expert_used_count"));
+    config["rope_parameters"] = {{"rope_type", "default"},
+                                 {"rope_theta", keys.optional_real(key("rope.freq_base")).value_or(10000.0)},
+                                 {"partial_rotary_factor", static_cast<double>(rotated) / static_cast<double>(head_dim)}};
+    config["rms_norm_eps"] = keys.require_real(key("attention.layer_norm_rms_epsilon"));
+    if (const auto context = keys.optional_uint(key("context_length"))) config["max_position_embeddings"] = *context;
+    config["tie_word_embeddings"] = tensors.count("output.weight") == 0;
+    return config;
+}
+
 // Where a release tensor's values are in the GGUF: a tensor, one expert's
 // slice of a 3-D tensor, or MLA's kv_b_proj put back together from the
 // per-head halves llama.cpp's converter splits it into.
@@ -187,6 +251,9 @@ struct NameMap {
     int half = 0;             // 1, 2: the first or second half of the expert's rows (ffn_gate_up_exps: gate, up)
     TensorView::Compose compose = TensorView::Compose::none;
     std::string second;       // the second tensor of a composed one
+    std::vector<uint32_t> row_order, col_order;  // as TensorView's
+    TensorView::Values values = TensorView::Values::as_stored;
+    std::vector<int64_t> reshape;  // non-empty: the release's shape of the same values (qwen35moe's conv, shared gate)
     NameMap() = default;
     NameMap(std::string gguf_name, int64_t expert_slice = -1) : gguf(std::move(gguf_name)), expert(expert_slice) {}
     NameMap(std::string first, TensorView::Compose how, std::string second_name)
@@ -219,6 +286,37 @@ void add_experts(std::map<std::string, NameMap>& names, const std::set<std::stri
         }
 }
 
+// qwen35moe's Gated DeltaNet tensors as the release holds them: llama.cpp's
+// converter tiles the value heads (GGUF head p = j * Hk + kappa holds the
+// release's head kappa * r + j, families-2026.md §1.11) in the v rows of
+// attn_qkv and the conv, the rows of attn_gate, ssm_beta, ssm_alpha, the
+// entries of ssm_a and ssm_dt and the columns of ssm_out; q and k stay. It
+// stores A as -exp(A_log) and the conv as [channels, kernel].
+void untile_qwen35(NameMap& map, const format::TrunkTensorSpec& spec, const format::ModelConfig& c) {
+    using R = format::TrunkRole;
+    const uint32_t hk = static_cast<uint32_t>(c.kda_heads), hv = static_cast<uint32_t>(c.kda_v_heads);
+    const uint32_t d = static_cast<uint32_t>(c.kda_head_dim), r = hv / hk, kd = hk * d;
+    const auto gguf_head = [&](uint32_t h) { return (h % r) * hk + h / r; };
+    const auto heads = [&](uint32_t width, uint32_t skip) {  // `skip` leading entries, then hv heads of `width`
+        std::vector<uint32_t> order(skip + hv * width);
+        for (uint32_t i = 0; i < skip; ++i) order[i] = i;
+        for (uint32_t h = 0; h < hv; ++h)
+            for (uint32_t i = 0; i < width; ++i) order[skip + h * width + i] = skip + gguf_head(h) * width + i;
+        return order;
+    };
+    switch (spec.role) {
+        case R::gdn_qkv: map.row_order = heads(d, 2 * kd); break;
+        case R::gdn_conv: map.row_order = heads(d, 2 * kd), map.reshape = spec.shape; break;
+        case R::gdn_z: map.row_order = heads(d, 0); break;
+        case R::gdn_b: case R::gdn_a: map.row_order = heads(1, 0); break;
+        case R::gdn_dt_bias: map.col_order = heads(1, 0); break;
+        case R::gdn_a_log: map.col_order = heads(1, 0), map.values = TensorView::Values::log_of_negated; break;
+        case R::gdn_out: map.col_order = heads(d, 0); break;
+        case R::shared_expert_gate: map.reshape = spec.shape; break;
+        default: break;
+    }
+}
+
 // The release's names of every trunk tensor and expert the config implies,
 // from the one trunk table (format/trunk_tensors.h) and its GGUF names. An
 // optional tensor is mapped when the file holds it. Composed ones: MLA's
@@ -241,6 +339,9 @@ Names table_names(const ordered_json& config, const std::set<std::string>& tenso
             out.map[spec.name] = {gguf, TensorView::Compose::interleaved, blk + "ffn_up_exps.bias"};
         else
             out.map[spec.name] = {gguf};
+        NameMap& map = out.map[spec.name];
+        if (spec.values == format::TrunkValues::centred_norm) map.values = TensorView::Values::minus_one;
+        if (c.family == format::Family::qwen35) untile_qwen35(map, spec, c);
     }
     for (int layer = 0; layer < c.layers; ++layer)
         if (c.is_moe_layer(layer))
@@ -433,7 +534,8 @@ constexpr Architecture architectures[] = {{"qwen3moe", qwen3moe_config, false},
                                           {"deepseek2", deepseek2_config, true},
                                           {"gpt-oss", gpt_oss_config, false},
                                           {"minimax-m2", minimax_m2_config, false},
-                                          {"mistral4", mistral4_config, true}};
+                                          {"mistral4", mistral4_config, true},
+                                          {"qwen35moe", qwen35moe_config, true}};
 
 // ---- the vocabulary ------------------------------------------------------
 
@@ -650,7 +752,27 @@ public:
         if (first > rows || count > rows - first || out.size() != count * cols)
             fail(WASTE_ERR_INTERNAL, "{}: rows {}+{} of {} ({} values) asked of {} rows", parts_[v.part].what, first,
                  count, name, out.size(), rows);
-        if (v.compose == TensorView::Compose::none) return decode(v.part, t, v.first_row + first, count, out.data());
+        if (v.compose == TensorView::Compose::none && v.row_order.empty() && v.col_order.empty() &&
+            v.values == TensorView::Values::as_stored)
+            return decode(v.part, t, v.first_row + first, count, out.data());
+        if (v.compose == TensorView::Compose::none) {  // a rearranged tensor, row by row
+            std::vector<float> row(cols);
+            for (uint64_t r = 0; r < count; ++r) {
+                const uint64_t at = v.row_order.empty() ? first + r : v.row_order[first + r];
+                decode(v.part, t, v.first_row + at, 1, row.data());
+                float* dst = out.data() + r * cols;
+                for (uint64_t c = 0; c < cols; ++c) dst[c] = row[v.col_order.empty() ? c : v.col_order[c]];
+                for (uint64_t c = 0; c < cols; ++c)
+                    if (v.values == TensorView::Values::minus_one) dst[c] -= 1.0f;
+                    else if (v.values == TensorView::Values::log_of_negated) {
+                        if (!(dst[c] < 0.0f && std::isfinite(dst[c])))
+                            fail(WASTE_ERR_FORMAT, "{}: {} holds {} at {}; -exp(A_log) is negative", parts_[v.part].what,
+                                 t.name, dst[c], c);
+                        dst[c] = std::log(-dst[c]);
+                    }
+            }
+            return;
+        }
         const format::GgufTensor& second = parts_[v.second_part].tensors[v.second_tensor];
         if (v.compose == TensorView::Compose::interleaved) {
             const uint64_t half = cols / 2;
@@ -760,6 +882,24 @@ std::map<std::string, TensorView> bind_tensors(const std::vector<format::GgufFil
             }
         }
         view.compose = map.compose;
+        view.row_order = map.row_order;
+        view.col_order = map.col_order;
+        view.values = map.values;
+        if (!map.reshape.empty()) {
+            int64_t have = 1, want = 1;
+            for (int64_t n : shape) have *= n;
+            for (int64_t n : map.reshape) want *= n;
+            if (have != want)
+                fail(WASTE_ERR_FORMAT, "{}: tensor {} has shape [{}], expected {} values ([{}])", what, map.gguf,
+                     fmt::join(shape, ", "), want, fmt::join(map.reshape, ", "));
+            shape = map.reshape;
+        }
+        uint64_t rows_here = 1;
+        for (size_t d = 0; d + 1 < shape.size(); ++d) rows_here *= static_cast<uint64_t>(shape[d]);
+        if ((!map.row_order.empty() && map.row_order.size() != rows_here) ||
+            (!map.col_order.empty() && map.col_order.size() != static_cast<uint64_t>(shape.back())))
+            fail(WASTE_ERR_FORMAT, "{}: tensor {} has shape [{}], not the heads its config gives", what, map.gguf,
+                 fmt::join(shape, ", "));
         if (map.compose == TensorView::Compose::mla_kv_b) {
             std::vector<int64_t> v_shape;
             std::tie(view.second_part, view.second_tensor) = find(map.second, v_shape);
@@ -828,7 +968,7 @@ GgufRelease open_release(const std::string& path, bool with_vocabulary) {
     for (const Architecture& a : architectures)
         if (a.name == arch) architecture = &a;
     if (!architecture)
-        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss, minimax-m2, mistral4)",
+        fail(WASTE_ERR_UNSUPPORTED, "{}: general.architecture \"{}\" is not one the engine reads from GGUF yet (qwen3moe, deepseek2, gpt-oss, minimax-m2, mistral4, qwen35moe)",
              path, arch);
     const format::GgufTensor* embed = nullptr;
     for (const format::GgufFile& part : parts)

@@ -197,7 +197,8 @@ std::string_view gguf_tensor_name(TrunkRole role, Family family) {
         case R::lm_head: return "output.weight";
         case R::input_norm: return "attn_norm.weight";
         // gpt-oss's is llama.cpp's ATTN_POST_NORM, the others' FFN_NORM: one place in the layer
-        case R::post_norm: return family == Family::gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight";
+        case R::post_norm:
+            return family == Family::gpt_oss || family == Family::qwen35 ? "post_attention_norm.weight" : "ffn_norm.weight";
         case R::mla_q_a: return "attn_q_a.weight";
         case R::mla_q_a_norm: return "attn_q_a_norm.weight";
         case R::mla_q_b: return "attn_q_b.weight";
@@ -232,9 +233,17 @@ std::string_view gguf_tensor_name(TrunkRole role, Family family) {
         case R::kda_a_log: case R::kda_dt_bias: case R::kda_o_norm: case R::mla_g: case R::latent_down:
         case R::latent_up: case R::latent_norm: case R::attn_res_norm: case R::attn_res_proj: case R::mlp_res_norm:
         case R::mlp_res_proj: case R::output_res_norm: case R::output_res_proj: case R::count_: break;
-        // not read from GGUF yet: Qwen3.5's Gated DeltaNet and shared-expert gate
-        case R::gdn_qkv: case R::gdn_z: case R::gdn_b: case R::gdn_a: case R::gdn_conv: case R::gdn_a_log:
-        case R::gdn_dt_bias: case R::gdn_norm: case R::gdn_out: case R::shared_expert_gate: break;
+        // qwen35moe (its values rearranged as convert/gguf_source.cpp's untile_qwen35 says)
+        case R::gdn_qkv: return "attn_qkv.weight";
+        case R::gdn_z: return "attn_gate.weight";
+        case R::gdn_b: return "ssm_beta.weight";
+        case R::gdn_a: return "ssm_alpha.weight";
+        case R::gdn_conv: return "ssm_conv1d.weight";
+        case R::gdn_a_log: return "ssm_a";
+        case R::gdn_dt_bias: return "ssm_dt.bias";
+        case R::gdn_norm: return "ssm_norm.weight";
+        case R::gdn_out: return "ssm_out.weight";
+        case R::shared_expert_gate: return "ffn_gate_inp_shexp.weight";
     }
     return {};
 }
