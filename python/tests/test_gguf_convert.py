@@ -485,6 +485,17 @@ class GgufConvertCase(LlamaCppCase):
         self.check_vocabulary("tekken", GPT_OSS_TOKENIZER, MISTRAL_TEMPLATE, 201088, "tekken", 199998, 200002,
                               lambda vocab, path: gguf_moe.write_mistral4(sd, cfg, path, vocab=vocab), texts)
 
+    def test_qwen35_pre_tokenizer_splits_as_llama_cpp(self):
+        # Qwen3.5's pre-tokenizer (qwen2's, a letter's combining marks kept
+        # with it: Devanagari's vowel signs and virama, Thai's vowels, Hebrew's
+        # points split qwen2's words) over Qwen3's vocabulary (no Qwen3.5
+        # vocabulary is installed here) in a qwen35moe file
+        texts = PLAIN_TEXTS + ["हिन्दी भाषा में नमस्ते", "ภาษาไทย สวัสดีครับ", "שָׁלוֹם עֲלֵיכֶם", "it's DON'T 12345"]
+        cfg = qwen35_moe.tiny_config(vocab_size=151936, num_hidden_layers=1)
+        sd = qwen35_moe.random_checkpoint(cfg, 5)
+        self.check_vocabulary("qwen35", QWEN3_TOKENIZER, QWEN3_TEMPLATE, 151936, "qwen35", 151643, 151645,
+                              lambda vocab, path: gguf_moe.write_qwen35moe(sd, cfg, path, vocab=vocab), texts)
+
     def test_gpt_oss_vocabulary_tokenises_as_llama_cpp(self):
         texts = PLAIN_TEXTS + [
             "<|start|>user<|message|>Hi there<|end|><|start|>assistant<|channel|>final<|message|>Hello!<|return|>"]
