@@ -1,13 +1,13 @@
 """python -m waste_ref.gguf_fuzz_seeds DIR: the seeds of fuzz/gguf_release_fuzz.cpp,
 one minimal GGUF of each architecture the converter reads from GGUF
-(qwen3moe, deepseek2, gpt-oss, mistral4), matrices F16, each with a small byte-level BPE vocabulary
+(qwen3moe, deepseek2, gpt-oss, mistral4, qwen35moe), matrices F16, each with a small byte-level BPE vocabulary
 (every byte, merges, added tokens, a pre-tokenizer the converter knows, a
 template and end ids), so that the fuzzer starts past the refusals into the keys, the
 tensor shapes and the vocabulary. Seeded: the same bytes every run."""
 import os
 import sys
 
-from . import deepseek_v3, gguf_moe, gpt_oss, mistral4, qwen3_moe
+from . import deepseek_v3, gguf_moe, gpt_oss, mistral4, qwen3_moe, qwen35_moe
 from .byte_level import byte_to_unicode
 
 VOCAB_SIZE = 264
@@ -46,6 +46,14 @@ def write_seeds(out):
                                moe_intermediate_size=8, n_routed_experts=4, num_experts_per_tok=2)
     gguf_moe.write_mistral4(mistral4.random_checkpoint(cfg, 4), cfg, os.path.join(out, "mistral4.gguf"), f16=True,
                             vocab=_vocab("deepseek-v3"))
+    cfg = qwen35_moe.tiny_config(vocab_size=VOCAB_SIZE, hidden_size=16, num_attention_heads=2, head_dim=8,
+                                 linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=4,
+                                 linear_value_head_dim=4, moe_intermediate_size=8, shared_expert_intermediate_size=8,
+                                 num_experts=4, num_experts_per_tok=2,
+                                 rope_parameters=dict(rope_type="default", rope_theta=1e7, partial_rotary_factor=0.25,
+                                                      mrope_section=[1, 0, 0], mrope_interleaved=True))
+    gguf_moe.write_qwen35moe(qwen35_moe.random_checkpoint(cfg, 5), cfg, os.path.join(out, "qwen35moe.gguf"), f16=True,
+                             vocab=_vocab("qwen35"))
 
 
 if __name__ == "__main__":
