@@ -3,15 +3,15 @@
 # from a fresh machine: no llama.cpp build, only the prebuilt CPU libraries of
 # the pinned npm node-llama-cpp (tools/llama-cpp/package-lock.json).
 #
-#   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3|glm|gpt-oss|minimax|mistral4] [--work DIR] [--build DIR] [--runs N]
+#   sudo scripts/compare-llama.sh [--family kimi|deepseek|qwen3|glm|gpt-oss|minimax|mistral4|qwen35] [--work DIR] [--build DIR] [--runs N]
 #        [--threads 1,2] [--prompts 64,512,2048] [--sweep 200,100,75,50,25,10 | --no-sweep] [--sweep-threads 1] [--timeout S]
 #        [--headroom-mib M] [--no-quality | --only-quality]
 #
-# --family deepseek, qwen3, glm, gpt-oss, minimax or mistral4 (issues 16, 38): the model is a seeded
+# --family deepseek, qwen3, glm, gpt-oss, minimax, mistral4 or qwen35 (issues 16, 38): the model is a seeded
 # bf16 checkpoint of that architecture at `waste synth --preset mid-FAMILY`'s
 # shape (python -m waste_ref.hf_families), which both engines quantise for
 # themselves, as for Kimi: `waste convert` for WASTE, the same weights as an
-# F16 `deepseek2` / `qwen3moe` / `glm4moe` / `gpt-oss` / `minimax-m2` / `mistral4` GGUF then llama.cpp's
+# F16 `deepseek2` / `qwen3moe` / `glm4moe` / `gpt-oss` / `minimax-m2` / `mistral4` / `qwen35moe` GGUF then llama.cpp's
 # Q4_K_M for llama.cpp. Files are named mid-FAMILY*, results
 # results-FAMILY.json, the picture docs/compare-llama-FAMILY.svg, and
 # llama.cpp also runs the F16 file in RAM.
@@ -67,7 +67,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
-case "$family" in kimi|deepseek|qwen3|glm|gpt-oss|minimax|mistral4) ;; *) echo "--family must be kimi, deepseek, qwen3, glm, gpt-oss, minimax or mistral4" >&2; exit 2 ;; esac
+case "$family" in kimi|deepseek|qwen3|glm|gpt-oss|minimax|mistral4|qwen35) ;; *) echo "--family must be kimi, deepseek, qwen3, glm, gpt-oss, minimax, mistral4 or qwen35" >&2; exit 2 ;; esac
 if [ -n "$sweep" ] && { [ ! -w /sys/fs/cgroup/memory ] || [ ! -w /proc/sys/vm/drop_caches ]; }; then
   echo "the sweep needs root, a writable cgroup v1 memory controller and drop_caches (or pass --no-sweep)" >&2
   exit 2
@@ -149,7 +149,7 @@ model="mid Kimi-Linear (1.2 B)"
 if [ "$family" != kimi ]; then
   model="mid $($py -c 'import json, sys
 i = json.load(sys.stdin)
-print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE", "glm4-moe": "GLM-4.5", "gpt-oss": "gpt-oss", "minimax-m2": "MiniMax-M2", "mistral4": "Mistral 4"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
+print({"deepseek-v3": "DeepSeek-V3", "qwen3-moe": "Qwen3-MoE", "glm4-moe": "GLM-4.5", "gpt-oss": "gpt-oss", "minimax-m2": "MiniMax-M2", "mistral4": "Mistral 4", "qwen35moe": "Qwen3.5-MoE"}.get(i["arch"], i["arch"]), "architecture (%.2f B)" % (i["params_total"] / 1e9))' \
     < <("$waste" info "$container" --json))"
 fi
 extra=$($py -c 'import json, sys; print(json.dumps({"container_bytes": int(sys.argv[1]), "f16_gguf_bytes": int(sys.argv[2]),

@@ -301,12 +301,12 @@ def main(argv=None):
     a seeded checkpoint of family F at a container's shape (its config's keys),
     and the same unquantised weights (bf16 as the checkpoint stores them) as a
     GGUF for llama.cpp: the source both engines quantise for themselves
-    (scripts/compare-llama.sh --family deepseek|qwen3|glm|gpt-oss|minimax|mistral4)."""
+    (scripts/compare-llama.sh --family deepseek|qwen3|glm|gpt-oss|minimax|mistral4|qwen35)."""
     import argparse
     from . import gguf_moe
     ap = argparse.ArgumentParser(prog="waste_ref.hf_families", description=main.__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--family", required=True, choices=sorted(FAMILIES))
+    ap.add_argument("--family", required=True, choices=sorted(FAMILIES) + ["qwen3_5_moe_text"])
     ap.add_argument("--config-from", required=True, help="a container whose manifest gives the shape")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--gguf", required=True)
@@ -316,7 +316,8 @@ def main(argv=None):
         cfg = json.load(f)["config"]
     if cfg.get("model_type") != args.family:
         raise SystemExit("%s holds %r, not %r" % (args.config_from, cfg.get("model_type"), args.family))
-    _, sd = write_checkpoint(args.out, args.family, cfg, seed=args.seed, shards=4)
+    family = "qwen3_5_moe" if args.family == "qwen3_5_moe_text" else args.family  # (a text config's model_type)
+    _, sd = write_checkpoint(args.out, family, cfg, seed=args.seed, shards=4)
     # What the checkpoint stores: bf16 (round to nearest even) but the f32 correction bias;
     # MXFP4 experts decode to values bf16 holds exactly.
     for name, t in sd.items():
