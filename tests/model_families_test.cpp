@@ -515,8 +515,8 @@ TEST(FamilyConfig, EveryModelTypeOfTheTableNamesItsFamilyOnce) {
             EXPECT_NE(format::known_model_types().find(t.name), std::string::npos) << t.name;
         }
     }
-    EXPECT_EQ(names.size(), 11u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2,
-                                   // mistral4, qwen3_5_moe, qwen3_5_moe_text
+    EXPECT_EQ(names.size(), 12u);  // kimi_linear, kimi_k3, deepseek_v3, kimi_k2, qwen3_moe, glm4_moe, gpt_oss, minimax_m2,
+                                   // mistral4, qwen3_5_moe, qwen3_5_moe_text, qwen3_next
     EXPECT_EQ(format::family_of_model_type("qwen2_moe"), nullptr);
     EXPECT_EQ(format::family_of_model_type(""), nullptr);  // the reader's own rule reads "" as Kimi-Linear
 }
@@ -648,6 +648,11 @@ TEST(FamilyConfig, Qwen35ReadsItsLayersAndRefusesWhatItIsNot) {
     EXPECT_EQ(c.router, RouterKind::softmax_topk);
     EXPECT_TRUE(c.renormalize);
     EXPECT_EQ((std::tuple{c.shared_experts, c.shared_width(), c.shared_expert_gate}), (std::tuple{1, 48, true}));
+    // Qwen3-Next: the same family, its norm_topk_prob read (Qwen3.5's config class has none: always renormalised)
+    const ModelConfig next = format::parse_model_config(qwen35({{"model_type", "qwen3_next"}, {"norm_topk_prob", false}}));
+    EXPECT_EQ(next.family, Family::qwen35);
+    EXPECT_FALSE(next.renormalize);
+    EXPECT_TRUE(format::parse_model_config(qwen35({{"norm_topk_prob", false}})).renormalize);
     // layer_types, when given, decides; the trunk table names the GDN and gated tensors
     json types = json::array();
     for (int i = 0; i < 8; ++i) types.push_back(i == 0 ? "full_attention" : "linear_attention");
@@ -657,7 +662,9 @@ TEST(FamilyConfig, Qwen35ReadsItsLayersAndRefusesWhatItIsNot) {
         gdn_conv |= t.name == "model.layers.0.linear_attn.conv1d.weight" && t.shape == std::vector<int64_t>{128, 1, 4};
         gated_q |= t.name == "model.layers.3.self_attn.q_proj.weight" && t.shape == std::vector<int64_t>{256, 64};
         centred |= t.name == "model.norm.weight" && t.values == format::TrunkValues::centred_norm;
-        if (t.name.ends_with("linear_attn.norm.weight")) EXPECT_EQ(t.values, format::TrunkValues::norm);  // plain
+        if (t.name.ends_with("linear_attn.norm.weight")) {
+            EXPECT_EQ(t.values, format::TrunkValues::norm);  // plain
+        }
     }
     EXPECT_TRUE(gdn_conv && gated_q && centred);
     for (const auto& [config, key] : std::vector<std::pair<json, std::string>>{
@@ -673,6 +680,7 @@ TEST(FamilyConfig, Qwen35ReadsItsLayersAndRefusesWhatItIsNot) {
               "rope_parameters"},
              {qwen35({{"attention_bias", true}}), "attention_bias"},
              {qwen35({{"mlp_only_layers", json::array({0})}}), "mlp_only_layers"},
+             {qwen35({{"model_type", "qwen3_next"}, {"decoder_sparse_step", 2}}), "decoder_sparse_step"},
              {qwen35({{"routed_scaling_factor", 2.5}}), "routed_scaling_factor"},
              {qwen35({{"linear_num_key_heads", nullptr}}), "linear_num_key_heads"},
              {qwen35({{"scoring_func", "sigmoid"}}), "scoring_func"}}) {

@@ -60,7 +60,8 @@ block_sparse_moe with experts w1/w3/w2, the sigmoid router with its
 correction bias beside gate; the same tolerances against
 waste_ref/minimax_m2.py, and each of those three parts shown to matter.
 
-Qwen3.5 (Qwen35Family below): Gated DeltaNet on three layers of four (2
+Qwen3.5 (Qwen35Family below; Qwen3-Next, the same model with grouped GDN
+projections, in Qwen3NextFamily): Gated DeltaNet on three layers of four (2
 key heads over 4 value heads, so the head grouping shows; one conv over q,
 k and v; a scalar decay per value head; RMSNorm(o)·silu(z)) and gated full
 attention on the fourth (q_proj's [q | gate] per head, RoPE on a quarter of
@@ -999,4 +1000,28 @@ class Qwen35Family(FamilyCase):
     def test_info_and_convert_summary(self):
         self.check_info("q35", "qwen3_5_moe_text", "qwen35moe", router="softmax_topk",
                         gdn_layers__gqa_layers=(3, 1), gdn_key_heads__gdn_value_heads__gdn_head_dim=(2, 4, 16),
+                        dense_layers__moe_layers__shared_experts=(0, 4, 1))
+
+
+class Qwen3NextFamily(FamilyCase):
+    """Qwen3-Next (families-2026.md §1): Qwen3.5's model from a flat
+    Qwen3NextForCausalLM checkpoint whose GDN projections are grouped per key
+    head (in_proj_qkvz, in_proj_ba; the converter shows them ungrouped),
+    against waste_ref/qwen35_moe.py. With 2 key heads over 4 value heads an
+    ungrouping that mixes heads or parts changes every logit."""
+    family = "qwen3_next"
+    models = {"next": qwen35_moe.tiny_config()}
+    seed = 19
+
+    def reference(self, sd, cfg, ids):
+        return qwen35_moe.forward(sd, cfg, ids).double()
+
+    def test_logits_and_greedy(self):
+        self.check_logits_and_greedy("next", lengths=(1, 20, 70))
+
+    def test_decode_step_by_step(self):
+        self.check_decode_steps("next")
+
+    def test_info_and_convert_summary(self):
+        self.check_info("next", "qwen3_next", "qwen3next", gdn_layers__gqa_layers=(3, 1),
                         dense_layers__moe_layers__shared_experts=(0, 4, 1))

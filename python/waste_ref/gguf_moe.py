@@ -202,7 +202,9 @@ def _matrices_as_f16(w):
 
     def tensor(name, t, ggml_type=GGML_F32):
         # (gpt-oss's per-expert biases are 2-D, and ggml's add_id takes them F32 only)
-        keep_f32 = len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name or name.endswith(".bias")
+        # (ssm_conv1d: llama.cpp's converter keeps it F32, and ggml's ssm_conv takes no other)
+        keep_f32 = (len(t.shape) < 2 or "attn_k_b" in name or "attn_v_b" in name or name.endswith(".bias")
+                    or "ssm_conv1d" in name)
         plain(name, t, ggml_type if keep_f32 else GGML_F16)
     w.tensor = tensor
 

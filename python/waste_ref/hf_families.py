@@ -38,6 +38,7 @@ FAMILIES = {
     "minimax_m2": ("MiniMaxM2ForCausalLM", minimax_m2),
     "mistral4": ("Mistral3ForConditionalGeneration", mistral4),
     "qwen3_5_moe": ("Qwen3_5MoeForConditionalGeneration", qwen35_moe),
+    "qwen3_next": ("Qwen3NextForCausalLM", qwen35_moe),
 }
 
 
@@ -73,7 +74,7 @@ def special_ids(family, vocab):
         eos = [top - 9, top - 2, top]
         return ({"eos_token_id": eos, "pad_token_id": eos[0]},
                 {"_from_model_config": True, "eos_token_id": eos, "pad_token_id": eos[0]})
-    if family in ("qwen3_moe", "qwen3_5_moe"):  # (Qwen3.5's in Qwen3's shape: its own ids not in the spec)
+    if family in ("qwen3_moe", "qwen3_5_moe", "qwen3_next"):  # (Qwen3.5's in Qwen3's shape: its own ids not in the spec)
         endoftext, im_end = top - 2, top
         return ({"bos_token_id": endoftext, "eos_token_id": im_end},
                 {"bos_token_id": endoftext, "do_sample": True, "eos_token_id": [im_end, endoftext],
@@ -146,6 +147,10 @@ def config_json(family, cfg, fmt="bf16", mtp_layers=0):
         if mtp_layers or fmt != "bf16":
             raise ValueError("qwen3_5_moe: bf16; its MTP block is always written (and skipped)")
         return qwen35_moe.release_config(cfg, ids)
+    elif family == "qwen3_next":  # flat, its projections grouped per key head
+        if mtp_layers or fmt != "bf16":
+            raise ValueError("qwen3_next: bf16; its MTP block is always written (and skipped)")
+        return qwen35_moe.next_config(cfg, ids)
     elif family == "glm4_moe":  # the keys GLM-4.5-Air's config.json carries besides the reference's
         c = dict(cfg, model_type=family, architectures=[arch], tie_word_embeddings=False, attention_dropout=0.0,
                  hidden_act="silu", rope_scaling=None, num_nextn_predict_layers=mtp_layers)
@@ -200,6 +205,13 @@ def write_checkpoint(out_dir, family, cfg, seed=1, fmt="bf16", mtp_layers=0, sha
         if tweak:
             tweak(sd, cfg)
         for name, t in qwen35_moe.release_tensors(sd, cfg, seed, stacked=cfg.get("_stacked", True)).items():
+            parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
+    elif family == "qwen3_next":
+        config_json(family, cfg, fmt, mtp_layers)
+        sd = ref.random_checkpoint(cfg, seed)
+        if tweak:
+            tweak(sd, cfg)
+        for name, t in qwen35_moe.next_tensors(sd, cfg, seed).items():
             parts.extend(hf_synth.encode_tensor(name, t.numpy().astype(np.float32), "other", fmt, fmt))
     elif family == "mistral4":
         cfg = mistral4.reference_config(cfg)  # a container's rope_parameters (--config-from)

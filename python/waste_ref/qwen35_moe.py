@@ -239,3 +239,47 @@ def release_config(cfg, ids):
     return {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
             "image_token_id": 90, "video_token_id": 91, "tie_word_embeddings": False, "text_config": text,
             "vision_config": {"model_type": "qwen3_5_moe", "hidden_size": 8, "depth": 1}}
+
+
+def next_tensors(sd, cfg, seed=0):
+    """Qwen3-Next's release layout (Qwen3NextForCausalLM): flat model.* names,
+    each GDN layer's q/k/v/z projections grouped per key head in
+    in_proj_qkvz ([q (D) | k (D) | v (r·D) | z (r·D)] per key head kappa, its
+    value heads kappa·r .. kappa·r + r - 1) and b/a in in_proj_ba ([b (r) |
+    a (r)] per key head), per-expert names, and the MTP block (mtp.*)."""
+    hk, hv, d = cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"]
+    r, kd = hv // hk, hk * d
+    files = {}
+    for name, t in sd.items():
+        if not name.endswith(("in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight", "in_proj_a.weight")):
+            files[name] = t
+    for i in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d.linear_attn." % i
+        if p + "in_proj_qkv.weight" not in sd:
+            continue
+        qkv, z = sd[p + "in_proj_qkv.weight"], sd[p + "in_proj_z.weight"]
+        b, a = sd[p + "in_proj_b.weight"], sd[p + "in_proj_a.weight"]
+        groups, ba = [], []
+        for kappa in range(hk):
+            v_rows = slice(2 * kd + kappa * r * d, 2 * kd + (kappa + 1) * r * d)
+            groups += [qkv[kappa * d:(kappa + 1) * d], qkv[kd + kappa * d:kd + (kappa + 1) * d], qkv[v_rows],
+                       z[kappa * r * d:(kappa + 1) * r * d]]
+            ba += [b[kappa * r:(kappa + 1) * r], a[kappa * r:(kappa + 1) * r]]
+        files[p + "in_proj_qkvz.weight"] = torch.cat(groups)
+        files[p + "in_proj_ba.weight"] = torch.cat(ba)
+    g = torch.Generator().manual_seed(seed)
+    H = cfg["hidden_size"]
+    files["mtp.fc.weight"] = torch.randn(H, 2 * H, generator=g) / math.sqrt(2 * H)
+    return files
+
+
+def next_config(cfg, ids):
+    """Qwen3-Next's config.json: flat, rope_theta and partial_rotary_factor at the top, norm_topk_prob and
+    decoder_sparse_step as its config class has them."""
+    theta, rot = rope_settings(cfg)
+    out = {k: v for k, v in cfg.items() if not k.startswith("_") and k != "rope_parameters"}
+    out.update(model_type="qwen3_next", architectures=["Qwen3NextForCausalLM"], hidden_act="silu",
+               tie_word_embeddings=False, rope_theta=theta, partial_rotary_factor=rot / cfg["head_dim"],
+               rope_scaling=None, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], attention_bias=False,
+               **ids)
+    return out

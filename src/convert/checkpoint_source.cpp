@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -33,7 +34,57 @@ struct ExpertView {
     uint64_t first_row = 0;  // of the fused [E * rows, cols]
     uint64_t step = 1;       // 2: every other row (gate or up)
     std::vector<int64_t> shape;
+    std::vector<uint64_t> rows;  // non-empty: the view's rows are these rows of `fused` (Qwen3-Next's ungrouping)
 };
+
+// Qwen3-Next (families-2026.md §1.5): each GDN layer's in_proj_qkvz [2Kd + 2Vd,
+// H] holds per key head kappa [q (D) | k (D) | v (r·D) | z (r·D)] and
+// in_proj_ba [2Hv, H] per key head [b (r) | a (r)], value head kappa·r + m
+// being the m-th of its group; shown as Qwen3.5's in_proj_qkv ([all q | all
+// k | all v]), in_proj_z, in_proj_b and in_proj_a, the rows they are.
+struct GroupedHeads {
+    uint64_t k_heads = 0, v_heads = 0, dim = 0;
+    std::vector<uint64_t> qkv() const {
+        const uint64_t r = v_heads / k_heads, group = 2 * dim + 2 * r * dim;
+        std::vector<uint64_t> out;
+        for (uint64_t part : {0, 1})  // q, then k
+            for (uint64_t h = 0; h < k_heads; ++h)
+                for (uint64_t i = 0; i < dim; ++i) out.push_back(h * group + part * dim + i);
+        for (uint64_t j = 0; j < v_heads; ++j)
+            for (uint64_t i = 0; i < dim; ++i) out.push_back(j / r * group + 2 * dim + j % r * dim + i);
+        return out;
+    }
+    std::vector<uint64_t> z() const {
+        const uint64_t r = v_heads / k_heads, group = 2 * dim + 2 * r * dim;
+        std::vector<uint64_t> out;
+        for (uint64_t j = 0; j < v_heads; ++j)
+            for (uint64_t i = 0; i < dim; ++i) out.push_back(j / r * group + 2 * dim + r * dim + j % r * dim + i);
+        return out;
+    }
+    std::vector<uint64_t> ba(bool a) const {
+        const uint64_t r = v_heads / k_heads;
+        std::vector<uint64_t> out;
+        for (uint64_t j = 0; j < v_heads; ++j) out.push_back(j / r * 2 * r + (a ? r : 0) + j % r);
+        return out;
+    }
+};
+
+// The grouping of a Qwen3-Next config (its linear_* keys), or nothing for another model.
+std::optional<GroupedHeads> qwen3_next_heads(const Checkpoint& ck) {
+    const nlohmann::json& c = ck.config();
+    if (!c.contains("model_type") || c["model_type"] != "qwen3_next") return std::nullopt;
+    const auto number = [&](const char* key) {
+        const auto it = c.find(key);
+        if (it == c.end() || !it->is_number_unsigned() || it->get<uint64_t>() == 0 || it->get<uint64_t>() > 4096)
+            fail_format("config.json: {} must be an integer from 1 to 4096 for qwen3_next", key);
+        return it->get<uint64_t>();
+    };
+    GroupedHeads g{number("linear_num_key_heads"), number("linear_num_value_heads"), number("linear_key_head_dim")};
+    if (g.v_heads % g.k_heads != 0 || number("linear_value_head_dim") != g.dim)
+        fail_format("config.json: qwen3_next needs linear_num_value_heads a multiple of linear_num_key_heads and "
+                    "equal key and value head dims");
+    return g;
+}
 
 // The multimodal releases whose text model sits under "model.language_model."
 // (shown as "model."; lm_head stays; the vision tower, its projector and
@@ -55,12 +106,14 @@ class CheckpointSource final : public WeightSource {
 public:
     explicit CheckpointSource(const Checkpoint& checkpoint) : ck_(checkpoint) {
         const bool nested = nested_text_model(ck_);
+        const std::optional<GroupedHeads> grouped = qwen3_next_heads(ck_);
         for (const std::string& name : ck_.names()) {
             const TensorInfo& t = ck_.info(name);
             if (nested) {
                 add_nested_view(name, t);
                 continue;
             }
+            if (grouped && add_ungrouped_views(name, t, *grouped)) continue;
             if (t.encoding != WeightEncoding::mxfp4 || t.shape.size() != 3) continue;
             add_expert_views(name, name, t, /*interleaved=*/true);
         }
@@ -87,6 +140,15 @@ public:
         if (it == views_.end()) return ck_.read_f32_rows(name, first, count, out);
         const ExpertView& v = it->second;
         const uint64_t cols = static_cast<uint64_t>(v.shape[1]);
+        if (!v.rows.empty()) {  // listed rows, read a consecutive run at a time
+            for (uint64_t r = 0; r < count;) {
+                uint64_t run = 1;
+                while (r + run < count && v.rows[first + r + run] == v.rows[first + r] + run) ++run;
+                ck_.read_f32_rows(v.fused, v.rows[first + r], run, out.subspan(r * cols, run * cols));
+                r += run;
+            }
+            return;
+        }
         if (v.step == 1) return ck_.read_f32_rows(v.fused, v.first_row + first, count, out);
         // every other row: read the span once, keep ours
         std::vector<float> rows(static_cast<size_t>(count * v.step * cols));
@@ -106,10 +168,36 @@ private:
     // A nested release's tensor: the text model's renamed, its stacked experts split, the rest hidden.
     void add_nested_view(const std::string& name, const TensorInfo& t) {
         fused_.insert(name);
-        if (name == "lm_head.weight") return void(views_[name] = {name, 0, 1, t.shape});
+        if (name == "lm_head.weight") return void(views_[name] = {name, 0, 1, t.shape, {}});
         if (!name.starts_with(nested_text)) return;  // the vision tower, its projector, an MTP block
         const std::string text = "model." + name.substr(nested_text.size());
-        if (!add_expert_views(name, text, t, /*interleaved=*/false)) views_[text] = {name, 0, 1, t.shape};
+        if (!add_expert_views(name, text, t, /*interleaved=*/false)) views_[text] = {name, 0, 1, t.shape, {}};
+    }
+
+    // Qwen3-Next's grouped in_proj_qkvz / in_proj_ba, shown as Qwen3.5's four
+    // projections (GroupedHeads). False for any other tensor.
+    bool add_ungrouped_views(const std::string& name, const TensorInfo& t, const GroupedHeads& g) {
+        const bool qkvz = name.ends_with("linear_attn.in_proj_qkvz.weight"), ba = name.ends_with("linear_attn.in_proj_ba.weight");
+        if (!qkvz && !ba) return false;
+        const uint64_t rows = qkvz ? 2 * g.k_heads * g.dim + 2 * g.v_heads * g.dim : 2 * g.v_heads;
+        if (t.shape.size() != 2 || static_cast<uint64_t>(t.shape[0]) != rows)
+            fail_format("checkpoint: {} has shape [{}], expected [{}, hidden_size] (the config's heads)", name,
+                        fmt::join(t.shape, ", "), rows);
+        const std::string base = name.substr(0, name.size() - (qkvz ? 19 : 17));  // "...linear_attn."
+        const int64_t cols = t.shape[1];
+        const auto view = [&](const char* shown, std::vector<uint64_t> list) {
+            const int64_t n = static_cast<int64_t>(list.size());
+            views_[base + shown] = {name, 0, 1, {n, cols}, std::move(list)};
+        };
+        if (qkvz) {
+            view("in_proj_qkv.weight", g.qkv());
+            view("in_proj_z.weight", g.z());
+        } else {
+            view("in_proj_b.weight", g.ba(false));
+            view("in_proj_a.weight", g.ba(true));
+        }
+        fused_.insert(name);
+        return true;
     }
 
     // A fused expert tensor `fused`, shown as `shown` (...mlp.experts.gate_up_proj
@@ -129,10 +217,10 @@ private:
             const uint64_t at = static_cast<uint64_t>(e * rows);
             if (gate_up) {
                 const uint64_t up = interleaved ? 1 : static_cast<uint64_t>(rows / 2), step = interleaved ? 2 : 1;
-                views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {fused, at, step, {rows / 2, cols}};
-                views_[fmt::format("{}{}.up_proj.weight", base, e)] = {fused, at + up, step, {rows / 2, cols}};
+                views_[fmt::format("{}{}.gate_proj.weight", base, e)] = {fused, at, step, {rows / 2, cols}, {}};
+                views_[fmt::format("{}{}.up_proj.weight", base, e)] = {fused, at + up, step, {rows / 2, cols}, {}};
             } else {
-                views_[fmt::format("{}{}.down_proj.weight", base, e)] = {fused, at, 1, {rows, cols}};
+                views_[fmt::format("{}{}.down_proj.weight", base, e)] = {fused, at, 1, {rows, cols}, {}};
             }
         }
         fused_.insert(fused);

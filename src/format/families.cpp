@@ -25,9 +25,11 @@ const std::vector<FamilyTraits>& families() {
         // expert by default, the query temperature (ModelConfig::query_temperature)
         {Family::mistral4, {{"mistral4", "mistral4"}}, RouterKind::softmax_topk, "softmax", true, 1,
          MoeLayout::first_k_dense, false, false, "mlp.", "moe_intermediate_size"},
-        // families-2026.md §1: Qwen3's softmax router, always renormalised, every layer MoE, one gated shared
-        // expert (mlp.shared_expert.); the multimodal release's text config is qwen3_5_moe_text
-        {Family::qwen35, {{"qwen3_5_moe", "qwen35moe"}, {"qwen3_5_moe_text", "qwen35moe"}}, RouterKind::softmax_topk,
+        // families-2026.md §1: Qwen3's softmax router, renormalised, every layer MoE, one gated shared expert
+        // (mlp.shared_expert.); the multimodal release's text config is qwen3_5_moe_text; Qwen3-Next is the
+        // same model with its projections grouped per key head (the converter ungroups them)
+        {Family::qwen35, {{"qwen3_5_moe", "qwen35moe"}, {"qwen3_5_moe_text", "qwen35moe"}, {"qwen3_next", "qwen3next"}},
+         RouterKind::softmax_topk,
          "softmax", true, 1, MoeLayout::every_layer, false, false, "mlp.", "moe_intermediate_size",
          "gate.e_score_correction_bias", "shared_expert."},
     };

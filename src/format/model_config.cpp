@@ -326,15 +326,18 @@ std::vector<int32_t> special_id_list(const json& object, const char* key, const 
 // NEOX RoPE on the first head_dim * partial_rotary_factor dims (M-RoPE's
 // sections are one position for text); every layer MoE with the softmax
 // router, always renormalised (the release's config class has no
-// norm_topk_prob), one shared expert of shared_expert_intermediate_size
-// behind a sigmoid gate; zero-centred norms.
+// norm_topk_prob; Qwen3-Next's has, true in its releases), one shared
+// expert of shared_expert_intermediate_size behind a sigmoid gate;
+// zero-centred norms.
 void parse_qwen35(const json& config, const std::string& where, ModelConfig* c) {
     Reader read{config, where};
     parse_gqa_heads(config, where, c);
     c->qk_norm = true;
     c->zero_centred_norms = true;
     c->attn_output_gate = read.boolean({"attn_output_gate"}, true);
-    c->renormalize = true;
+    c->renormalize = c->model_type == "qwen3_next" ? read.boolean({"norm_topk_prob"}, true) : true;
+    if (read.integer({"decoder_sparse_step"}, 1, max_layers, 1) != 1)
+        fail(WASTE_ERR_UNSUPPORTED, "{}.decoder_sparse_step: {} has a MoE block on every layer", where, c->model_type);
     double factor = 0.25;
     std::string at = where + ".partial_rotary_factor";
     if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object()) {
@@ -361,7 +364,7 @@ void parse_qwen35(const json& config, const std::string& where, ModelConfig* c) 
         fail(WASTE_ERR_UNSUPPORTED, "{}.routed_scaling_factor: {} (qwen3_5_moe's router has no scaling)", where,
              c->routed_scaling);
     if (auto dense = config.find("mlp_only_layers"); dense != config.end() && dense->is_array() && !dense->empty())
-        fail(WASTE_ERR_UNSUPPORTED, "{}.mlp_only_layers: qwen3_5_moe has a MoE block on every layer", where);
+        fail(WASTE_ERR_UNSUPPORTED, "{}.mlp_only_layers: {} has a MoE block on every layer", where, c->model_type);
     c->shared_intermediate = static_cast<int>(read.integer({"shared_expert_intermediate_size"}, 0, max_dimension, 0));
     c->shared_experts = c->shared_intermediate > 0 ? 1 : 0;
     c->shared_expert_gate = c->shared_experts > 0;
