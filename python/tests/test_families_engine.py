@@ -300,6 +300,26 @@ class FamilyCase(unittest.TestCase):
         for other in runs[1:]:
             self.assertEqual(other, runs[0])
 
+    def check_long_prompt_cached_and_streamed(self, name):
+        """Issue 38's long case: 300 prompt tokens and 16 decode steps, cached
+        at 2 threads, cached at 1, streamed at the plan's floor at --ctx 320
+        (an eighth of the experts held): each step within 1e-5 of the
+        reference, and the same bits each way (placement)."""
+        _, out, _, cfg, _, dq = self.model(name)
+        ids, fed = prompt(300, cfg["vocab_size"], 300), prompt(16, cfg["vocab_size"], 316)
+        ref = self.reference(dq, cfg, ids + fed).numpy()[299:]
+        floor = json.loads(run([CLI, "plan", out, "--ctx", "320", "--json"]))["floor_bytes"]
+        plan = json.loads(run([CLI, "plan", out, "--ctx", "320", "--budget", str(floor), "--json"]))
+        self.assertLess(plan["expert_cache_bytes"], plan["all_experts_bytes"] / 2, "the floor streams experts")
+        runs = []
+        for extra in (["--threads", "2"], ["--threads", "1"], ["--threads", "2", "--ctx", "320", "--budget", str(floor)]):
+            steps = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
+            errors = [relative(np.array(steps[k], dtype=np.float64), ref[k]) for k in range(17)]
+            self.assertLessEqual(max(errors), 1e-5, f"{extra}: per-step relative errors {errors}")
+            runs.append(steps)
+        self.assertEqual(runs[1], runs[0])
+        self.assertEqual(runs[2], runs[0])
+
     def check_info(self, name, model_type, arch, **expected):
         """convert's summary names the model_type, info the architecture and
         each `expected` key's value (a tuple of keys: "gqa_layers__heads" ->
@@ -883,24 +903,8 @@ class Mistral4Family(FamilyCase):
         self.check_chunking("m4")
 
     def test_300_token_prompt_cached_and_streamed(self):
-        # issue 38's long case: 300 prompt tokens (the temperature at 1 +
-        # 0.1 ln 76 by the end), 16 decode steps; cached at 2 threads, cached
-        # at 1, streamed at the plan's floor (an eighth of the experts held):
-        # each within 1e-5 of the reference, and the same bits (placement)
-        _, out, _, cfg, _, dq = self.model("m4")
-        ids, fed = prompt(300, cfg["vocab_size"], 300), prompt(16, cfg["vocab_size"], 316)
-        ref = self.reference(dq, cfg, ids + fed).numpy()[299:]
-        floor = json.loads(run([CLI, "plan", out, "--ctx", "320", "--json"]))["floor_bytes"]
-        plan = json.loads(run([CLI, "plan", out, "--ctx", "320", "--budget", str(floor), "--json"]))
-        self.assertLess(plan["expert_cache_bytes"], plan["all_experts_bytes"] / 2, "the floor streams experts")
-        runs = []
-        for extra in (["--threads", "2"], ["--threads", "1"], ["--threads", "2", "--ctx", "320", "--budget", str(floor)]):
-            steps = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
-            errors = [relative(np.array(steps[k], dtype=np.float64), ref[k]) for k in range(17)]
-            self.assertLessEqual(max(errors), 1e-5, f"{extra}: per-step relative errors {errors}")
-            runs.append(steps)
-        self.assertEqual(runs[1], runs[0])
-        self.assertEqual(runs[2], runs[0])
+        # (the temperature at 1 + 0.1 ln 76 by the end)
+        self.check_long_prompt_cached_and_streamed("m4")
 
     def test_lookahead_and_read_path_never_change_a_bit(self):
         self.check_placement_never_changes_a_bit("m4")
@@ -970,23 +974,8 @@ class Qwen35Family(FamilyCase):
         self.check_chunking("q35")
 
     def test_300_token_prompt_cached_and_streamed(self):
-        # issue 38's long case: 300 prompt tokens, 16 decode steps; cached at 2
-        # threads, cached at 1, streamed at the plan's floor: each within 1e-5
-        # of the reference, and the same bits (placement)
-        _, out, _, cfg, _, dq = self.model("q35")
-        ids, fed = prompt(300, cfg["vocab_size"], 300), prompt(16, cfg["vocab_size"], 316)
-        ref = self.reference(dq, cfg, ids + fed).numpy()[299:]
-        floor = json.loads(run([CLI, "plan", out, "--ctx", "320", "--json"]))["floor_bytes"]
-        plan = json.loads(run([CLI, "plan", out, "--ctx", "320", "--budget", str(floor), "--json"]))
-        self.assertLess(plan["expert_cache_bytes"], plan["all_experts_bytes"] / 2, "the floor streams experts")
-        runs = []
-        for extra in (["--threads", "2"], ["--threads", "1"], ["--threads", "2", "--ctx", "320", "--budget", str(floor)]):
-            steps = self.engine_eval(out, ids, "--decode-ids", " ".join(map(str, fed)), *extra)["step_logits"]
-            errors = [relative(np.array(steps[k], dtype=np.float64), ref[k]) for k in range(17)]
-            self.assertLessEqual(max(errors), 1e-5, f"{extra}: per-step relative errors {errors}")
-            runs.append(steps)
-        self.assertEqual(runs[1], runs[0])
-        self.assertEqual(runs[2], runs[0])
+        # (the recurrent state carried across five 64-token chunks and the decode)
+        self.check_long_prompt_cached_and_streamed("q35")
 
     def test_lookahead_and_read_path_never_change_a_bit(self):
         self.check_placement_never_changes_a_bit("q35")

@@ -88,6 +88,17 @@ struct ArchKeys {
                  k("attention.value_length"), v, k("attention.key_length"), head_dim);
         return {hidden, heads, keys.optional_uint(k("attention.head_count_kv")).value_or(heads), head_dim};
     }
+    // block_count less the nextn_predict_layers multi-token-prediction layers
+    // it counts (deepseek2, mistral4, qwen35moe), at least one left.
+    uint64_t layers_less_mtp() const {
+        const auto& k = *this;
+        const uint64_t blocks = keys.require_uint(k("block_count"));
+        const uint64_t mtp = keys.optional_uint(k("nextn_predict_layers")).value_or(0);
+        if (mtp >= blocks)
+            fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what, k("nextn_predict_layers"), mtp,
+                 k("block_count"), blocks);
+        return blocks - mtp;
+    }
     // rope.scaling.*: none, or YaRN as rope_scaling (its factor, original
     // context and betas); another kind is refused naming it.
     std::optional<ordered_json> yarn() const {
@@ -197,11 +208,7 @@ ordered_json minimax_m2_config(const format::GgufFile& keys, const std::set<std:
 ordered_json qwen35moe_config(const format::GgufFile& keys, const std::set<std::string>& tensors, int64_t vocab) {
     const ArchKeys key{keys, "qwen35moe"};
     const auto [hidden, heads, kv_heads, head_dim] = key.gqa_heads();
-    const uint64_t blocks = keys.require_uint(key("block_count"));
-    const uint64_t mtp = keys.optional_uint(key("nextn_predict_layers")).value_or(0);
-    if (mtp >= blocks)
-        fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what, key("nextn_predict_layers"), mtp,
-             key("block_count"), blocks);
+    const uint64_t layers = key.layers_less_mtp();
     if (keys.find(key("attention.recurrent_layers")))
         fail(WASTE_ERR_UNSUPPORTED, "{}: {} is not read yet (the engine reads full_attention_interval)", keys.what,
              key("attention.recurrent_layers"));
@@ -218,7 +225,7 @@ ordered_json qwen35moe_config(const format::GgufFile& keys, const std::set<std::
     config["model_type"] = "qwen3_5_moe_text";
     config["vocab_size"] = vocab;
     config["hidden_size"] = hidden;
-    config["num_hidden_layers"] = blocks - mtp;
+    config["num_hidden_layers"] = layers;
     config["num_attention_heads"] = heads;
     config["num_key_value_heads"] = kv_heads;
     config["head_dim"] = head_dim;
@@ -370,11 +377,7 @@ ordered_json mla_config(const format::GgufFile& keys, const std::set<std::string
     const ArchKeys key{keys, std::string(arch)};
     const uint64_t hidden = keys.require_uint(key("embedding_length"));
     const uint64_t heads = keys.require_uint(key("attention.head_count"));
-    const uint64_t blocks = keys.require_uint(key("block_count"));
-    const uint64_t mtp = keys.optional_uint(key("nextn_predict_layers")).value_or(0);
-    if (mtp >= blocks)
-        fail(WASTE_ERR_FORMAT, "{}: {} {} leaves no layer of {} {}", keys.what, key("nextn_predict_layers"), mtp,
-             key("block_count"), blocks);
+    const uint64_t layers = key.layers_less_mtp();
     const uint64_t rope = keys.require_uint(key("rope.dimension_count"));
     // llama.cpp: key_length_mla / value_length_mla, else key_length / value_length
     const auto either = [&](std::string_view mla, std::string_view plain) {
@@ -417,7 +420,7 @@ ordered_json mla_config(const format::GgufFile& keys, const std::set<std::string
     config["model_type"] = mistral4 ? "mistral4" : "deepseek_v3";
     config["vocab_size"] = vocab;
     config["hidden_size"] = hidden;
-    config["num_hidden_layers"] = blocks - mtp;
+    config["num_hidden_layers"] = layers;
     config["num_attention_heads"] = heads;
     config["num_key_value_heads"] = heads;
     config["q_lora_rank"] = q_lora > 0 ? ordered_json(q_lora) : ordered_json(nullptr);

@@ -12,8 +12,9 @@
 namespace waste::model {
 
 size_t attention_width(const format::ModelConfig& c) {
-    // KDA's channels; GDN's q, k and v side by side (one projection, one conv)
-    const size_t kda_width = c.kda_v_heads > 0 ? static_cast<size_t>(c.delta_conv_channels()) : 0;
+    // KDA's channels (its q, k and v each in a buffer); GDN's q, k and v side by side (one projection, one conv)
+    const size_t kda_width = c.gdn_layer_count() > 0 ? static_cast<size_t>(c.delta_conv_channels())
+                                                     : static_cast<size_t>(c.kda_heads) * c.kda_head_dim;
     const size_t mla_width = static_cast<size_t>(c.heads) * std::max(c.qk_nope + c.qk_rope, c.v_head);
     // GQA: q and the heads' outputs; a gated q_proj's [q | gate] per head
     const size_t gqa_width = static_cast<size_t>(c.heads) * c.head_dim * (c.attn_output_gate ? 2 : 1);
