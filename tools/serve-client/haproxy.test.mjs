@@ -40,6 +40,16 @@ function freePort() {
 const hostPort = (url) => new URL(url).host;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Whether nothing listens at url's port any more: a TCP connection is refused.
+function refuses(url) {
+  return new Promise((resolve) => {
+    const { hostname, port } = new URL(url);
+    const socket = net.connect(Number(port), hostname);
+    socket.once('connect', () => { socket.destroy(); resolve(false); });
+    socket.once('error', () => resolve(true));
+  });
+}
+
 async function waitFor(what, check, timeoutMs = 30000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -157,6 +167,10 @@ test('an instance killed mid-run: its in-flight requests fail cleanly, all other
     return ma.waste_requests_active >= 1 && ma.waste_queue_depth >= 1 && onA + onB + settled === sent;
   });
   await a.stop('SIGKILL');
+  // Gone means its port refuses connections: at once on Linux; under Wine
+  // once wineserver has closed the dead process's listening socket, which
+  // until then still accepts (and HAProxy's request there gets no answer).
+  await waitFor('lb-a to refuse connections', () => refuses(a.url), 10000);
   // Sent once lb-a is gone, before the health check (1 s, fall 2) can mark
   // it down: HAProxy's connection to it is refused and the request goes to lb-b.
   const after = await Promise.all([200, 201, 202, 203].map((i) => client.chat.completions.create(ask(i))));

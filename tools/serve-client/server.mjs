@@ -75,10 +75,15 @@ export async function startServer(model, extraArgs = [], { env = {}, modelSampli
     errors: () => err,
     pid,
     rssKiB: () => Number(readFileSync(`/proc/${pid()}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]),
+    // SIGTERM: the clean stop (under Wine a console Ctrl-C); SIGKILL: the
+    // server killed where it stands (under Wine its whole process group: the
+    // `waste.exe serve` the test spawned and the waste-serve.exe that serves).
     async stop(signal = 'SIGTERM') {
       const running = child.exitCode === null && child.signalCode === null;
       if (underWine && signal === 'SIGTERM') {
         if (running) process.kill(-child.pid, 'SIGINT');
+      } else if (underWine && signal === 'SIGKILL') {
+        if (running) process.kill(-child.pid, 'SIGKILL');
       } else child.kill(signal);
       const result = await exited;
       // A sanitizer's report (ThreadSanitizer exits 66, AddressSanitizer 1)
