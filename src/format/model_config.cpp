@@ -172,6 +172,25 @@ void parse_gqa_heads(const json& config, const std::string& where, ModelConfig* 
     c->layer_kinds.assign(c->layers, LayerKind::gqa);
 }
 
+// NEOX RoPE on the first int(head_dim * partial_rotary_factor) dims of each
+// head (HF's rotary dim; GLM-4.5, Qwen3.5): the factor from rope_parameters
+// (newer configs) or the top level, which wins, else `fallback` (the family's
+// config-class default); it must give an even number >= 2.
+void parse_partial_rotary(const json& config, const std::string& where, ModelConfig* c, double fallback) {
+    double factor = fallback;
+    std::string at = where + ".partial_rotary_factor";
+    if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object())
+        if (params->contains("partial_rotary_factor")) {
+            factor = Reader{*params, where + ".rope_parameters"}.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
+            at = where + ".rope_parameters.partial_rotary_factor";
+        }
+    factor = Reader{config, where}.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
+    c->rope_dim = static_cast<int>(c->head_dim * factor);
+    if (c->rope_dim < 2 || c->rope_dim % 2 != 0)
+        fail_format("{}: {} gives {} rotated dims of head_dim {}, expected an even number >= 2", at, factor, c->rope_dim,
+                    c->head_dim);
+}
+
 // Qwen3-MoE's attention (other-families.md §4): GQA on every layer, per-head
 // q_norm / k_norm, NEOX RoPE over the whole head. What this engine does not
 // run is refused by name, never run without it.
@@ -206,19 +225,7 @@ void parse_glm4_attention(const json& config, const std::string& where, ModelCon
     parse_gqa_heads(config, where, c);
     c->qkv_bias = read.boolean({"attention_bias"}, false);
     c->qk_norm = read.boolean({"use_qk_norm"}, false);
-    double factor = 0.5;
-    std::string at = where + ".partial_rotary_factor";
-    if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object())
-        if (params->contains("partial_rotary_factor")) {
-            factor = Reader{*params, where + ".rope_parameters"}.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
-            at = where + ".rope_parameters.partial_rotary_factor";
-        }
-    factor = read.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
-    // HF: dim = int(head_dim * partial_rotary_factor)
-    c->rope_dim = static_cast<int>(c->head_dim * factor);
-    if (c->rope_dim < 2 || c->rope_dim % 2 != 0)
-        fail_format("{}: {} gives {} rotated dims of head_dim {}, expected an even number >= 2", at, factor, c->rope_dim,
-                    c->head_dim);
+    parse_partial_rotary(config, where, c, 0.5);
     if (read.boolean({"use_sliding_window"}, false))
         fail(WASTE_ERR_UNSUPPORTED, "{}.use_sliding_window: true is not supported (full causal attention)", where);
 }
@@ -338,22 +345,10 @@ void parse_qwen35(const json& config, const std::string& where, ModelConfig* c) 
     c->renormalize = c->model_type == "qwen3_next" ? read.boolean({"norm_topk_prob"}, true) : true;
     if (read.integer({"decoder_sparse_step"}, 1, max_layers, 1) != 1)
         fail(WASTE_ERR_UNSUPPORTED, "{}.decoder_sparse_step: {} has a MoE block on every layer", where, c->model_type);
-    double factor = 0.25;
-    std::string at = where + ".partial_rotary_factor";
-    if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object()) {
-        Reader rope{*params, where + ".rope_parameters"};
-        if (params->contains("partial_rotary_factor")) {
-            factor = rope.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
-            at = where + ".rope_parameters.partial_rotary_factor";
-        }
-        if (rope.boolean({"mrope_interleaved"}, true) == false)
+    parse_partial_rotary(config, where, c, 0.25);
+    if (auto params = config.find("rope_parameters"); params != config.end() && params->is_object())
+        if (!Reader{*params, where + ".rope_parameters"}.boolean({"mrope_interleaved"}, true))
             fail(WASTE_ERR_UNSUPPORTED, "{}.rope_parameters.mrope_interleaved: false is not part of qwen3_5_moe", where);
-    }
-    factor = read.real({"partial_rotary_factor"}, 0.0, 1.0, factor);
-    c->rope_dim = static_cast<int>(c->head_dim * factor);  // HF: int(head_dim * partial_rotary_factor)
-    if (c->rope_dim < 2 || c->rope_dim % 2 != 0)
-        fail_format("{}: {} gives {} rotated dims of head_dim {}, expected an even number >= 2", at, factor, c->rope_dim,
-                    c->head_dim);
     if (c->yarn_enabled)
         fail(WASTE_ERR_UNSUPPORTED, "{}.rope_parameters: YaRN is not supported for qwen3_5_moe (rope_type default)", where);
     if (read.boolean({"attention_bias"}, false))
